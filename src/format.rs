@@ -1,0 +1,217 @@
+//! The native v1 header: pure bytes, no I/O.
+//!
+//! See the crate documentation for the byte diagram. [`Header`] parses and
+//! encodes the 53 header bytes; the reader and writer use it to set up a
+//! stream's sealing core and segment layout.
+
+use crate::seal::{self, NONCE_PREFIX_LEN, SegmentCipher};
+use crate::{Algorithm, Error, Key};
+
+/// The eight magic bytes that start every native stream: ASCII `cipherio`.
+pub const MAGIC: [u8; 8] = *b"cipherio";
+/// The native format version this crate writes and reads.
+pub const VERSION: u8 = 1;
+/// Bytes of random HKDF salt in the header.
+pub const SALT_LEN: usize = 32;
+/// Total length of the native v1 header.
+pub const HEADER_LEN: usize = 8 + 1 + 1 + 4 + SALT_LEN + NONCE_PREFIX_LEN;
+/// Bytes of authentication tag after each segment.
+pub const TAG_LEN: usize = seal::TAG_LEN;
+/// Default reader limit on the plaintext segment size a header may ask for.
+pub const DEFAULT_MAX_SEGMENT_SIZE: usize = 16 << 20;
+/// Largest segment size the header's 32-bit field can carry.
+pub const MAX_SEGMENT_SIZE: usize = u32::MAX as usize;
+
+/// The fixed-size header of a native v1 stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// The AEAD sealing every segment.
+    pub algorithm: Algorithm,
+    /// Plaintext bytes per segment (all but the last segment are full).
+    pub segment_size: u32,
+    /// The stream's random HKDF salt.
+    pub salt: [u8; SALT_LEN],
+    /// The stream's random 7-byte nonce prefix.
+    pub nonce_prefix: [u8; NONCE_PREFIX_LEN],
+}
+
+impl Header {
+    /// Parses the first [`HEADER_LEN`] bytes of `bytes` (more may follow).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if `bytes` is shorter than the header,
+    /// [`Error::BadMagic`], [`Error::UnsupportedVersion`],
+    /// [`Error::UnknownAlgorithm`] or [`Error::ZeroSegmentSize`] for a
+    /// malformed header.
+    pub fn parse(bytes: &[u8]) -> Result<Header, Error> {
+        if bytes.len() < MAGIC.len() {
+            return if MAGIC.starts_with(bytes) {
+                Err(Error::Truncated)
+            } else {
+                Err(Error::BadMagic)
+            };
+        }
+        if bytes[..MAGIC.len()] != MAGIC {
+            return Err(Error::BadMagic);
+        }
+        let Some(h) = bytes.get(..HEADER_LEN) else {
+            return Err(Error::Truncated);
+        };
+        if h[8] != VERSION {
+            return Err(Error::UnsupportedVersion(h[8]));
+        }
+        let algorithm = Algorithm::from_id(h[9]).ok_or(Error::UnknownAlgorithm(h[9]))?;
+        let segment_size = u32::from_be_bytes([h[10], h[11], h[12], h[13]]);
+        if segment_size == 0 {
+            return Err(Error::ZeroSegmentSize);
+        }
+        let mut salt = [0u8; SALT_LEN];
+        salt.copy_from_slice(&h[14..14 + SALT_LEN]);
+        let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
+        nonce_prefix.copy_from_slice(&h[14 + SALT_LEN..]);
+        Ok(Header {
+            algorithm,
+            segment_size,
+            salt,
+            nonce_prefix,
+        })
+    }
+
+    /// The header's [`HEADER_LEN`] bytes.
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
+        h[..8].copy_from_slice(&MAGIC);
+        h[8] = VERSION;
+        h[9] = self.algorithm.id();
+        h[10..14].copy_from_slice(&self.segment_size.to_be_bytes());
+        h[14..14 + SALT_LEN].copy_from_slice(&self.salt);
+        h[14 + SALT_LEN..].copy_from_slice(&self.nonce_prefix);
+        h
+    }
+
+    /// A header with a fresh random salt and nonce prefix.
+    pub(crate) fn random(algorithm: Algorithm, segment_size: u32) -> Result<Header, Error> {
+        let mut r = [0u8; SALT_LEN + NONCE_PREFIX_LEN];
+        getrandom::fill(&mut r).map_err(|_| Error::Random)?;
+        let mut salt = [0u8; SALT_LEN];
+        salt.copy_from_slice(&r[..SALT_LEN]);
+        let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
+        nonce_prefix.copy_from_slice(&r[SALT_LEN..]);
+        Ok(Header {
+            algorithm,
+            segment_size,
+            salt,
+            nonce_prefix,
+        })
+    }
+
+    /// The stream's sealing core: the key derived with HKDF-SHA256 from
+    /// `key` (ikm), the salt, and info = the 53 header bytes ‖ `aad`.
+    pub(crate) fn cipher(&self, key: &Key, aad: &[u8]) -> Result<SegmentCipher, Error> {
+        if key.algorithm() != self.algorithm {
+            return Err(Error::AlgorithmMismatch {
+                stream: self.algorithm,
+                key: key.algorithm(),
+            });
+        }
+        let derived = seal::derive_key(
+            self.algorithm,
+            key.as_bytes(),
+            &self.salt,
+            &[&self.to_bytes(), aad],
+        );
+        Ok(SegmentCipher::new(
+            self.algorithm,
+            &derived,
+            self.nonce_prefix,
+        ))
+    }
+}
+
+/// Plaintext bytes per segment. Every segment but the last is full; a
+/// profile whose first segment also carries the header (Tink's) makes
+/// `first` smaller than `rest`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub(crate) first: usize,
+    pub(crate) rest: usize,
+}
+
+impl Layout {
+    /// Plaintext capacity of segment `index`.
+    pub(crate) fn plain(&self, index: u64) -> usize {
+        if index == 0 { self.first } else { self.rest }
+    }
+
+    /// Sealed (ciphertext + tag) length of a full segment `index`.
+    pub(crate) fn sealed(&self, index: u64) -> usize {
+        self.plain(index) + TAG_LEN
+    }
+}
+
+/// Checks a writer capacity and turns it into the header's field.
+pub(crate) fn segment_size(capacity: usize) -> Result<u32, Error> {
+    match u32::try_from(capacity) {
+        Ok(s) if s > 0 => Ok(s),
+        _ => Err(Error::InvalidCapacity(capacity)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Header {
+        Header {
+            algorithm: Algorithm::ChaCha20Poly1305,
+            segment_size: 0x0001_0203,
+            salt: [0x5a; SALT_LEN],
+            nonce_prefix: [0xc3; NONCE_PREFIX_LEN],
+        }
+    }
+
+    #[test]
+    fn header_bytes_are_as_documented() {
+        let b = sample().to_bytes();
+        assert_eq!(b.len(), 53);
+        assert_eq!(&b[..8], b"cipherio");
+        assert_eq!(b[8], 1);
+        assert_eq!(b[9], 3);
+        assert_eq!(&b[10..14], &[0, 1, 2, 3]);
+        assert_eq!(&b[14..46], &[0x5a; 32]);
+        assert_eq!(&b[46..53], &[0xc3; 7]);
+        assert_eq!(Header::parse(&b), Ok(sample()));
+    }
+
+    #[test]
+    fn malformed_headers_are_named() {
+        let good = sample().to_bytes();
+        assert_eq!(Header::parse(&good[..5]), Err(Error::Truncated));
+        assert_eq!(Header::parse(&good[..52]), Err(Error::Truncated));
+        assert_eq!(Header::parse(b"ciphe-"), Err(Error::BadMagic));
+        let mut b = good;
+        b[0] ^= 1;
+        assert_eq!(Header::parse(&b), Err(Error::BadMagic));
+        let mut b = good;
+        b[8] = 2;
+        assert_eq!(Header::parse(&b), Err(Error::UnsupportedVersion(2)));
+        let mut b = good;
+        b[9] = 0;
+        assert_eq!(Header::parse(&b), Err(Error::UnknownAlgorithm(0)));
+        let mut b = good;
+        b[10..14].copy_from_slice(&[0; 4]);
+        assert_eq!(Header::parse(&b), Err(Error::ZeroSegmentSize));
+    }
+
+    #[test]
+    fn capacity_must_fit_the_header_field() {
+        assert_eq!(segment_size(0), Err(Error::InvalidCapacity(0)));
+        assert_eq!(segment_size(1), Ok(1));
+        assert_eq!(segment_size(MAX_SEGMENT_SIZE), Ok(u32::MAX));
+        assert_eq!(
+            segment_size(MAX_SEGMENT_SIZE + 1),
+            Err(Error::InvalidCapacity(MAX_SEGMENT_SIZE + 1))
+        );
+    }
+}

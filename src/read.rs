@@ -1,0 +1,440 @@
+//! `CipherReader`: reads sealed segments from the inner reader and releases
+//! their plaintext once each has authenticated. All crypto is in
+//! [`crate::seal`].
+
+use std::fmt;
+use std::io::{self, BufRead, Read};
+
+use zeroize::Zeroizing;
+
+use crate::format::{DEFAULT_MAX_SEGMENT_SIZE, HEADER_LEN, Header, Layout, TAG_LEN};
+use crate::seal::SegmentCipher;
+use crate::write::DEFAULT_CAPACITY;
+use crate::{Error, Key};
+
+/// Where the reader is in the stream.
+enum Stage {
+    /// The header has not been read yet.
+    Start { key: Key, aad: Vec<u8> },
+    /// Segments are being opened.
+    Body {
+        cipher: SegmentCipher,
+        layout: Layout,
+    },
+    /// A full-length final segment has authenticated; the inner reader must
+    /// still confirm that nothing follows it.
+    Final,
+    /// The final segment authenticated and the inner reader is at its end.
+    Done,
+    /// A fatal error: every later call returns it.
+    Failed(Error),
+}
+
+/// Decrypts a cipherio stream read from `R`.
+///
+/// Plaintext is released only after the segment holding it has
+/// authenticated. The stream must end with its final segment, exactly:
+/// a missing final segment is [`io::ErrorKind::UnexpectedEof`], trailing
+/// bytes or any tampering [`io::ErrorKind::InvalidData`]. These errors are
+/// sticky: once one is returned, every later `read` returns it again (never
+/// `Ok(0)`). Errors of `R` itself pass through unchanged and leave the
+/// reader consistent, so the call can be retried.
+///
+/// The buffer (8 KiB by default) is the read-ahead: each call to the inner
+/// reader asks for at least that many bytes, and every complete segment a
+/// call delivers is decrypted without another call. A `read` calls `R` again
+/// only while the first segment it works on is incomplete, so a socket peer
+/// that sends one segment and waits gets its data. Reads of at least a
+/// segment decrypt straight into the caller's buffer.
+pub struct CipherReader<R> {
+    stage: Stage,
+    /// Ciphertext read ahead from `inner`: `cipher[pos..end]` is unread.
+    cipher: Vec<u8>,
+    pos: usize,
+    end: usize,
+    /// `inner` has reported its end.
+    eof: bool,
+    /// One decrypted segment for small reads: `plain[ppos..pend]` is unread.
+    plain: Zeroizing<Vec<u8>>,
+    ppos: usize,
+    pend: usize,
+    capacity: usize,
+    max_segment: usize,
+    inner: R,
+}
+
+/// Configures a [`CipherReader`]: read-ahead capacity, associated data and
+/// the largest segment a header may ask for.
+#[derive(Clone, Debug)]
+pub struct ReaderBuilder {
+    key: Key,
+    capacity: usize,
+    aad: Vec<u8>,
+    max_segment: usize,
+}
+
+impl ReaderBuilder {
+    /// Bytes of ciphertext to ask the inner reader for at a time (default
+    /// 8 KiB, at least 1). The reader also holds one whole segment,
+    /// whatever this is. Zero makes the first read fail with
+    /// [`io::ErrorKind::InvalidInput`].
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// The associated data the writer was given.
+    pub fn associated_data(mut self, aad: &[u8]) -> Self {
+        self.aad = aad.to_vec();
+        self
+    }
+
+    /// The largest plaintext segment size a header may ask for (default
+    /// 16 MiB). A header over it is refused before anything is allocated.
+    pub fn max_segment_size(mut self, limit: usize) -> Self {
+        self.max_segment = limit;
+        self
+    }
+
+    /// The reader over `inner`. Does no I/O.
+    pub fn build<R: Read>(self, inner: R) -> CipherReader<R> {
+        CipherReader {
+            stage: Stage::Start {
+                key: self.key,
+                aad: self.aad,
+            },
+            cipher: Vec::new(),
+            pos: 0,
+            end: 0,
+            eof: false,
+            plain: Zeroizing::new(Vec::new()),
+            ppos: 0,
+            pend: 0,
+            capacity: self.capacity,
+            max_segment: self.max_segment,
+            inner,
+        }
+    }
+}
+
+/// What [`CipherReader::open_next`] found.
+enum Opened {
+    /// A segment of this many plaintext bytes; more follow.
+    More(usize),
+    /// The final segment, of this many plaintext bytes.
+    Last(usize),
+}
+
+impl<R: Read> CipherReader<R> {
+    /// A reader with the default 8 KiB read-ahead and no associated data.
+    pub fn new(key: &Key, inner: R) -> Self {
+        Self::builder(key).build(inner)
+    }
+
+    /// A reader that asks the inner reader for `capacity` bytes at a time.
+    pub fn with_capacity(capacity: usize, key: &Key, inner: R) -> Self {
+        Self::builder(key).capacity(capacity).build(inner)
+    }
+
+    /// A builder for the less common options (associated data, segment limit).
+    pub fn builder(key: &Key) -> ReaderBuilder {
+        ReaderBuilder {
+            key: key.clone(),
+            capacity: DEFAULT_CAPACITY,
+            aad: Vec::new(),
+            max_segment: DEFAULT_MAX_SEGMENT_SIZE,
+        }
+    }
+
+    /// The configured read-ahead.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The inner reader.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
+    /// The inner reader. Reading from it directly corrupts the stream.
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
+    /// The inner reader. Read-ahead ciphertext and undelivered plaintext
+    /// are lost (and the plaintext wiped).
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+
+    /// Records a fatal error and returns it.
+    fn fail(&mut self, e: Error) -> io::Error {
+        self.stage = Stage::Failed(e.clone());
+        e.into()
+    }
+
+    /// Reads once more from the inner reader, after making room so that the
+    /// call asks for at least `capacity` bytes and the current unit (header
+    /// or segment, `need` bytes from `pos`) fits.
+    fn read_more(&mut self, need: usize) -> io::Result<()> {
+        if self.pos == self.end {
+            self.pos = 0;
+            self.end = 0;
+        }
+        let room = self.cipher.len() - self.end;
+        if room < self.capacity || self.pos + need > self.cipher.len() {
+            self.cipher.copy_within(self.pos..self.end, 0);
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        match self.inner.read(&mut self.cipher[self.end..]) {
+            Ok(0) => self.eof = true,
+            Ok(n) => self.end += n,
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    /// Reads and checks the header, then sets the stream up.
+    fn read_header(&mut self) -> io::Result<()> {
+        if self.capacity == 0 {
+            return Err(self.fail(Error::InvalidCapacity(0)));
+        }
+        if self.cipher.is_empty() {
+            self.cipher = vec![0; self.capacity.max(HEADER_LEN)];
+        }
+        let header = loop {
+            match Header::parse(&self.cipher[self.pos..self.end]) {
+                Ok(h) => break h,
+                Err(Error::Truncated) if !self.eof => self.read_more(HEADER_LEN)?,
+                Err(e) => return Err(self.fail(e)),
+            }
+        };
+        let size = header.segment_size as usize;
+        if size > self.max_segment {
+            return Err(self.fail(Error::SegmentTooLarge {
+                size: u64::from(header.segment_size),
+                limit: self.max_segment as u64,
+            }));
+        }
+        let Stage::Start { key, aad } = &self.stage else {
+            unreachable!("header is read at the start")
+        };
+        let cipher = match header.cipher(key, aad) {
+            Ok(c) => c,
+            Err(e) => return Err(self.fail(e)),
+        };
+        self.pos += HEADER_LEN;
+        self.cipher.resize(self.capacity + size + TAG_LEN, 0);
+        self.stage = Stage::Body {
+            cipher,
+            layout: Layout {
+                first: size,
+                rest: size,
+            },
+        };
+        Ok(())
+    }
+
+    /// Makes sure the next segment is complete in the read-ahead (or the
+    /// inner reader is at its end), calling the inner reader only while it
+    /// is not. Returns the plaintext capacity of that segment.
+    fn fill_segment(&mut self) -> io::Result<usize> {
+        if let Stage::Start { .. } = self.stage {
+            self.read_header()?;
+        }
+        let Stage::Body { cipher, layout } = &self.stage else {
+            unreachable!("called while in the body")
+        };
+        let (plain, sealed) = (layout.plain(cipher.index()), layout.sealed(cipher.index()));
+        while self.end - self.pos < sealed && !self.eof {
+            self.read_more(sealed)?;
+        }
+        Ok(plain)
+    }
+
+    /// Opens the segment at `pos` into `out` (at least the segment's
+    /// plaintext capacity long). On error `out` holds no plaintext.
+    fn open_next(&mut self, out: &mut [u8]) -> Result<Opened, Error> {
+        let Stage::Body { cipher, layout } = &mut self.stage else {
+            unreachable!("called while in the body")
+        };
+        let index = cipher.index();
+        let full = layout.sealed(index);
+        let avail = self.end - self.pos;
+        if avail >= full {
+            let sealed = &self.cipher[self.pos..self.pos + full];
+            let out = &mut out[..full - TAG_LEN];
+            // A full-length segment is final or not: try the common case
+            // first, then the other flag (as age does).
+            if cipher.open(sealed, out, false).is_ok() {
+                self.pos += full;
+                return Ok(Opened::More(full - TAG_LEN));
+            }
+            cipher.open(sealed, out, true)?;
+            self.pos += full;
+            if self.pos < self.end {
+                zeroize::Zeroize::zeroize(out);
+                return Err(Error::TrailingData);
+            }
+            return Ok(Opened::Last(full - TAG_LEN));
+        }
+        debug_assert!(self.eof, "fill_segment stops short only at the end");
+        if avail < TAG_LEN {
+            return Err(Error::Truncated);
+        }
+        let len = avail - TAG_LEN;
+        cipher.open(&self.cipher[self.pos..self.end], &mut out[..len], true)?;
+        self.pos = self.end;
+        if len == 0 && index > 0 {
+            return Err(Error::EmptyFinalSegment);
+        }
+        Ok(Opened::Last(len))
+    }
+
+    /// Moves the stage on after a segment opened, or records the error.
+    fn after_open(&mut self, r: Result<Opened, Error>) -> Result<usize, Error> {
+        match r {
+            Ok(Opened::More(n)) => Ok(n),
+            Ok(Opened::Last(n)) => {
+                self.stage = if self.eof { Stage::Done } else { Stage::Final };
+                Ok(n)
+            }
+            Err(e) => {
+                self.stage = Stage::Failed(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// Settles every stage but `Body`: `Some(result)` if there is nothing
+    /// to open (end of stream, or an error), `None` to go on opening.
+    fn settle(&mut self) -> Option<io::Result<()>> {
+        match &self.stage {
+            Stage::Failed(e) => Some(Err(e.clone().into())),
+            Stage::Done => Some(Ok(())),
+            Stage::Final => {
+                // The final segment was full-length: only now ask the inner
+                // reader whether anything follows it.
+                if self.pos == self.end && !self.eof {
+                    if let Err(e) = self.read_more(1) {
+                        return Some(Err(e));
+                    }
+                }
+                if self.pos < self.end {
+                    return Some(Err(self.fail(Error::TrailingData)));
+                }
+                if self.eof {
+                    self.stage = Stage::Done;
+                }
+                Some(Ok(()))
+            }
+            Stage::Start { .. } | Stage::Body { .. } => None,
+        }
+    }
+
+    /// Decrypts the next segment into the internal plaintext buffer.
+    fn fill_plain(&mut self) -> io::Result<()> {
+        let cap = self.fill_segment()?;
+        if self.plain.len() < cap {
+            // Allocated once, at the segment size, so no copy is left
+            // behind unwiped by a reallocation.
+            self.plain = Zeroizing::new(vec![0; cap]);
+        }
+        let mut plain = std::mem::take(&mut self.plain);
+        let r = self.open_next(&mut plain);
+        self.plain = plain;
+        let n = self.after_open(r)?;
+        self.ppos = 0;
+        self.pend = n;
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for CipherReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.ppos < self.pend {
+                let n = buf.len().min(self.pend - self.ppos);
+                buf[..n].copy_from_slice(&self.plain[self.ppos..self.ppos + n]);
+                self.ppos += n;
+                return Ok(n);
+            }
+            if let Some(r) = self.settle() {
+                return r.map(|()| 0);
+            }
+            if buf.is_empty() {
+                return Ok(0);
+            }
+            let cap = self.fill_segment()?;
+            if buf.len() < cap {
+                // Small read: through the internal buffer. (An empty final
+                // segment leaves it empty; the loop then reports the end.)
+                self.fill_plain()?;
+                continue;
+            }
+            // Zero-copy: decrypt straight into the caller's buffer, every
+            // complete segment that is already read ahead and fits.
+            let mut n = 0;
+            loop {
+                let r = self.open_next(&mut buf[n..]);
+                match self.after_open(r) {
+                    Ok(k) => n += k,
+                    Err(e) if n == 0 => return Err(e.into()),
+                    // Earlier segments authenticated: deliver them; the
+                    // sticky error comes with the next call.
+                    Err(_) => return Ok(n),
+                }
+                let Stage::Body { cipher, layout } = &self.stage else {
+                    break;
+                };
+                let index = cipher.index();
+                if self.end - self.pos < layout.sealed(index) || buf.len() - n < layout.plain(index)
+                {
+                    break;
+                }
+            }
+            if n == 0 {
+                // Only an empty final segment; report the end properly.
+                continue;
+            }
+            return Ok(n);
+        }
+    }
+}
+
+impl<R: Read> BufRead for CipherReader<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.ppos == self.pend {
+            if let Some(r) = self.settle() {
+                r?;
+                return Ok(&[]);
+            }
+            self.fill_plain()?;
+        }
+        Ok(&self.plain[self.ppos..self.pend])
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.ppos = (self.ppos + amt).min(self.pend);
+    }
+}
+
+impl<R: fmt::Debug> fmt::Debug for CipherReader<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let stage = match &self.stage {
+            Stage::Start { .. } => "start",
+            Stage::Body { .. } => "body",
+            Stage::Final => "final",
+            Stage::Done => "done",
+            Stage::Failed(_) => "failed",
+        };
+        f.debug_struct("CipherReader")
+            .field("inner", &self.inner)
+            .field("capacity", &self.capacity)
+            .field("stage", &stage)
+            .field("read_ahead", &(self.end - self.pos))
+            .field("buffered", &(self.pend - self.ppos))
+            .finish()
+    }
+}

@@ -1,0 +1,351 @@
+//! `CipherWriter`: buffers plaintext into segments, seals them, and moves
+//! the sealed bytes to the inner writer. All crypto is in [`crate::seal`].
+
+use std::fmt;
+use std::io::{self, Write};
+
+use zeroize::Zeroizing;
+
+use crate::format::{self, HEADER_LEN, Header, Layout, TAG_LEN};
+use crate::seal::SegmentCipher;
+use crate::{Error, Key};
+
+/// The default buffer size of [`CipherWriter`] and [`CipherReader`](crate::CipherReader).
+pub const DEFAULT_CAPACITY: usize = 8 * 1024;
+
+/// Where the writer is in the life of its stream.
+enum Stage {
+    /// Nothing written yet: the header (and its random salt) is made on the
+    /// first write or on finish, so that constructors do no I/O and cannot fail.
+    Start { key: Key, aad: Vec<u8> },
+    /// Header made; segments are being sealed. `header` is held until it can
+    /// go out in one inner write with the first segment.
+    Open {
+        cipher: SegmentCipher,
+        layout: Layout,
+        header: Option<[u8; HEADER_LEN]>,
+    },
+    /// The final segment is sealed (its bytes may still be pending in the
+    /// output buffer); the derived key is gone.
+    Sealed,
+    /// A fatal error (bad configuration, counter exhausted, no randomness):
+    /// every later call returns it.
+    Failed(Error),
+}
+
+/// Encrypts everything written to it into a cipherio stream on `W`.
+///
+/// The buffer is one plaintext segment: its size (8 KiB by default, set
+/// with [`with_capacity`](Self::with_capacity)) goes into the header, and any
+/// [`CipherReader`](crate::CipherReader) reads the stream whatever its own
+/// buffer size.
+///
+/// **Call [`finish`](Self::finish).** It seals the final segment, which is
+/// what tells a reader the stream is complete. Dropping a writer never
+/// finishes the stream (that would turn a panic or an early `?` into a
+/// valid, truncated message): an unfinished stream fails to decrypt with
+/// [`io::ErrorKind::UnexpectedEof`]. `Drop` only wipes the buffered
+/// plaintext and the keys.
+///
+/// `flush` writes out every *sealed* segment and flushes `W`; it cannot send
+/// the partial segment still in the buffer, since only the final segment of
+/// this format may be short.
+///
+/// Errors of `W` (`Interrupted`, `WouldBlock`, a short or zero write, any
+/// other error) leave the writer consistent: sealed bytes stay in the output
+/// buffer and the next call resumes where the last one stopped, so no
+/// plaintext is sealed twice. `Ok(0)` from `W` is reported as
+/// [`io::ErrorKind::WriteZero`].
+pub struct CipherWriter<W: Write> {
+    stage: Stage,
+    /// Plaintext of the current segment; never grows past its first
+    /// allocation, so wiping it on drop wipes every copy.
+    plain: Zeroizing<Vec<u8>>,
+    /// Sealed bytes not yet accepted by `inner`.
+    out: Pending,
+    capacity: usize,
+    inner: W,
+}
+
+/// Configures a [`CipherWriter`]: buffer capacity and associated data.
+///
+/// ```
+/// # use cipherio::{Algorithm, CipherWriter, Key};
+/// let key = Key::generate(Algorithm::ChaCha20Poly1305);
+/// let w = CipherWriter::builder(&key)
+///     .capacity(64 * 1024)
+///     .associated_data(b"backup-2026-11-30.tar")
+///     .build(Vec::new());
+/// let ciphertext = w.finish()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct WriterBuilder {
+    key: Key,
+    capacity: usize,
+    aad: Vec<u8>,
+}
+
+impl WriterBuilder {
+    /// Plaintext bytes per segment (default 8 KiB; 1 ..= 2^32 − 1).
+    /// An out-of-range value makes the first write fail with
+    /// [`io::ErrorKind::InvalidInput`].
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Associated data: authenticated, not encrypted, not stored. The
+    /// reader must be given the same bytes.
+    pub fn associated_data(mut self, aad: &[u8]) -> Self {
+        self.aad = aad.to_vec();
+        self
+    }
+
+    /// The writer over `inner`. Does no I/O.
+    pub fn build<W: Write>(self, inner: W) -> CipherWriter<W> {
+        CipherWriter {
+            stage: Stage::Start {
+                key: self.key,
+                aad: self.aad,
+            },
+            plain: Zeroizing::new(Vec::new()),
+            out: Pending::default(),
+            capacity: self.capacity,
+            inner,
+        }
+    }
+}
+
+impl<W: Write> CipherWriter<W> {
+    /// A writer with the default 8 KiB buffer and no associated data.
+    pub fn new(key: &Key, inner: W) -> Self {
+        Self::builder(key).build(inner)
+    }
+
+    /// A writer whose segments hold `capacity` plaintext bytes each.
+    pub fn with_capacity(capacity: usize, key: &Key, inner: W) -> Self {
+        Self::builder(key).capacity(capacity).build(inner)
+    }
+
+    /// A builder for the less common options (associated data).
+    pub fn builder(key: &Key) -> WriterBuilder {
+        WriterBuilder {
+            key: key.clone(),
+            capacity: DEFAULT_CAPACITY,
+            aad: Vec::new(),
+        }
+    }
+
+    /// Plaintext bytes per segment.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The inner writer.
+    pub fn get_ref(&self) -> &W {
+        &self.inner
+    }
+
+    /// The inner writer. Writing to it directly corrupts the stream.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
+
+    /// Seals the final segment, writes everything out and flushes the inner
+    /// writer, then returns it.
+    ///
+    /// # Errors
+    ///
+    /// Any error of the inner writer, or a sticky error of this writer. The
+    /// writer is consumed either way; use [`try_finish`](Self::try_finish)
+    /// to be able to retry.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.try_finish()?;
+        Ok(self.inner)
+    }
+
+    /// Seals the final segment, writes everything out and flushes the inner
+    /// writer, keeping the writer. After an error (for example
+    /// `WouldBlock`), call it again: it resumes without sealing anything
+    /// twice. Once it has succeeded it does nothing more, and any write is
+    /// an error.
+    ///
+    /// # Errors
+    ///
+    /// Any error of the inner writer, or a sticky error of this writer.
+    pub fn try_finish(&mut self) -> io::Result<()> {
+        self.start()?;
+        if let Stage::Open { .. } = self.stage {
+            // Not final until now: whatever is buffered (possibly nothing, for
+            // an empty stream) becomes the final segment.
+            seal(&mut self.stage, &mut self.out, &self.plain, true)?;
+            self.plain.clear();
+            self.stage = Stage::Sealed;
+        }
+        self.out.drain(&mut self.inner)?;
+        self.inner.flush()
+    }
+
+    /// Makes the header on first use; returns a sticky error if any.
+    fn start(&mut self) -> Result<(), Error> {
+        match &self.stage {
+            Stage::Failed(e) => return Err(e.clone()),
+            Stage::Start { .. } => {}
+            Stage::Open { .. } | Stage::Sealed => return Ok(()),
+        }
+        let Stage::Start { key, aad } = std::mem::replace(&mut self.stage, Stage::Sealed) else {
+            unreachable!("checked above")
+        };
+        let begun = format::segment_size(self.capacity).and_then(|size| {
+            let header = Header::random(key.algorithm(), size)?;
+            let cipher = header.cipher(&key, &aad)?;
+            Ok((header, cipher))
+        });
+        match begun {
+            Ok((header, cipher)) => {
+                let seg = self.capacity;
+                self.plain = Zeroizing::new(Vec::with_capacity(seg));
+                self.out.bytes = Vec::with_capacity(HEADER_LEN + seg + TAG_LEN);
+                self.stage = Stage::Open {
+                    cipher,
+                    layout: Layout {
+                        first: seg,
+                        rest: seg,
+                    },
+                    header: Some(header.to_bytes()),
+                };
+                Ok(())
+            }
+            Err(e) => {
+                self.stage = Stage::Failed(e.clone());
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Sealed bytes (the header and/or one segment) not yet accepted by the
+/// inner writer.
+#[derive(Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    /// How much of `bytes` the inner writer has accepted.
+    pos: usize,
+}
+
+impl Pending {
+    /// Moves the pending bytes to `inner`, retrying `Interrupted`.
+    fn drain<W: Write>(&mut self, inner: &mut W) -> io::Result<()> {
+        while self.pos < self.bytes.len() {
+            match inner.write(&self.bytes[self.pos..]) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "cipherio: inner writer accepted no bytes",
+                    ));
+                }
+                Ok(n) => self.pos += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Seals `plain` as the stream's next segment into the drained `out`,
+/// behind the header if it has not gone out yet. A sealing error is fatal.
+fn seal(stage: &mut Stage, out: &mut Pending, plain: &[u8], last: bool) -> Result<(), Error> {
+    let Stage::Open { cipher, header, .. } = stage else {
+        unreachable!("seal is only called on an open stream")
+    };
+    debug_assert_eq!(out.pos, out.bytes.len(), "output drained before sealing");
+    out.bytes.clear();
+    out.pos = 0;
+    if let Some(h) = header.take() {
+        out.bytes.extend_from_slice(&h);
+    }
+    let start = out.bytes.len();
+    out.bytes.resize(start + plain.len() + TAG_LEN, 0);
+    if let Err(e) = cipher.seal(plain, &mut out.bytes[start..], last) {
+        out.bytes.truncate(start);
+        *stage = Stage::Failed(e.clone());
+        return Err(e);
+    }
+    Ok(())
+}
+
+impl<W: Write> Write for CipherWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Stage::Sealed = self.stage {
+            return Err(Error::Finished.into());
+        }
+        self.start()?;
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        // Whatever an earlier call left pending goes first.
+        self.out.drain(&mut self.inner)?;
+        let mut taken = 0;
+        while taken < buf.len() {
+            let Stage::Open { cipher, layout, .. } = &self.stage else {
+                unreachable!("started and not sealed")
+            };
+            let seg = layout.plain(cipher.index());
+            let rest = &buf[taken..];
+            let sealed = if self.plain.len() == seg {
+                // A full segment was held back; more data follows, so it
+                // is not the final one.
+                let r = seal(&mut self.stage, &mut self.out, &self.plain, false);
+                self.plain.clear();
+                r
+            } else if self.plain.is_empty() && rest.len() > seg {
+                // Zero-copy: seal straight from the caller's slice.
+                let r = seal(&mut self.stage, &mut self.out, &rest[..seg], false);
+                if r.is_ok() {
+                    taken += seg;
+                }
+                r
+            } else {
+                let n = rest.len().min(seg - self.plain.len());
+                self.plain.extend_from_slice(&rest[..n]);
+                taken += n;
+                continue;
+            };
+            let drained = sealed
+                .map_err(io::Error::from)
+                .and_then(|()| self.out.drain(&mut self.inner));
+            if let Err(e) = drained {
+                return if taken > 0 { Ok(taken) } else { Err(e) };
+            }
+        }
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if let Stage::Failed(e) = &self.stage {
+            return Err(e.clone().into());
+        }
+        self.out.drain(&mut self.inner)?;
+        self.inner.flush()
+    }
+}
+
+impl<W: Write + fmt::Debug> fmt::Debug for CipherWriter<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let stage = match &self.stage {
+            Stage::Start { .. } => "start",
+            Stage::Open { .. } => "open",
+            Stage::Sealed => "sealed",
+            Stage::Failed(_) => "failed",
+        };
+        f.debug_struct("CipherWriter")
+            .field("inner", &self.inner)
+            .field("capacity", &self.capacity)
+            .field("stage", &stage)
+            .field("buffered", &self.plain.len())
+            .field("pending", &(self.out.bytes.len() - self.out.pos))
+            .finish()
+    }
+}
