@@ -56,6 +56,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod backend;
 mod error;
 pub mod format;
 mod key;

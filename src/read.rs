@@ -125,18 +125,10 @@ enum Opened {
     Last(usize),
 }
 
-impl<R: Read> CipherReader<R> {
-    /// A reader with the default 8 KiB read-ahead and no associated data.
-    pub fn new(key: &Key, inner: R) -> Self {
-        Self::builder(key).build(inner)
-    }
-
-    /// A reader that asks the inner reader for `capacity` bytes at a time.
-    pub fn with_capacity(capacity: usize, key: &Key, inner: R) -> Self {
-        Self::builder(key).capacity(capacity).build(inner)
-    }
-
-    /// A builder for the less common options (associated data, segment limit).
+impl CipherReader<io::Empty> {
+    /// A builder for the less common options (associated data, segment
+    /// limit). Its [`build`](ReaderBuilder::build) takes the inner reader;
+    /// the `Empty` here only lets `CipherReader::builder(&key)` name no type.
     pub fn builder(key: &Key) -> ReaderBuilder {
         ReaderBuilder {
             key: key.clone(),
@@ -144,6 +136,18 @@ impl<R: Read> CipherReader<R> {
             aad: Vec::new(),
             max_segment: DEFAULT_MAX_SEGMENT_SIZE,
         }
+    }
+}
+
+impl<R: Read> CipherReader<R> {
+    /// A reader with the default 8 KiB read-ahead and no associated data.
+    pub fn new(key: &Key, inner: R) -> Self {
+        CipherReader::builder(key).build(inner)
+    }
+
+    /// A reader that asks the inner reader for `capacity` bytes at a time.
+    pub fn with_capacity(capacity: usize, key: &Key, inner: R) -> Self {
+        CipherReader::builder(key).capacity(capacity).build(inner)
     }
 
     /// The configured read-ahead.

@@ -117,24 +117,29 @@ impl WriterBuilder {
     }
 }
 
-impl<W: Write> CipherWriter<W> {
-    /// A writer with the default 8 KiB buffer and no associated data.
-    pub fn new(key: &Key, inner: W) -> Self {
-        Self::builder(key).build(inner)
-    }
-
-    /// A writer whose segments hold `capacity` plaintext bytes each.
-    pub fn with_capacity(capacity: usize, key: &Key, inner: W) -> Self {
-        Self::builder(key).capacity(capacity).build(inner)
-    }
-
-    /// A builder for the less common options (associated data).
+impl CipherWriter<io::Sink> {
+    /// A builder for the less common options (associated data). Its
+    /// [`build`](WriterBuilder::build) takes the inner writer; the `Sink`
+    /// here only lets `CipherWriter::builder(&key)` name no type, as
+    /// `HashMap::new` does for its hasher.
     pub fn builder(key: &Key) -> WriterBuilder {
         WriterBuilder {
             key: key.clone(),
             capacity: DEFAULT_CAPACITY,
             aad: Vec::new(),
         }
+    }
+}
+
+impl<W: Write> CipherWriter<W> {
+    /// A writer with the default 8 KiB buffer and no associated data.
+    pub fn new(key: &Key, inner: W) -> Self {
+        CipherWriter::builder(key).build(inner)
+    }
+
+    /// A writer whose segments hold `capacity` plaintext bytes each.
+    pub fn with_capacity(capacity: usize, key: &Key, inner: W) -> Self {
+        CipherWriter::builder(key).capacity(capacity).build(inner)
     }
 
     /// Plaintext bytes per segment.
