@@ -229,7 +229,10 @@ impl<R: Read> CipherReader<R> {
             Err(e) => return Err(self.fail(e)),
         };
         self.pos += HEADER_LEN;
-        self.cipher.resize(self.capacity + size + TAG_LEN, 0);
+        // Room for one whole sealed segment plus a read-ahead of
+        // `capacity`, never less than what is already buffered.
+        let len = self.capacity.saturating_add(size + TAG_LEN);
+        self.cipher.resize(len.max(self.cipher.len()), 0);
         self.stage = Stage::Body {
             cipher,
             layout: Layout {
