@@ -1,0 +1,159 @@
+//! The small public surface: keys, errors, Debug output, the header type.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{self, Read, Write};
+
+use cipherio::format::{HEADER_LEN, Header};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key};
+
+const KEY_BYTES: [u8; 32] = [0x3c; 32];
+
+#[test]
+fn key_lengths_are_checked() {
+    assert!(Key::new(Algorithm::Aes128Gcm, &KEY_BYTES[..16]).is_ok());
+    assert_eq!(
+        Key::new(Algorithm::Aes128Gcm, &KEY_BYTES).unwrap_err(),
+        Error::InvalidKeyLength {
+            expected: 16,
+            actual: 32
+        }
+    );
+    for alg in [Algorithm::Aes256Gcm, Algorithm::ChaCha20Poly1305] {
+        assert!(Key::new(alg, &KEY_BYTES).is_ok());
+        assert_eq!(
+            Key::new(alg, &KEY_BYTES[..31]).unwrap_err(),
+            Error::InvalidKeyLength {
+                expected: 32,
+                actual: 31
+            }
+        );
+    }
+    assert_eq!(Key::generate(Algorithm::Aes128Gcm).as_bytes().len(), 16);
+    assert_eq!(Key::generate(Algorithm::Aes256Gcm).as_bytes().len(), 32);
+}
+
+#[test]
+fn hex_keys_decode_or_say_why() {
+    let hex = "000102030405060708090a0b0c0d0e0F";
+    let k = Key::from_hex(Algorithm::Aes128Gcm, hex).unwrap();
+    assert_eq!(k.as_bytes(), (0u8..16).collect::<Vec<_>>());
+    assert_eq!(
+        Key::from_hex(Algorithm::Aes128Gcm, "zz").unwrap_err(),
+        Error::InvalidHex
+    );
+    assert_eq!(
+        Key::from_hex(Algorithm::Aes256Gcm, hex).unwrap_err(),
+        Error::InvalidKeyLength {
+            expected: 32,
+            actual: 16
+        }
+    );
+}
+
+#[test]
+fn generated_keys_differ() {
+    let a = Key::generate(Algorithm::Aes256Gcm);
+    let b = Key::generate(Algorithm::Aes256Gcm);
+    assert_ne!(a.as_bytes(), b.as_bytes());
+}
+
+#[test]
+fn debug_prints_no_key_or_plaintext_bytes() {
+    let key = Key::new(Algorithm::Aes256Gcm, &KEY_BYTES).unwrap();
+    let dbg = format!("{key:?}");
+    assert!(dbg.contains("Aes256Gcm"), "{dbg}");
+    for needle in ["3c", "60", "0x3c"] {
+        assert!(!dbg.contains(needle), "{dbg}");
+    }
+
+    let secret = b"SECRETSECRETSECRET";
+    let mut w = CipherWriter::new(&key, Vec::new());
+    w.write_all(secret).unwrap();
+    let dbg = format!("{w:?}");
+    assert!(dbg.contains("buffered: 18"), "{dbg}");
+    assert!(!dbg.contains("83, 69, 67"), "plaintext bytes in {dbg}");
+    assert!(!dbg.contains("SECRET"), "{dbg}");
+    let ct = w.finish().unwrap();
+
+    let mut r = CipherReader::new(&key, &ct[..]);
+    let mut first = [0u8; 4];
+    r.read_exact(&mut first).unwrap();
+    let dbg = format!("{r:?}");
+    assert!(dbg.contains("buffered: 14"), "{dbg}");
+    assert!(
+        !dbg.contains("SECRET") && !dbg.contains("67, 82, 69"),
+        "{dbg}"
+    );
+}
+
+#[test]
+fn errors_carry_kind_and_downcast() {
+    let cases = [
+        (Error::Authentication, io::ErrorKind::InvalidData),
+        (Error::BadMagic, io::ErrorKind::InvalidData),
+        (Error::TrailingData, io::ErrorKind::InvalidData),
+        (Error::Truncated, io::ErrorKind::UnexpectedEof),
+        (Error::InvalidCapacity(0), io::ErrorKind::InvalidInput),
+        (Error::Finished, io::ErrorKind::InvalidInput),
+        (
+            Error::SegmentTooLarge { size: 2, limit: 1 },
+            io::ErrorKind::InvalidData,
+        ),
+    ];
+    for (e, kind) in cases {
+        let io_err: io::Error = e.clone().into();
+        assert_eq!(io_err.kind(), kind, "{e}");
+        assert_eq!(Error::from_io(&io_err), Some(&e));
+        assert!(io_err.to_string().starts_with("cipherio: "), "{io_err}");
+    }
+    // An error that is not ours is not mistaken for one.
+    let other = io::Error::new(io::ErrorKind::InvalidData, "x");
+    assert_eq!(Error::from_io(&other), None);
+}
+
+#[test]
+fn authentication_failure_is_opaque() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let mut w = CipherWriter::new(&key, Vec::new());
+    w.write_all(b"hello").unwrap();
+    let ct = w.finish().unwrap();
+    let wrong = Key::generate(Algorithm::Aes128Gcm);
+    let err = CipherReader::new(&wrong, &ct[..])
+        .read_to_end(&mut Vec::new())
+        .unwrap_err();
+    assert_eq!(Error::from_io(&err), Some(&Error::Authentication));
+    assert_eq!(err.to_string(), "cipherio: segment failed to authenticate");
+}
+
+#[test]
+fn the_stream_header_is_public_and_matches_the_writer() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let w = CipherWriter::with_capacity(1234, &key, Vec::new());
+    let ct = w.finish().unwrap();
+    assert_eq!(
+        ct.len(),
+        HEADER_LEN + 16,
+        "empty stream: header and one tag"
+    );
+    let h = Header::parse(&ct).unwrap();
+    assert_eq!(h.algorithm, Algorithm::ChaCha20Poly1305);
+    assert_eq!(h.segment_size, 1234);
+    assert_eq!(h.to_bytes()[..], ct[..HEADER_LEN]);
+
+    // Salt and nonce prefix are fresh for every stream.
+    let ct2 = CipherWriter::with_capacity(1234, &key, Vec::new())
+        .finish()
+        .unwrap();
+    let h2 = Header::parse(&ct2).unwrap();
+    assert_ne!(h.salt, h2.salt);
+    assert_ne!(h.nonce_prefix, h2.nonce_prefix);
+}
+
+#[test]
+fn algorithm_ids_round_trip() {
+    for alg in Algorithm::ALL {
+        assert_eq!(Algorithm::from_id(alg.id()), Some(alg));
+    }
+    assert_eq!(Algorithm::from_id(0), None);
+    assert_eq!(Algorithm::from_id(4), None);
+}
