@@ -1,0 +1,216 @@
+//! `CipherWriter` and `CipherReader` over a real loopback `TcpStream`.
+//!
+//! The point is principle 6 of the design: a socket peer that sends some
+//! segments and then waits for a reply must get their plaintext. The writer
+//! flushes its sealed segments and then waits (unfinished) until the reader
+//! says it has them; a reader that asked the socket for more than it needs
+//! would block until its read timeout and the test fails instead of
+//! hanging. Every socket has read and write timeouts, every channel wait a
+//! timeout, and every thread is joined.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use cipherio::format::{HEADER_LEN, TAG_LEN};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Key};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn data(len: usize, salt: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| {
+            u8::try_from(i % 251)
+                .unwrap()
+                .wrapping_mul(31)
+                .wrapping_add(salt)
+        })
+        .collect()
+}
+
+/// A connected pair: (client, accepted), both with read/write timeouts.
+fn pair() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    for s in [&client, &server] {
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        s.set_write_timeout(Some(TIMEOUT)).unwrap();
+        s.set_nodelay(true).unwrap();
+    }
+    (client, server)
+}
+
+/// Counts the reads made on the socket.
+struct Counted {
+    stream: TcpStream,
+    reads: usize,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reads += 1;
+        self.stream.read(buf)
+    }
+}
+
+const SEG: usize = 1024;
+const K: usize = 3;
+
+/// Writer: K*SEG + 1 bytes (K sealed segments and one byte held back),
+/// `flush`, then wait for the reader unfinished; then the rest, `finish`.
+/// Reader: must get the K segments' plaintext without the writer sending
+/// more. With `wait_for_all`, the reader first waits until all K segments
+/// sit in the socket's receive queue, so one inner read delivers them all.
+fn flushed_segments_reach_a_waiting_peer(rcap: usize, bufsize: usize, wait_for_all: bool) {
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    let plain = data(K * SEG + 1 + 5000, 7);
+    let (client, server) = pair();
+    let (flushed_tx, flushed_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+
+    let writer = {
+        let key = key.clone();
+        let plain = plain.clone();
+        thread::spawn(move || -> io::Result<()> {
+            let mut w = CipherWriter::with_capacity(SEG, &key, client);
+            w.write_all(&plain[..=K * SEG])?;
+            w.flush()?;
+            let _ = flushed_tx.send(());
+            // Wait, unfinished, for the reader (or give up if it is gone).
+            go_rx
+                .recv_timeout(TIMEOUT * 2)
+                .map_err(|e| io::Error::other(format!("reader never signalled: {e}")))?;
+            w.write_all(&plain[K * SEG + 1..])?;
+            let s = w.finish()?;
+            s.shutdown(Shutdown::Write)?;
+            Ok(())
+        })
+    };
+
+    let sealed_k = HEADER_LEN + K * (SEG + TAG_LEN);
+    let reader = || -> io::Result<(Vec<u8>, Vec<usize>, usize, usize)> {
+        if wait_for_all {
+            flushed_rx
+                .recv_timeout(TIMEOUT)
+                .map_err(|e| io::Error::other(format!("writer never flushed: {e}")))?;
+            // Until the K sealed segments are all queued on the socket.
+            let mut peek = vec![0; 2 * sealed_k];
+            let mut spins = 0;
+            while server.peek(&mut peek)? < sealed_k {
+                spins += 1;
+                assert!(spins < 10_000_000, "segments never arrived");
+                thread::yield_now();
+            }
+        }
+        let inner = Counted {
+            stream: server.try_clone()?,
+            reads: 0,
+        };
+        let mut r = CipherReader::with_capacity(rcap, &key, inner);
+        let mut out = Vec::new();
+        let mut sizes = Vec::new();
+        let mut buf = vec![0; bufsize];
+        while out.len() < K * SEG {
+            // Times out (WouldBlock/TimedOut) if it waits for data the
+            // writer has not sent.
+            let n = r.read(&mut buf)?;
+            if n == 0 {
+                return Err(io::Error::other("end of stream before the writer finished"));
+            }
+            out.extend_from_slice(&buf[..n]);
+            sizes.push(n);
+        }
+        let reads_before_finish = r.get_ref().reads;
+        let _ = go_tx.send(());
+        r.read_to_end(&mut out)?;
+        Ok((out, sizes, reads_before_finish, r.get_ref().reads))
+    };
+    let result = reader();
+    drop(go_tx);
+    let written = writer.join().unwrap();
+    let (out, sizes, reads_before, reads) = result.expect("reader");
+    written.expect("writer");
+    println!(
+        "tcp: reader capacity {rcap}, {bufsize}-byte reads: read sizes before finish {sizes:?}, \
+         {reads_before} socket reads before finish, {reads} in all"
+    );
+    // The held-back byte is not sealed before more data or finish: the
+    // reader got exactly the K flushed segments before the signal.
+    assert_eq!(sizes.iter().sum::<usize>(), K * SEG);
+    assert_eq!(out, plain);
+    if wait_for_all {
+        // All K segments arrived in one socket read and were returned by
+        // as few reads as the caller's buffer allows.
+        assert_eq!(reads_before, 1);
+        if bufsize >= K * SEG {
+            assert_eq!(sizes, [K * SEG]);
+        }
+    }
+}
+
+#[test]
+fn flushed_segments_reach_the_peer_default_reader() {
+    flushed_segments_reach_a_waiting_peer(8192, 100, false);
+    flushed_segments_reach_a_waiting_peer(8192, SEG, false);
+    flushed_segments_reach_a_waiting_peer(8192, 64 * 1024, false);
+}
+
+#[test]
+fn flushed_segments_reach_the_peer_small_reader() {
+    flushed_segments_reach_a_waiting_peer(1, 100, false);
+    flushed_segments_reach_a_waiting_peer(100, 64 * 1024, false);
+}
+
+#[test]
+fn flushed_segments_reach_the_peer_large_reader_one_socket_read() {
+    flushed_segments_reach_a_waiting_peer(64 * 1024, 64 * 1024, true);
+    flushed_segments_reach_a_waiting_peer(64 * 1024, 100, true);
+    flushed_segments_reach_a_waiting_peer(64 * 1024, SEG, true);
+}
+
+/// Megabytes both ways at once through one connection, default capacities:
+/// each end has a writer thread and a reader thread on clones of its socket.
+#[test]
+fn megabytes_both_ways_with_default_capacities() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let (client, server) = pair();
+    let a_to_b = data(3 * 1024 * 1024 + 77, 1);
+    let b_to_a = data(2 * 1024 * 1024 + 4099, 2);
+
+    let send = |stream: TcpStream, plain: Vec<u8>| {
+        let key = key.clone();
+        thread::spawn(move || -> io::Result<()> {
+            let mut w = CipherWriter::new(&key, stream);
+            for chunk in plain.chunks(100_000) {
+                w.write_all(chunk)?;
+            }
+            let s = w.finish()?;
+            s.shutdown(Shutdown::Write)?;
+            Ok(())
+        })
+    };
+    let recv = |stream: TcpStream| {
+        let key = key.clone();
+        thread::spawn(move || -> io::Result<Vec<u8>> {
+            let mut out = Vec::new();
+            CipherReader::new(&key, stream).read_to_end(&mut out)?;
+            Ok(out)
+        })
+    };
+    let threads_send = [
+        send(client.try_clone().unwrap(), a_to_b.clone()),
+        send(server.try_clone().unwrap(), b_to_a.clone()),
+    ];
+    let threads_recv = [recv(server), recv(client)];
+    let sent: Vec<io::Result<()>> = threads_send.map(|t| t.join().unwrap()).into();
+    let [at_b, at_a] = threads_recv.map(|t| t.join().unwrap());
+    for s in sent {
+        s.expect("writer");
+    }
+    assert_eq!(at_b.expect("reader at b"), a_to_b);
+    assert_eq!(at_a.expect("reader at a"), b_to_a);
+}
