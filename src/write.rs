@@ -182,6 +182,8 @@ impl<W: Write> CipherWriter<W> {
     pub fn try_finish(&mut self) -> io::Result<()> {
         self.start()?;
         if let Stage::Open { .. } = self.stage {
+            // A segment left pending by an earlier error goes out first.
+            self.out.drain(&mut self.inner)?;
             // Not final until now: whatever is buffered (possibly nothing, for
             // an empty stream) becomes the final segment.
             seal(&mut self.stage, &mut self.out, &self.plain, true)?;
@@ -318,11 +320,26 @@ impl<W: Write> Write for CipherWriter<W> {
                 taken += n;
                 continue;
             };
-            let drained = sealed
-                .map_err(io::Error::from)
-                .and_then(|()| self.out.drain(&mut self.inner));
-            if let Err(e) = drained {
-                return if taken > 0 { Ok(taken) } else { Err(e) };
+            if let Err(e) = sealed {
+                // Fatal and sticky: the next call reports it if this one
+                // already took bytes.
+                return if taken > 0 { Ok(taken) } else { Err(e.into()) };
+            }
+            if self.out.drain(&mut self.inner).is_err() {
+                // The segment just sealed is non-final, so the bytes after
+                // it must be taken now: otherwise a `finish` right after
+                // this call would have nothing left to seal as the final
+                // segment. They exist (that is why it was sealed
+                // non-final), and the buffer is empty.
+                let rest = &buf[taken..];
+                let n = rest.len().min(seg);
+                self.plain.extend_from_slice(&rest[..n]);
+                taken += n;
+                debug_assert!(n > 0, "a non-final segment is followed by data");
+                // Bytes were taken, so the answer is `Ok(taken)`; the inner
+                // writer's error comes back on the next call, which starts
+                // by draining the pending segment again.
+                return Ok(taken);
             }
         }
         Ok(taken)

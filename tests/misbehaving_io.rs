@@ -361,21 +361,14 @@ fn writer_reports_write_zero_without_looping_and_resumes() {
     assert_eq!(decrypt(&key, &inner.out).unwrap(), plain);
 }
 
-/// SRC BUG (reported): a caller may stop writing after any `write` call,
-/// including one that returned a short count or an error because the inner
-/// writer refused a sealed segment, and finish: the stream must then
-/// decrypt to exactly the bytes `write` reported as taken. Today
-/// `try_finish` seals the final segment into the output buffer without
-/// draining what the refused write left pending (debug builds trip `seal`'s
-/// `debug_assert` "output drained before sealing"; release builds silently
-/// discard the pending header/segment). Draining first is not enough on its
-/// own: the pending segment was sealed as *non-final* in anticipation of
-/// bytes the failed call then did not take, so finishing would need an
-/// empty final segment, which the format forbids. (One fix: after sealing a
-/// segment as non-final, take at least one following byte into the buffer
-/// before returning, and drain before sealing in `try_finish`.)
+/// A caller may stop writing after any `write` call, including one that
+/// returned a short count or an error because the inner writer refused a
+/// sealed segment, and finish: the stream must then decrypt to exactly the
+/// bytes `write` reported as taken. This needs `try_finish` to drain what the
+/// refused write left pending before sealing the final segment, and `write`
+/// to take at least one byte after any segment it sealed as non-final (else
+/// finishing would need an empty final segment, which the format forbids).
 #[test]
-#[ignore = "src bug: finishing after a refused inner write loses the pending segment"]
 fn finishing_after_a_refused_inner_write_keeps_exactly_what_was_taken() {
     let key = Key::generate(Algorithm::Aes128Gcm);
     let plain = data(LEN);
