@@ -150,6 +150,60 @@ impl Layout {
     }
 }
 
+/// A stream as its profile set it up: the sealing core and the segment
+/// layout. The reader and writer drive it; only the profile knows headers.
+pub(crate) struct Stream {
+    pub(crate) cipher: SegmentCipher,
+    pub(crate) layout: Layout,
+}
+
+/// Starts a native stream to write with `capacity`-byte segments: the
+/// header bytes (to go out with the first segment) and the stream.
+pub(crate) fn begin_write(
+    key: &Key,
+    aad: &[u8],
+    capacity: usize,
+) -> Result<(Vec<u8>, Stream), Error> {
+    let size = segment_size(capacity)?;
+    let header = Header::random(key.algorithm(), size)?;
+    let cipher = header.cipher(key, aad)?;
+    let layout = Layout {
+        first: capacity,
+        rest: capacity,
+    };
+    Ok((header.to_bytes().to_vec(), Stream { cipher, layout }))
+}
+
+/// Starts a native stream to read from its first bytes: `Ok(None)` while
+/// they hold no complete header, else the header's length and the stream.
+/// A header asking for segments over `max_segment` is refused here, before
+/// the caller allocates anything for them.
+pub(crate) fn begin_read(
+    key: &Key,
+    aad: &[u8],
+    bytes: &[u8],
+    max_segment: usize,
+) -> Result<Option<(usize, Stream)>, Error> {
+    let header = match Header::parse(bytes) {
+        Ok(h) => h,
+        Err(Error::Truncated) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let size = usize::try_from(header.segment_size).unwrap_or(usize::MAX);
+    if size > max_segment {
+        return Err(Error::SegmentTooLarge {
+            size: u64::from(header.segment_size),
+            limit: u64::try_from(max_segment).unwrap_or(u64::MAX),
+        });
+    }
+    let cipher = header.cipher(key, aad)?;
+    let layout = Layout {
+        first: size,
+        rest: size,
+    };
+    Ok(Some((HEADER_LEN, Stream { cipher, layout })))
+}
+
 /// Checks a writer capacity and turns it into the header's field.
 pub(crate) fn segment_size(capacity: usize) -> Result<u32, Error> {
     match u32::try_from(capacity) {

@@ -7,7 +7,7 @@ use std::io::{self, BufRead, Read};
 
 use zeroize::Zeroizing;
 
-use crate::format::{DEFAULT_MAX_SEGMENT_SIZE, HEADER_LEN, Header, Layout, TAG_LEN};
+use crate::format::{self, DEFAULT_MAX_SEGMENT_SIZE, HEADER_LEN, Layout, Stream, TAG_LEN};
 use crate::seal::SegmentCipher;
 use crate::write::DEFAULT_CAPACITY;
 use crate::{Error, Key};
@@ -207,39 +207,26 @@ impl<R: Read> CipherReader<R> {
         if self.cipher.is_empty() {
             self.cipher = vec![0; self.capacity.max(HEADER_LEN)];
         }
-        let header = loop {
-            match Header::parse(&self.cipher[self.pos..self.end]) {
-                Ok(h) => break h,
-                Err(Error::Truncated) if !self.eof => self.read_more(HEADER_LEN)?,
+        let begun = loop {
+            let Stage::Start { key, aad } = &self.stage else {
+                unreachable!("header is read at the start")
+            };
+            let bytes = &self.cipher[self.pos..self.end];
+            match format::begin_read(key, aad, bytes, self.max_segment) {
+                Ok(Some(begun)) => break begun,
+                Ok(None) if !self.eof => self.read_more(HEADER_LEN)?,
+                Ok(None) => return Err(self.fail(Error::Truncated)),
                 Err(e) => return Err(self.fail(e)),
             }
         };
-        let size = header.segment_size as usize;
-        if size > self.max_segment {
-            return Err(self.fail(Error::SegmentTooLarge {
-                size: u64::from(header.segment_size),
-                limit: self.max_segment as u64,
-            }));
-        }
-        let Stage::Start { key, aad } = &self.stage else {
-            unreachable!("header is read at the start")
-        };
-        let cipher = match header.cipher(key, aad) {
-            Ok(c) => c,
-            Err(e) => return Err(self.fail(e)),
-        };
-        self.pos += HEADER_LEN;
+        let (header_len, Stream { cipher, layout }) = begun;
+        self.pos += header_len;
         // Room for one whole sealed segment plus a read-ahead of
         // `capacity`, never less than what is already buffered.
-        let len = self.capacity.saturating_add(size + TAG_LEN);
+        let sealed = layout.sealed(0).max(layout.sealed(1));
+        let len = self.capacity.saturating_add(sealed);
         self.cipher.resize(len.max(self.cipher.len()), 0);
-        self.stage = Stage::Body {
-            cipher,
-            layout: Layout {
-                first: size,
-                rest: size,
-            },
-        };
+        self.stage = Stage::Body { cipher, layout };
         Ok(())
     }
 

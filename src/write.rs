@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use zeroize::Zeroizing;
 
-use crate::format::{self, HEADER_LEN, Header, Layout, TAG_LEN};
+use crate::format::{self, Layout, Stream, TAG_LEN};
 use crate::seal::SegmentCipher;
 use crate::{Error, Key};
 
@@ -23,7 +23,7 @@ enum Stage {
     Open {
         cipher: SegmentCipher,
         layout: Layout,
-        header: Option<[u8; HEADER_LEN]>,
+        header: Option<Vec<u8>>,
     },
     /// The final segment is sealed (its bytes may still be pending in the
     /// output buffer); the derived key is gone.
@@ -204,23 +204,15 @@ impl<W: Write> CipherWriter<W> {
         let Stage::Start { key, aad } = std::mem::replace(&mut self.stage, Stage::Sealed) else {
             unreachable!("checked above")
         };
-        let begun = format::segment_size(self.capacity).and_then(|size| {
-            let header = Header::random(key.algorithm(), size)?;
-            let cipher = header.cipher(&key, &aad)?;
-            Ok((header, cipher))
-        });
-        match begun {
-            Ok((header, cipher)) => {
-                let seg = self.capacity;
+        match format::begin_write(&key, &aad, self.capacity) {
+            Ok((header, Stream { cipher, layout })) => {
+                let seg = layout.first.max(layout.rest);
                 self.plain = Zeroizing::new(Vec::with_capacity(seg));
-                self.out.bytes = Vec::with_capacity(HEADER_LEN + seg + TAG_LEN);
+                self.out.bytes = Vec::with_capacity(header.len() + seg + TAG_LEN);
                 self.stage = Stage::Open {
                     cipher,
-                    layout: Layout {
-                        first: seg,
-                        rest: seg,
-                    },
-                    header: Some(header.to_bytes()),
+                    layout,
+                    header: Some(header),
                 };
                 Ok(())
             }
