@@ -1,0 +1,1182 @@
+//! Exhaustive tampering of small multi-segment streams, for every algorithm.
+//!
+//! Every damaged stream is read with several read patterns (`read_to_end`,
+//! 1-byte reads, reads of exactly one segment, large reads that make the
+//! zero-copy path coalesce segments, `BufRead`) and several read-ahead /
+//! inner-read sizes, and every read must:
+//!
+//! * end in an error, never a clean end of stream;
+//! * carry a `cipherio::Error` whose kind is `InvalidData` or `UnexpectedEof`
+//!   (and the expected variant where the format fixes it);
+//! * have returned only a prefix of the plaintext that ends on a segment
+//!   boundary before the damaged segment (no byte of the damaged segment or
+//!   any later one);
+//! * stay failed: three more reads (of 0, 1 and many bytes) and a `fill_buf`
+//!   all return the same error, never `Ok`.
+//!
+//! Streams use tiny segments (16 bytes, 32 for some cases) so that looping
+//! over every byte stays cheap.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{self, BufRead, ErrorKind, Read, Write};
+use std::ops::Range;
+
+use cipherio::format::{DEFAULT_MAX_SEGMENT_SIZE, HEADER_LEN, Header, SALT_LEN, TAG_LEN};
+use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key};
+
+const H: usize = HEADER_LEN;
+const T: usize = TAG_LEN;
+/// Writer capacity (plaintext bytes per segment) of most streams here.
+const S: usize = 16;
+
+/// Plaintext bytes 0x01..=0x61: never 0x00 (what a wipe leaves) nor 0xAA
+/// (what the caller's buffer is filled with), so a leak is detectable.
+fn plaintext(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| u8::try_from(i % 97).unwrap() + 1)
+        .collect()
+}
+
+fn seal_with(key: &Key, seg: usize, aad: &[u8], pt: &[u8]) -> Vec<u8> {
+    let mut w = CipherWriter::builder(key)
+        .capacity(seg)
+        .associated_data(aad)
+        .build(Vec::new());
+    for c in pt.chunks(7) {
+        w.write_all(c).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+fn seal(key: &Key, seg: usize, pt: &[u8]) -> Vec<u8> {
+    seal_with(key, seg, b"", pt)
+}
+
+/// Number of segments of a stream of `pt_len` plaintext bytes.
+fn segment_count(pt_len: usize, seg: usize) -> usize {
+    pt_len.div_ceil(seg).max(1)
+}
+
+/// Byte range of sealed segment `i` in a stream of `len` bytes.
+fn seg_range(seg: usize, len: usize, i: usize) -> Range<usize> {
+    let start = H + i * (seg + T);
+    start..(start + seg + T).min(len)
+}
+
+/// A stream cut into its header and its sealed segments.
+fn split(ct: &[u8], seg: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let header = ct[..H].to_vec();
+    let segs = ct[H..].chunks(seg + T).map(<[u8]>::to_vec).collect();
+    (header, segs)
+}
+
+fn join(header: &[u8], segs: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = header.to_vec();
+    for s in segs {
+        v.extend_from_slice(s);
+    }
+    v
+}
+
+/// The inner reader: hands out at most `chunk` bytes per call and records
+/// the length of every buffer it is asked to fill.
+struct Source<'a> {
+    data: &'a [u8],
+    pos: usize,
+    chunk: usize,
+    requests: Vec<usize>,
+}
+
+impl<'a> Source<'a> {
+    fn new(data: &'a [u8], chunk: usize) -> Self {
+        Source {
+            data,
+            pos: 0,
+            chunk,
+            requests: Vec::new(),
+        }
+    }
+}
+
+impl Read for Source<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.requests.push(buf.len());
+        let n = buf.len().min(self.chunk).min(self.data.len() - self.pos);
+        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// (reader capacity, bytes the inner reader hands out per call).
+const CONFIGS: [(usize, usize); 4] = [
+    (DEFAULT_CAPACITY, usize::MAX),
+    (1, usize::MAX),
+    (40, usize::MAX),
+    (DEFAULT_CAPACITY, 1),
+];
+
+#[derive(Clone, Copy, Debug)]
+enum Pattern {
+    ToEnd,
+    /// `read` calls with a buffer of this many bytes.
+    Chunks(usize),
+    BufRead,
+}
+
+fn patterns(seg: usize) -> [Pattern; 5] {
+    [
+        Pattern::ToEnd,
+        Pattern::Chunks(1),
+        Pattern::Chunks(seg),
+        // Several segments at once: the zero-copy path coalesces.
+        Pattern::Chunks(5 * seg + 3),
+        Pattern::BufRead,
+    ]
+}
+
+/// Reads until an error or the end; returns what was delivered and how it ended.
+fn drive<R: Read>(r: &mut CipherReader<R>, pattern: Pattern) -> (Vec<u8>, io::Result<()>) {
+    let mut got = Vec::new();
+    match pattern {
+        Pattern::ToEnd => {
+            let res = r.read_to_end(&mut got).map(|_| ());
+            (got, res)
+        }
+        Pattern::Chunks(n) => loop {
+            let mut b = vec![0u8; n];
+            match r.read(&mut b) {
+                Ok(0) => return (got, Ok(())),
+                Ok(k) => got.extend_from_slice(&b[..k]),
+                Err(e) => return (got, Err(e)),
+            }
+        },
+        Pattern::BufRead => loop {
+            match r.fill_buf() {
+                Ok([]) => return (got, Ok(())),
+                Ok(b) => {
+                    let k = b.len();
+                    got.extend_from_slice(b);
+                    r.consume(k);
+                }
+                Err(e) => return (got, Err(e)),
+            }
+        },
+    }
+}
+
+/// The `cipherio::Error` inside `e`, checking that the kinds agree and are
+/// those of a damaged stream.
+fn crate_error(ctx: &str, e: &io::Error) -> Error {
+    let ce = Error::from_io(e)
+        .unwrap_or_else(|| panic!("{ctx}: error {e:?} carries no cipherio::Error"))
+        .clone();
+    assert_eq!(e.kind(), ce.kind(), "{ctx}: io kind vs crate error {ce:?}");
+    assert!(
+        matches!(e.kind(), ErrorKind::InvalidData | ErrorKind::UnexpectedEof),
+        "{ctx}: kind {:?} for a damaged stream",
+        e.kind()
+    );
+    ce
+}
+
+/// Three more reads (empty, 1 byte, many bytes) and a `fill_buf` all fail
+/// with the same error.
+fn assert_sticky<R: Read>(ctx: &str, r: &mut CipherReader<R>, first: &Error) {
+    for len in [0usize, 1, 4096] {
+        let mut b = vec![0u8; len];
+        match r.read(&mut b) {
+            Ok(n) => panic!("{ctx}: read({len}) after {first:?} returned Ok({n})"),
+            Err(e) => assert_eq!(&crate_error(ctx, &e), first, "{ctx}: read({len}) again"),
+        }
+    }
+    match r.fill_buf() {
+        Ok(b) => panic!(
+            "{ctx}: fill_buf after {first:?} returned Ok({} bytes)",
+            b.len()
+        ),
+        Err(e) => assert_eq!(&crate_error(ctx, &e), first, "{ctx}: fill_buf again"),
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Want {
+    Is(Error),
+    /// Any crate error of kind `InvalidData`.
+    InvalidData,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Upto {
+    /// Exactly this many plaintext bytes come out before the error.
+    Exactly(usize),
+    /// Between these many (inclusive), on a segment boundary.
+    Between(usize, usize),
+}
+
+fn check_delivered(ctx: &str, got: &[u8], pt: &[u8], seg: usize, upto: Upto) {
+    assert!(
+        got.len() <= pt.len() && got == &pt[..got.len()],
+        "{ctx}: returned bytes are not a prefix of the plaintext"
+    );
+    match upto {
+        Upto::Exactly(n) => assert_eq!(got.len(), n, "{ctx}: plaintext bytes before the error"),
+        Upto::Between(lo, hi) => {
+            assert!(
+                (lo..=hi).contains(&got.len()),
+                "{ctx}: {} plaintext bytes before the error, want {lo}..={hi}",
+                got.len()
+            );
+            assert!(
+                got.len() % seg == 0 || got.len() == pt.len(),
+                "{ctx}: {} bytes do not end on a segment boundary",
+                got.len()
+            );
+        }
+    }
+}
+
+/// Reads `stream` in each of `configs` and `pats` and checks the failure
+/// (see the module docs).
+#[allow(clippy::too_many_arguments)]
+fn expect_failure_in(
+    configs: &[(usize, usize)],
+    pats: &[Pattern],
+    ctx: &str,
+    key: &Key,
+    aad: &[u8],
+    stream: &[u8],
+    seg: usize,
+    pt: &[u8],
+    want: &Want,
+    upto: Upto,
+) {
+    for &(cap, chunk) in configs {
+        for &pattern in pats {
+            let ctx = format!("{ctx} [cap {cap}, chunk {chunk}, {pattern:?}]");
+            let mut r = CipherReader::builder(key)
+                .capacity(cap)
+                .associated_data(aad)
+                .build(Source::new(stream, chunk));
+            let (got, res) = drive(&mut r, pattern);
+            let Err(e) = res else {
+                panic!("{ctx}: clean end of stream after {} bytes", got.len())
+            };
+            let ce = crate_error(&ctx, &e);
+            match want {
+                Want::Is(w) => assert_eq!(&ce, w, "{ctx}"),
+                Want::InvalidData => {
+                    assert_eq!(e.kind(), ErrorKind::InvalidData, "{ctx}: {ce:?}");
+                }
+            }
+            check_delivered(&ctx, &got, pt, seg, upto);
+            assert_sticky(&ctx, &mut r, &ce);
+        }
+    }
+}
+
+/// [`expect_failure_in`] over every configuration and pattern.
+#[allow(clippy::too_many_arguments)]
+fn expect_failure_aad(
+    ctx: &str,
+    key: &Key,
+    aad: &[u8],
+    stream: &[u8],
+    seg: usize,
+    pt: &[u8],
+    want: &Want,
+    upto: Upto,
+) {
+    expect_failure_in(
+        &CONFIGS,
+        &patterns(seg),
+        ctx,
+        key,
+        aad,
+        stream,
+        seg,
+        pt,
+        want,
+        upto,
+    );
+}
+
+fn expect_failure(
+    ctx: &str,
+    key: &Key,
+    stream: &[u8],
+    seg: usize,
+    pt: &[u8],
+    want: &Want,
+    upto: Upto,
+) {
+    expect_failure_aad(ctx, key, b"", stream, seg, pt, want, upto);
+}
+
+/// The untampered stream reads back in every configuration and pattern
+/// (so a failure elsewhere is the tampering's doing, not the harness's).
+fn expect_clean(ctx: &str, key: &Key, aad: &[u8], stream: &[u8], seg: usize, pt: &[u8]) {
+    for (cap, chunk) in CONFIGS {
+        for pattern in patterns(seg) {
+            let mut r = CipherReader::builder(key)
+                .capacity(cap)
+                .associated_data(aad)
+                .build(Source::new(stream, chunk));
+            let (got, res) = drive(&mut r, pattern);
+            res.unwrap_or_else(|e| panic!("{ctx} [cap {cap}, chunk {chunk}, {pattern:?}]: {e}"));
+            assert_eq!(got, pt, "{ctx} [cap {cap}, chunk {chunk}, {pattern:?}]");
+        }
+    }
+}
+
+fn keys() -> impl Iterator<Item = (Algorithm, Key)> {
+    Algorithm::ALL.into_iter().map(|a| (a, Key::generate(a)))
+}
+
+/// Plaintext lengths: 3 full segments plus a partial one; 3 full segments
+/// (full-length final segment); the empty stream.
+const LENGTHS: [usize; 3] = [3 * S + 5, 3 * S, 0];
+
+#[test]
+fn stream_untampered_reads_back_in_every_pattern() {
+    for (alg, key) in keys() {
+        for len in LENGTHS {
+            let pt = plaintext(len);
+            let ct = seal(&key, S, &pt);
+            assert_eq!(
+                ct.len(),
+                H + len + segment_count(len, S) * T,
+                "{alg}: layout"
+            );
+            expect_clean(&format!("{alg} len {len}"), &key, b"", &ct, S, &pt);
+        }
+    }
+}
+
+/// What a flip of `ct[pos]` by `mask` must produce, and how much plaintext
+/// may come out first (every segment before the damaged one).
+fn flip_expectation(alg: Algorithm, ct: &[u8], pos: usize, mask: u8) -> (Error, usize) {
+    let v = ct[pos] ^ mask;
+    let err = match pos {
+        0..8 => Error::BadMagic,
+        8 => Error::UnsupportedVersion(v),
+        9 => match Algorithm::from_id(v) {
+            Some(stream) => Error::AlgorithmMismatch { stream, key: alg },
+            None => Error::UnknownAlgorithm(v),
+        },
+        10..14 => {
+            let mut b = [ct[10], ct[11], ct[12], ct[13]];
+            b[pos - 10] = v;
+            let size = u32::from_be_bytes(b);
+            if size == 0 {
+                Error::ZeroSegmentSize
+            } else if usize::try_from(size).unwrap() > DEFAULT_MAX_SEGMENT_SIZE {
+                Error::SegmentTooLarge {
+                    size: u64::from(size),
+                    limit: u64::try_from(DEFAULT_MAX_SEGMENT_SIZE).unwrap(),
+                }
+            } else {
+                // A different segment size changes the derived key.
+                Error::Authentication
+            }
+        }
+        _ => Error::Authentication,
+    };
+    let delivered = if pos < H { 0 } else { (pos - H) / (S + T) * S };
+    (err, delivered)
+}
+
+#[test]
+fn stream_every_single_byte_flip_fails_before_the_damaged_segment() {
+    for (alg, key) in keys() {
+        for len in LENGTHS {
+            let pt = plaintext(len);
+            let ct = seal(&key, S, &pt);
+            for pos in 0..ct.len() {
+                for mask in [0x01u8, 0x80] {
+                    let mut bad = ct.clone();
+                    bad[pos] ^= mask;
+                    let (err, delivered) = flip_expectation(alg, &ct, pos, mask);
+                    // A flip in the segment-size field can ask for a segment
+                    // of megabytes, under the limit: the reader then sets up
+                    // (and wipes) megabyte buffers on every run, so those
+                    // few cases run a reduced matrix to keep the test fast.
+                    let size = u32::from_be_bytes(bad[10..14].try_into().unwrap());
+                    let (configs, pats) = if size >= 1 << 20 {
+                        (&CONFIGS[..1], &[Pattern::ToEnd, Pattern::Chunks(1)][..])
+                    } else {
+                        (&CONFIGS[..], &patterns(S)[..])
+                    };
+                    expect_failure_in(
+                        configs,
+                        pats,
+                        &format!("{alg} len {len}: byte {pos} ^ {mask:#04x}"),
+                        &key,
+                        b"",
+                        &bad,
+                        S,
+                        &pt,
+                        &Want::Is(err),
+                        Upto::Exactly(delivered),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_every_truncation_fails() {
+    for (alg, key) in keys() {
+        for len in LENGTHS {
+            let pt = plaintext(len);
+            let ct = seal(&key, S, &pt);
+            for cut in 0..ct.len() {
+                let (err, delivered) = if cut < H {
+                    (Error::Truncated, 0)
+                } else {
+                    let (k, rest) = ((cut - H) / (S + T), (cut - H) % (S + T));
+                    // At a boundary or with less than a tag left: the stream
+                    // ended early. Otherwise the partial segment is opened as
+                    // the final one and fails to authenticate.
+                    let err = if rest < T {
+                        Error::Truncated
+                    } else {
+                        Error::Authentication
+                    };
+                    (err, k * S)
+                };
+                expect_failure(
+                    &format!("{alg} len {len}: cut at {cut} of {}", ct.len()),
+                    &key,
+                    &ct[..cut],
+                    S,
+                    &pt,
+                    &Want::Is(err),
+                    Upto::Exactly(delivered),
+                );
+            }
+        }
+    }
+}
+
+fn bad_tag(segment: usize) {
+    for (alg, key) in keys() {
+        for len in [3 * S + 5, 3 * S] {
+            let pt = plaintext(len);
+            let ct = seal(&key, S, &pt);
+            let r = seg_range(S, ct.len(), segment);
+            for pos in [r.end - T, r.end - 1] {
+                let mut bad = ct.clone();
+                bad[pos] ^= 0x10;
+                expect_failure(
+                    &format!("{alg} len {len}: tag of segment {segment}, byte {pos}"),
+                    &key,
+                    &bad,
+                    S,
+                    &pt,
+                    &Want::Is(Error::Authentication),
+                    Upto::Exactly(segment * S),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_bad_tag_in_first_segment() {
+    bad_tag(0);
+}
+
+#[test]
+fn stream_bad_tag_in_later_segment() {
+    bad_tag(2);
+}
+
+/// The bytes an unfinished writer left in its `Vec` after `pt` was written
+/// (as one `write_all` or byte by byte, with or without `flush`).
+fn unfinished(key: &Key, pt: &[u8], bytewise: bool, flush: bool) -> Vec<u8> {
+    let mut w = CipherWriter::with_capacity(S, key, Vec::new());
+    if bytewise {
+        for b in pt {
+            w.write_all(std::slice::from_ref(b)).unwrap();
+        }
+    } else {
+        w.write_all(pt).unwrap();
+    }
+    if flush {
+        w.flush().unwrap();
+    }
+    let out = w.get_ref().clone();
+    drop(w);
+    out
+}
+
+fn check_unfinished(len: usize, sealed_segments: usize) {
+    for (alg, key) in keys() {
+        let pt = plaintext(len);
+        for bytewise in [false, true] {
+            for flush in [false, true] {
+                let ct = unfinished(&key, &pt, bytewise, flush);
+                let ctx = format!(
+                    "{alg}: unfinished after {len} bytes (bytewise {bytewise}, flush {flush})"
+                );
+                let expected_len = if sealed_segments == 0 {
+                    0
+                } else {
+                    H + sealed_segments * (S + T)
+                };
+                assert_eq!(ct.len(), expected_len, "{ctx}: whole segments only");
+                expect_failure(
+                    &ctx,
+                    &key,
+                    &ct,
+                    S,
+                    &pt,
+                    &Want::Is(Error::Truncated),
+                    Upto::Exactly(sealed_segments * S),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_unfinished_writer_at_segment_boundary_is_truncated() {
+    // k·seg + 1 bytes: k full segments are sealed, one byte stays buffered,
+    // so the output ends exactly at a segment boundary (k = 0: no output).
+    for k in 0..=3 {
+        check_unfinished(k * S + 1, k);
+    }
+}
+
+#[test]
+fn stream_unfinished_writer_mid_segment_is_truncated() {
+    // Half a segment buffered, or a full segment held back as a possible
+    // final one: the output still ends at a boundary without a final segment.
+    for k in 0..=3 {
+        check_unfinished(k * S + S / 2, k);
+    }
+    for k in 1..=3 {
+        check_unfinished(k * S, k - 1);
+    }
+}
+
+#[test]
+fn stream_dropped_segment() {
+    for (alg, key) in keys() {
+        for len in [3 * S + 5, 3 * S] {
+            let pt = plaintext(len);
+            let (header, segs) = split(&seal(&key, S, &pt), S);
+            let n = segs.len();
+            for i in 0..n {
+                let mut s = segs.clone();
+                s.remove(i);
+                let err = if i == n - 1 {
+                    // Dropping the final segment leaves a stream that ends at
+                    // a boundary.
+                    Error::Truncated
+                } else {
+                    Error::Authentication
+                };
+                expect_failure(
+                    &format!("{alg} len {len}: segment {i} dropped"),
+                    &key,
+                    &join(&header, &s),
+                    S,
+                    &pt,
+                    &Want::Is(err),
+                    Upto::Exactly(i * S),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_swapped_segments() {
+    for (alg, key) in keys() {
+        for len in [3 * S + 5, 3 * S] {
+            let pt = plaintext(len);
+            let (header, segs) = split(&seal(&key, S, &pt), S);
+            for i in 0..segs.len() {
+                for j in i + 1..segs.len() {
+                    let mut s = segs.clone();
+                    s.swap(i, j);
+                    expect_failure(
+                        &format!("{alg} len {len}: segments {i} and {j} swapped"),
+                        &key,
+                        &join(&header, &s),
+                        S,
+                        &pt,
+                        &Want::Is(Error::Authentication),
+                        Upto::Exactly(i * S),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_duplicated_segment() {
+    for (alg, key) in keys() {
+        for len in [3 * S + 5, 3 * S] {
+            let pt = plaintext(len);
+            let (header, segs) = split(&seal(&key, S, &pt), S);
+            // Non-final segments (a repeated final one is the next test).
+            for i in 0..segs.len() - 1 {
+                let mut s = segs.clone();
+                s.insert(i + 1, segs[i].clone());
+                expect_failure(
+                    &format!("{alg} len {len}: segment {i} duplicated"),
+                    &key,
+                    &join(&header, &s),
+                    S,
+                    &pt,
+                    &Want::Is(Error::Authentication),
+                    Upto::Exactly((i + 1) * S),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_two_final_segments() {
+    for (alg, key) in keys() {
+        for len in [3 * S + 5, 3 * S, S] {
+            let pt = plaintext(len);
+            let ct = seal(&key, S, &pt);
+            let other = seal(&key, S, &pt);
+            let n = segment_count(len, S);
+            let own_final = ct[seg_range(S, ct.len(), n - 1)].to_vec();
+            let other_final = other[seg_range(S, other.len(), n - 1)].to_vec();
+            for (what, extra) in [
+                ("its own final", own_final),
+                ("another stream's final", other_final),
+            ] {
+                let mut bad = ct.clone();
+                bad.extend_from_slice(&extra);
+                let ctx = format!("{alg} len {len}: {what} segment appended");
+                if len % S == 0 {
+                    // A full-length final segment followed by more bytes.
+                    // It may be released before the bytes after it are seen.
+                    expect_failure(
+                        &ctx,
+                        &key,
+                        &bad,
+                        S,
+                        &pt,
+                        &Want::Is(Error::TrailingData),
+                        Upto::Between((n - 1) * S, n * S),
+                    );
+                } else {
+                    // The short final segment plus what follows reads as a
+                    // full-length segment that does not authenticate.
+                    expect_failure(
+                        &ctx,
+                        &key,
+                        &bad,
+                        S,
+                        &pt,
+                        &Want::InvalidData,
+                        Upto::Exactly((n - 1) * S),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_trailing_bytes_after_final_segment() {
+    for (alg, key) in keys() {
+        for len in [3 * S + 5, 3 * S, S, 0] {
+            let pt = plaintext(len);
+            let ct = seal(&key, S, &pt);
+            let n = segment_count(len, S);
+            let whole = ct[seg_range(S, ct.len(), 0)].to_vec();
+            let trailers: [(&str, Vec<u8>); 4] = [
+                ("1 zero byte", vec![0]),
+                ("1 byte", vec![0x5c]),
+                ("16 bytes", vec![0x5c; 16]),
+                ("a whole extra segment", whole),
+            ];
+            for (what, extra) in trailers {
+                let mut bad = ct.clone();
+                bad.extend_from_slice(&extra);
+                let ctx = format!("{alg} len {len}: {what} after the final segment");
+                if len > 0 && len % S == 0 {
+                    expect_failure(
+                        &ctx,
+                        &key,
+                        &bad,
+                        S,
+                        &pt,
+                        &Want::Is(Error::TrailingData),
+                        Upto::Between((n - 1) * S, n * S),
+                    );
+                } else {
+                    expect_failure(
+                        &ctx,
+                        &key,
+                        &bad,
+                        S,
+                        &pt,
+                        &Want::InvalidData,
+                        Upto::Exactly((n - 1) * S),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_spliced_header_from_another_stream() {
+    for (alg, key) in keys() {
+        for len in [3 * S + 5, 3 * S] {
+            let pt = plaintext(len);
+            let a = seal(&key, S, &pt);
+            let b = seal(&key, S, &pt);
+            let mut bad = a[..H].to_vec();
+            bad.extend_from_slice(&b[H..]);
+            expect_failure(
+                &format!("{alg} len {len}: header of A, segments of B"),
+                &key,
+                &bad,
+                S,
+                &pt,
+                &Want::Is(Error::Authentication),
+                Upto::Exactly(0),
+            );
+        }
+    }
+}
+
+#[test]
+fn stream_spliced_segment_from_another_stream() {
+    for (alg, key) in keys() {
+        for len in [3 * S + 5, 3 * S] {
+            let pt = plaintext(len);
+            let (ha, sa) = split(&seal(&key, S, &pt), S);
+            let (_, sb) = split(&seal(&key, S, &pt), S);
+            for i in 0..sa.len() {
+                let mut s = sa.clone();
+                s[i] = sb[i].clone();
+                expect_failure(
+                    &format!("{alg} len {len}: segment {i} of B in A"),
+                    &key,
+                    &join(&ha, &s),
+                    S,
+                    &pt,
+                    &Want::Is(Error::Authentication),
+                    Upto::Exactly(i * S),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_wrong_key_same_algorithm() {
+    for (alg, key) in keys() {
+        let pt = plaintext(3 * S + 5);
+        let ct = seal(&key, S, &pt);
+        let wrong = Key::generate(alg);
+        expect_failure(
+            &format!("{alg}: wrong key"),
+            &wrong,
+            &ct,
+            S,
+            &pt,
+            &Want::Is(Error::Authentication),
+            Upto::Exactly(0),
+        );
+        // A key of another algorithm is refused by the header's algorithm
+        // byte before any segment is tried.
+        for other in Algorithm::ALL.into_iter().filter(|&o| o != alg) {
+            expect_failure(
+                &format!("{alg}: key for {other}"),
+                &Key::generate(other),
+                &ct,
+                S,
+                &pt,
+                &Want::Is(Error::AlgorithmMismatch {
+                    stream: alg,
+                    key: other,
+                }),
+                Upto::Exactly(0),
+            );
+        }
+    }
+}
+
+#[test]
+fn stream_key_of_another_algorithm_with_the_same_bytes() {
+    let bytes = [0x42u8; 32];
+    let k256 = Key::new(Algorithm::Aes256Gcm, &bytes).unwrap();
+    let kcha = Key::new(Algorithm::ChaCha20Poly1305, &bytes).unwrap();
+    let pt = plaintext(2 * S + 1);
+    for (sealer, opener) in [(&k256, &kcha), (&kcha, &k256)] {
+        let ct = seal(sealer, S, &pt);
+        expect_failure(
+            &format!("{} stream, {} key", sealer.algorithm(), opener.algorithm()),
+            opener,
+            &ct,
+            S,
+            &pt,
+            &Want::Is(Error::AlgorithmMismatch {
+                stream: sealer.algorithm(),
+                key: opener.algorithm(),
+            }),
+            Upto::Exactly(0),
+        );
+    }
+}
+
+#[test]
+fn stream_wrong_or_missing_associated_data() {
+    for (alg, key) in keys() {
+        let pt = plaintext(3 * S + 5);
+        let with = seal_with(&key, S, b"context-A", &pt);
+        let without = seal(&key, S, &pt);
+        expect_clean(
+            &format!("{alg}: right aad"),
+            &key,
+            b"context-A",
+            &with,
+            S,
+            &pt,
+        );
+        for (what, stream, aad) in [
+            ("wrong aad", &with, &b"context-B"[..]),
+            ("aad one byte short", &with, &b"context-"[..]),
+            ("missing aad", &with, &b""[..]),
+            ("unexpected aad", &without, &b"context-A"[..]),
+        ] {
+            expect_failure_aad(
+                &format!("{alg}: {what}"),
+                &key,
+                aad,
+                stream,
+                S,
+                &pt,
+                &Want::Is(Error::Authentication),
+                Upto::Exactly(0),
+            );
+        }
+    }
+}
+
+#[test]
+fn stream_segment_size_above_limit_is_refused_before_allocating() {
+    // 16 MiB + 1 first: a reader without the check fails here cheaply,
+    // before the u32::MAX case would make it allocate 4 GiB.
+    let sizes = [
+        u32::try_from(DEFAULT_MAX_SEGMENT_SIZE).unwrap() + 1,
+        u32::MAX,
+    ];
+    for (alg, key) in keys() {
+        for size in sizes {
+            let header = Header {
+                algorithm: alg,
+                segment_size: size,
+                salt: [7; SALT_LEN],
+                nonce_prefix: [9; 7],
+            }
+            .to_bytes();
+            let mut input = header.to_vec();
+            input.extend(std::iter::repeat_n(0x5c, 64 * 1024));
+            for cap in [1, 64, DEFAULT_CAPACITY] {
+                for chunk in [usize::MAX, 1] {
+                    let ctx = format!("{alg}: segment size {size}, cap {cap}, chunk {chunk}");
+                    let mut r = CipherReader::with_capacity(cap, &key, Source::new(&input, chunk));
+                    let mut buf = vec![0u8; 4096];
+                    let e = r.read(&mut buf).unwrap_err();
+                    let ce = crate_error(&ctx, &e);
+                    assert_eq!(
+                        ce,
+                        Error::SegmentTooLarge {
+                            size: u64::from(size),
+                            limit: u64::try_from(DEFAULT_MAX_SEGMENT_SIZE).unwrap(),
+                        },
+                        "{ctx}"
+                    );
+                    assert_eq!(e.kind(), ErrorKind::InvalidData, "{ctx}");
+                    // Only the initial buffer was ever offered to the inner
+                    // reader: nothing sized by the header was set up to read
+                    // into, and no segment byte beyond that buffer was read.
+                    let bound = cap.max(H);
+                    let src = r.get_ref();
+                    assert!(!src.requests.is_empty(), "{ctx}");
+                    assert!(
+                        src.requests.iter().all(|&n| n <= bound),
+                        "{ctx}: inner reads asked for {:?}, more than the {bound}-byte initial buffer",
+                        src.requests
+                    );
+                    assert!(src.pos <= bound, "{ctx}: consumed {} bytes", src.pos);
+                    let calls = src.requests.len();
+                    assert_sticky(&ctx, &mut r, &ce);
+                    assert_eq!(
+                        r.get_ref().requests.len(),
+                        calls,
+                        "{ctx}: inner reads after the refusal"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_custom_max_segment_size() {
+    const SEG: usize = 2048;
+    for (alg, key) in keys() {
+        let pt = plaintext(2 * SEG + 7);
+        let ct = seal(&key, SEG, &pt);
+        for limit in [1024, SEG - 1] {
+            for cap in [64, DEFAULT_CAPACITY] {
+                let ctx = format!("{alg}: limit {limit}, cap {cap}");
+                let mut r = CipherReader::builder(&key)
+                    .capacity(cap)
+                    .max_segment_size(limit)
+                    .build(Source::new(&ct, usize::MAX));
+                let mut out = Vec::new();
+                let e = r.read_to_end(&mut out).unwrap_err();
+                let ce = crate_error(&ctx, &e);
+                assert_eq!(
+                    ce,
+                    Error::SegmentTooLarge {
+                        size: 2048,
+                        limit: u64::try_from(limit).unwrap(),
+                    },
+                    "{ctx}"
+                );
+                assert!(out.is_empty(), "{ctx}");
+                let bound = cap.max(H);
+                assert!(
+                    r.get_ref().requests.iter().all(|&n| n <= bound),
+                    "{ctx}: inner reads asked for {:?}",
+                    r.get_ref().requests
+                );
+                assert_sticky(&ctx, &mut r, &ce);
+            }
+        }
+        for limit in [SEG, 4096] {
+            for cap in [64, DEFAULT_CAPACITY] {
+                let mut r = CipherReader::builder(&key)
+                    .capacity(cap)
+                    .max_segment_size(limit)
+                    .build(&ct[..]);
+                let mut out = Vec::new();
+                r.read_to_end(&mut out)
+                    .unwrap_or_else(|e| panic!("{alg}: limit {limit}, cap {cap}: {e}"));
+                assert_eq!(out, pt, "{alg}: limit {limit}, cap {cap}");
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_short_non_final_segment() {
+    for (alg, key) in keys() {
+        for len in [3 * S + 5, 3 * S] {
+            let pt = plaintext(len);
+            let ct = seal(&key, S, &pt);
+            for i in [1, 2] {
+                for cut in [1, 5, S / 2, S] {
+                    let r = seg_range(S, ct.len(), i);
+                    let mid = r.start + (S - cut) / 2;
+                    let mut bad = ct.clone();
+                    bad.drain(mid..mid + cut);
+                    expect_failure(
+                        &format!("{alg} len {len}: {cut} bytes cut from segment {i}"),
+                        &key,
+                        &bad,
+                        S,
+                        &pt,
+                        &Want::Is(Error::Authentication),
+                        Upto::Exactly(i * S),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Replaces header bytes of an otherwise valid stream and expects `err`
+/// before any plaintext.
+fn header_patch(patch: impl Fn(&mut [u8]), err: impl Fn(Algorithm) -> Error, what: &str) {
+    for (alg, key) in keys() {
+        let pt = plaintext(3 * S + 5);
+        let mut bad = seal(&key, S, &pt);
+        patch(&mut bad[..H]);
+        expect_failure(
+            &format!("{alg}: {what}"),
+            &key,
+            &bad,
+            S,
+            &pt,
+            &Want::Is(err(alg)),
+            Upto::Exactly(0),
+        );
+    }
+}
+
+#[test]
+fn stream_bad_magic() {
+    header_patch(|h| h[0] = b'C', |_| Error::BadMagic, "magic Cipherio");
+    header_patch(|h| h[7] = b'0', |_| Error::BadMagic, "magic cipheri0");
+    header_patch(|h| h[..8].fill(0), |_| Error::BadMagic, "zero magic");
+}
+
+#[test]
+fn stream_unsupported_version() {
+    for v in [0u8, 2, 0xff] {
+        header_patch(
+            |h| h[8] = v,
+            |_| Error::UnsupportedVersion(v),
+            &format!("version {v}"),
+        );
+    }
+}
+
+#[test]
+fn stream_unknown_algorithm() {
+    for id in [0u8, 4, 0x81, 0xff] {
+        header_patch(
+            |h| h[9] = id,
+            |_| Error::UnknownAlgorithm(id),
+            &format!("algorithm id {id}"),
+        );
+    }
+}
+
+#[test]
+fn stream_zero_segment_size() {
+    header_patch(
+        |h| h[10..14].fill(0),
+        |_| Error::ZeroSegmentSize,
+        "segment size 0",
+    );
+}
+
+#[test]
+fn stream_empty_input() {
+    for (alg, key) in keys() {
+        expect_failure(
+            &format!("{alg}: empty input"),
+            &key,
+            &[],
+            S,
+            &[],
+            &Want::Is(Error::Truncated),
+            Upto::Exactly(0),
+        );
+    }
+}
+
+#[test]
+fn stream_header_only_and_header_plus_15_bytes() {
+    for (alg, key) in keys() {
+        for len in [0, 3 * S + 5] {
+            let pt = plaintext(len);
+            let ct = seal(&key, S, &pt);
+            for extra in [0, 1, 15] {
+                expect_failure(
+                    &format!("{alg} len {len}: header + {extra} bytes"),
+                    &key,
+                    &ct[..H + extra],
+                    S,
+                    &pt,
+                    &Want::Is(Error::Truncated),
+                    Upto::Exactly(0),
+                );
+            }
+        }
+    }
+}
+
+fn no_plaintext(b: &[u8]) -> bool {
+    b.iter().all(|&x| x == 0x00 || x == 0xAA)
+}
+
+/// Reads `stream` with `buf_len`-byte reads into buffers pre-filled with
+/// 0xAA; every byte not returned as plaintext must be 0x00 or 0xAA, also in
+/// the call that fails. Returns how much plaintext came out and the error.
+fn read_watching_buffer(
+    ctx: &str,
+    key: &Key,
+    stream: &[u8],
+    pt: &[u8],
+    buf_len: usize,
+) -> (usize, Error) {
+    let mut r = CipherReader::new(key, stream);
+    let mut delivered = 0;
+    loop {
+        let mut buf = vec![0xAAu8; buf_len];
+        match r.read(&mut buf) {
+            Ok(0) => panic!("{ctx}: clean end of stream after {delivered} bytes"),
+            Ok(n) => {
+                assert_eq!(&buf[..n], &pt[delivered..delivered + n], "{ctx}");
+                assert!(
+                    no_plaintext(&buf[n..]),
+                    "{ctx}: plaintext left past the {n} returned bytes"
+                );
+                delivered += n;
+            }
+            Err(e) => {
+                assert!(
+                    no_plaintext(&buf),
+                    "{ctx}: plaintext in the buffer of a failed read"
+                );
+                let ce = crate_error(ctx, &e);
+                assert_sticky(ctx, &mut r, &ce);
+                return (delivered, ce);
+            }
+        }
+    }
+}
+
+#[test]
+fn stream_failed_read_leaves_no_plaintext_in_callers_buffer() {
+    const SEG: usize = 32;
+    for (alg, key) in keys() {
+        let pt = plaintext(3 * SEG + 5);
+        let ct = seal(&key, SEG, &pt);
+        for i in 0..segment_count(pt.len(), SEG) {
+            let r = seg_range(SEG, ct.len(), i);
+            // A bad tag leaves the ciphertext intact: a reader that
+            // decrypted before verifying would hold this segment's exact
+            // plaintext.
+            for (what, pos) in [("tag", r.end - 1), ("body", r.start)] {
+                let mut bad = ct.clone();
+                bad[pos] ^= 0x01;
+                // Zero-copy (at least a segment) and small reads.
+                for buf_len in [SEG, 4 * SEG + 1, SEG - 1] {
+                    let ctx = format!("{alg}: {what} of segment {i} flipped, reads of {buf_len}");
+                    let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
+                    assert_eq!(e, Error::Authentication, "{ctx}");
+                    assert_eq!(delivered, i * SEG, "{ctx}");
+                }
+            }
+        }
+        // A full-length final segment that authenticates but is followed by
+        // bytes the reader already holds: refused, and its plaintext is not
+        // left in the caller's buffer either.
+        for len in [SEG, 3 * SEG] {
+            let pt = plaintext(len);
+            let mut bad = seal(&key, SEG, &pt);
+            bad.push(0x5c);
+            for buf_len in [SEG, 4 * SEG + 1, SEG - 1] {
+                let ctx = format!("{alg} len {len}: trailing byte, reads of {buf_len}");
+                let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
+                assert_eq!(e, Error::TrailingData, "{ctx}");
+                assert_eq!(delivered, len - SEG, "{ctx}");
+            }
+        }
+    }
+}
