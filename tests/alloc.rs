@@ -30,7 +30,7 @@ fn allocation_costs() {
 
 fn hostile_headers_allocate_no_segment_buffer() {
     let key = Key::generate(Algorithm::Aes256Gcm);
-    for size in [(16 * MIB + 1) as u32, u32::MAX] {
+    for size in [16 << 20 | 1, u32::MAX] {
         let header = Header {
             algorithm: Algorithm::Aes256Gcm,
             segment_size: size,
