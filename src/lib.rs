@@ -49,9 +49,44 @@
 //! ones (which no writer produces) is refused, so each plaintext has exactly
 //! one encoding for a given header.
 //!
-//! A test vector: the [`format`] module's tests and `tests/oracle.rs`
-//! rebuild streams from this description alone and compare them byte for
-//! byte with [`CipherWriter`]'s output.
+//! **A test vector**, computed from this description with an independent
+//! implementation (Python's `cryptography`: HKDF-SHA256, ChaCha20Poly1305):
+//! ChaCha20-Poly1305, key `00 01 .. 1f`, associated data `"cipherio kat"`,
+//! segment size 8, salt `20 21 .. 3f`, nonce prefix `a0 a1 .. a6`, plaintext
+//! `"The quick brown fox!"` (three segments of 8, 8 and 4 bytes):
+//!
+//! ```
+//! use std::io::Read;
+//! use cipherio::{Algorithm, CipherReader, Key};
+//!
+//! let stream = hex::decode(concat!(
+//!     // header: magic, version 1, algorithm 3, segment size 8, salt, nonce prefix
+//!     "636970686572696f", "01", "03", "00000008",
+//!     "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f",
+//!     "a0a1a2a3a4a5a6",
+//!     // segment 0 (8 bytes + tag), segment 1 (8 + tag), final segment 2 (4 + tag)
+//!     "001d9a045476429c", "d3cb7b74e47af30d666421170a797c9d",
+//!     "7db8bd85e7daf3d3", "31792b623d4bdc0db3dc6411272c5aca",
+//!     "d559f169", "b6fadec8aac718414484fca4a4520ad6",
+//! ))
+//! .unwrap();
+//! let key = Key::from_hex(
+//!     Algorithm::ChaCha20Poly1305,
+//!     "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+//! )?;
+//! let mut r = CipherReader::builder(&key)
+//!     .associated_data(b"cipherio kat")
+//!     .build(&stream[..]);
+//! let mut plaintext = String::new();
+//! r.read_to_string(&mut plaintext)?;
+//! assert_eq!(plaintext, "The quick brown fox!");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `tests/oracle.rs` holds two more such vectors (AES-128-GCM with a full
+//! final segment, the empty AES-256-GCM stream) and rebuilds streams from
+//! this description alone, comparing them byte for byte with
+//! [`CipherWriter`]'s output.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
