@@ -49,8 +49,17 @@ pub enum Error {
     /// An empty final segment follows a non-empty one; the writer never
     /// produces this, so the stream was not written by cipherio.
     EmptyFinalSegment,
-    /// The stream needs more segments than the 32-bit segment counter allows.
+    /// The stream goes on past segment 2^32 − 1, the last one the 32-bit
+    /// segment counter can number.
     TooManySegments,
+    /// The writer cannot take more data: its stream has reached 2^32
+    /// segments (at this capacity). What it holds can still be finished.
+    StreamTooLong,
+    /// The inner writer accepted no bytes (`Ok(0)`); nothing was lost, and
+    /// a later call resumes.
+    WriteZero,
+    /// A buffer of this many bytes could not be allocated.
+    Allocation(usize),
     /// A key of the wrong length for its algorithm.
     InvalidKeyLength {
         /// The length the algorithm needs.
@@ -60,8 +69,8 @@ pub enum Error {
     },
     /// A key given as hex that is not valid hex.
     InvalidHex,
-    /// A buffer capacity or segment size of zero, or above the format's
-    /// 32-bit segment-size field.
+    /// A buffer capacity of zero, or a writer capacity above
+    /// [`format::MAX_WRITER_CAPACITY`](crate::format::MAX_WRITER_CAPACITY).
     InvalidCapacity(usize),
     /// A write after the writer was finished.
     Finished,
@@ -81,13 +90,17 @@ impl Error {
             | Error::ZeroSegmentSize
             | Error::SegmentTooLarge { .. }
             | Error::TrailingData
-            | Error::EmptyFinalSegment => io::ErrorKind::InvalidData,
+            | Error::EmptyFinalSegment
+            | Error::TooManySegments => io::ErrorKind::InvalidData,
             Error::Truncated => io::ErrorKind::UnexpectedEof,
             Error::InvalidKeyLength { .. } | Error::InvalidHex | Error::InvalidCapacity(_) => {
                 io::ErrorKind::InvalidInput
             }
             Error::Finished => io::ErrorKind::InvalidInput,
-            Error::TooManySegments | Error::Random => io::ErrorKind::Other,
+            Error::StreamTooLong => io::ErrorKind::FileTooLarge,
+            Error::WriteZero => io::ErrorKind::WriteZero,
+            Error::Allocation(_) => io::ErrorKind::OutOfMemory,
+            Error::Random => io::ErrorKind::Other,
         }
     }
 
@@ -122,16 +135,19 @@ impl fmt::Display for Error {
             Error::EmptyFinalSegment => {
                 f.write_str("cipherio: empty final segment after a non-empty one")
             }
-            Error::TooManySegments => {
-                f.write_str("cipherio: stream exceeds 2^32 segments; use a larger buffer")
-            }
+            Error::TooManySegments => f.write_str("cipherio: stream goes on past segment 2^32-1"),
+            Error::StreamTooLong => f.write_str(
+                "cipherio: stream is at 2^32 segments; finish it or use a larger capacity",
+            ),
+            Error::WriteZero => f.write_str("cipherio: inner writer accepted no bytes"),
+            Error::Allocation(n) => write!(f, "cipherio: cannot allocate a {n}-byte buffer"),
             Error::InvalidKeyLength { expected, actual } => {
                 write!(f, "cipherio: key must be {expected} bytes, got {actual}")
             }
             Error::InvalidHex => f.write_str("cipherio: key is not valid hex"),
             Error::InvalidCapacity(c) => write!(
                 f,
-                "cipherio: buffer capacity {c} is out of range (1 ..= 4294967295)"
+                "cipherio: buffer capacity {c} is out of range (at least 1; a writer's at most 16 MiB)"
             ),
             Error::Finished => f.write_str("cipherio: write after finish"),
             Error::Random => f.write_str("cipherio: the system random number generator failed"),

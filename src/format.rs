@@ -19,8 +19,10 @@ pub const HEADER_LEN: usize = 8 + 1 + 1 + 4 + SALT_LEN + NONCE_PREFIX_LEN;
 pub const TAG_LEN: usize = seal::TAG_LEN;
 /// Default reader limit on the plaintext segment size a header may ask for.
 pub const DEFAULT_MAX_SEGMENT_SIZE: usize = 16 << 20;
-/// Largest segment size the header's 32-bit field can carry.
-pub const MAX_SEGMENT_SIZE: usize = u32::MAX as usize;
+/// Largest writer capacity (plaintext bytes per segment): the default
+/// reader limit, so that every reader with default settings reads every
+/// writer's stream.
+pub const MAX_WRITER_CAPACITY: usize = DEFAULT_MAX_SEGMENT_SIZE;
 
 /// The fixed-size header of a native v1 stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,7 +192,8 @@ pub(crate) fn begin_read(
         Err(e) => return Err(e),
     };
     let size = usize::try_from(header.segment_size).unwrap_or(usize::MAX);
-    if size > max_segment {
+    // (On 32-bit targets a size near 2^32 has no room for its tag.)
+    if size > max_segment || size.checked_add(TAG_LEN).is_none() {
         return Err(Error::SegmentTooLarge {
             size: u64::from(header.segment_size),
             limit: u64::try_from(max_segment).unwrap_or(u64::MAX),
@@ -207,7 +210,7 @@ pub(crate) fn begin_read(
 /// Checks a writer capacity and turns it into the header's field.
 pub(crate) fn segment_size(capacity: usize) -> Result<u32, Error> {
     match u32::try_from(capacity) {
-        Ok(s) if s > 0 => Ok(s),
+        Ok(s) if s > 0 && capacity <= MAX_WRITER_CAPACITY => Ok(s),
         _ => Err(Error::InvalidCapacity(capacity)),
     }
 }
@@ -262,10 +265,10 @@ mod tests {
     fn capacity_must_fit_the_header_field() {
         assert_eq!(segment_size(0), Err(Error::InvalidCapacity(0)));
         assert_eq!(segment_size(1), Ok(1));
-        assert_eq!(segment_size(MAX_SEGMENT_SIZE), Ok(u32::MAX));
+        assert_eq!(segment_size(MAX_WRITER_CAPACITY), Ok(16 << 20));
         assert_eq!(
-            segment_size(MAX_SEGMENT_SIZE + 1),
-            Err(Error::InvalidCapacity(MAX_SEGMENT_SIZE + 1))
+            segment_size(MAX_WRITER_CAPACITY + 1),
+            Err(Error::InvalidCapacity(MAX_WRITER_CAPACITY + 1))
         );
     }
 }

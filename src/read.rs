@@ -33,19 +33,39 @@ enum Stage {
 /// Decrypts a cipherio stream read from `R`.
 ///
 /// Plaintext is released only after the segment holding it has
-/// authenticated. The stream must end with its final segment, exactly:
-/// a missing final segment is [`io::ErrorKind::UnexpectedEof`], trailing
-/// bytes or any tampering [`io::ErrorKind::InvalidData`]. These errors are
-/// sticky: once one is returned, every later `read` returns it again (never
-/// `Ok(0)`). Errors of `R` itself pass through unchanged and leave the
-/// reader consistent, so the call can be retried.
+/// authenticated, and the stream must end with its final segment, exactly.
+/// Treat the data as complete only when `read` returns `Ok(0)`.
+///
+/// # Errors
+///
+/// - A stream that ends at a segment boundary without its final segment
+///   (a writer that was never finished), or with fewer than 16 bytes of a
+///   segment: [`Error::Truncated`], [`io::ErrorKind::UnexpectedEof`].
+/// - A stream cut inside a segment cannot be told apart from a tampered
+///   final segment: [`Error::Authentication`], like any other damage.
+/// - Bytes after the final segment: [`Error::TrailingData`]; a malformed
+///   header: [`Error::BadMagic`] and friends; a header asking for segments
+///   above the limit: [`Error::SegmentTooLarge`], before anything is
+///   allocated for them. All [`io::ErrorKind::InvalidData`].
+///
+/// These errors are sticky: once one is returned, every later `read`
+/// returns it again (never `Ok(0)`). Errors of `R` itself pass through
+/// unchanged and leave the reader consistent, so the call can be retried.
+///
+/// # Buffering
 ///
 /// The buffer (8 KiB by default) is the read-ahead: each call to the inner
 /// reader asks for at least that many bytes, and every complete segment a
 /// call delivers is decrypted without another call. A `read` calls `R` again
 /// only while the first segment it works on is incomplete, so a socket peer
-/// that sends one segment and waits gets its data. Reads of at least a
+/// that sends full segments and waits gets their data. Reads of at least a
 /// segment decrypt straight into the caller's buffer.
+///
+/// A *short* final segment is recognised as complete only when `R`
+/// reports its end: a socket peer must shut down its sending side
+/// ([`TcpStream::shutdown`](std::net::TcpStream::shutdown) with
+/// `Shutdown::Write`, or close) after `finish` for the reader to release
+/// the last segment.
 pub struct CipherReader<R> {
     stage: Stage,
     /// Ciphertext read ahead from `inner`: `cipher[pos..end]` is unread.
@@ -64,8 +84,9 @@ pub struct CipherReader<R> {
 }
 
 /// Configures a [`CipherReader`]: read-ahead capacity, associated data and
-/// the largest segment a header may ask for.
-#[derive(Clone, Debug)]
+/// the largest segment a header may ask for. Its `Debug` shows the
+/// associated data's length, not its bytes.
+#[derive(Clone)]
 pub struct ReaderBuilder {
     key: Key,
     capacity: usize,
@@ -77,7 +98,8 @@ impl ReaderBuilder {
     /// Bytes of ciphertext to ask the inner reader for at a time (default
     /// 8 KiB, at least 1). The reader also holds one whole segment,
     /// whatever this is. Zero makes the first read fail with
-    /// [`io::ErrorKind::InvalidInput`].
+    /// [`Error::InvalidCapacity`] ([`io::ErrorKind::InvalidInput`]), and a
+    /// capacity that cannot be allocated with [`Error::Allocation`].
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
         self
@@ -123,6 +145,27 @@ enum Opened {
     More(usize),
     /// The final segment, of this many plaintext bytes.
     Last(usize),
+}
+
+impl fmt::Debug for ReaderBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReaderBuilder")
+            .field("key", &self.key)
+            .field("capacity", &self.capacity)
+            .field("associated_data_len", &self.aad.len())
+            .field("max_segment_size", &self.max_segment)
+            .finish()
+    }
+}
+
+/// A zeroed buffer of `len` bytes, or [`Error::Allocation`] instead of an
+/// abort when a huge capacity cannot be had.
+fn zeroed(len: usize) -> Result<Vec<u8>, Error> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| Error::Allocation(len))?;
+    v.resize(len, 0);
+    Ok(v)
 }
 
 impl CipherReader<io::Empty> {
@@ -205,7 +248,10 @@ impl<R: Read> CipherReader<R> {
             return Err(self.fail(Error::InvalidCapacity(0)));
         }
         if self.cipher.is_empty() {
-            self.cipher = vec![0; self.capacity.max(HEADER_LEN)];
+            match zeroed(self.capacity.max(HEADER_LEN)) {
+                Ok(v) => self.cipher = v,
+                Err(e) => return Err(self.fail(e)),
+            }
         }
         let begun = loop {
             let Stage::Start { key, aad } = &self.stage else {
@@ -225,7 +271,12 @@ impl<R: Read> CipherReader<R> {
         // `capacity`, never less than what is already buffered.
         let sealed = layout.sealed(0).max(layout.sealed(1));
         let len = self.capacity.saturating_add(sealed);
-        self.cipher.resize(len.max(self.cipher.len()), 0);
+        if let Some(more) = len.checked_sub(self.cipher.len()) {
+            if self.cipher.try_reserve_exact(more).is_err() {
+                return Err(self.fail(Error::Allocation(len)));
+            }
+            self.cipher.resize(len, 0);
+        }
         self.stage = Stage::Body { cipher, layout };
         Ok(())
     }
@@ -333,7 +384,10 @@ impl<R: Read> CipherReader<R> {
         if self.plain.len() < cap {
             // Allocated once, at the segment size, so no copy is left
             // behind unwiped by a reallocation.
-            self.plain = Zeroizing::new(vec![0; cap]);
+            match zeroed(cap) {
+                Ok(v) => self.plain = Zeroizing::new(v),
+                Err(e) => return Err(self.fail(e)),
+            }
         }
         let mut plain = std::mem::take(&mut self.plain);
         let r = self.open_next(&mut plain);
@@ -354,11 +408,15 @@ impl<R: Read> Read for CipherReader<R> {
                 self.ppos += n;
                 return Ok(n);
             }
+            if buf.is_empty() {
+                // No inner I/O for an empty read: only a sticky error.
+                return match &self.stage {
+                    Stage::Failed(e) => Err(e.clone().into()),
+                    _ => Ok(0),
+                };
+            }
             if let Some(r) = self.settle() {
                 return r.map(|()| 0);
-            }
-            if buf.is_empty() {
-                return Ok(0);
             }
             let cap = self.fill_segment()?;
             if buf.len() < cap {

@@ -90,13 +90,25 @@ impl SegmentCipher {
         self.index
     }
 
-    fn nonce(&self, last: bool) -> Result<[u8; NONCE_LEN], Error> {
-        let counter = u32::try_from(self.index).map_err(|_| Error::TooManySegments)?;
+    /// Whether a segment after the next one can still be numbered, i.e.
+    /// whether the next segment may be sealed as non-final.
+    pub(crate) fn can_continue(&self) -> bool {
+        self.index < u64::from(u32::MAX)
+    }
+
+    /// Moves to segment `index` (tests of the counter's end).
+    #[cfg(test)]
+    pub(crate) fn set_index(&mut self, index: u64) {
+        self.index = index;
+    }
+
+    fn nonce(&self, last: bool) -> Option<[u8; NONCE_LEN]> {
+        let counter = u32::try_from(self.index).ok()?;
         let mut n = [0u8; NONCE_LEN];
         n[..NONCE_PREFIX_LEN].copy_from_slice(&self.prefix);
         n[NONCE_PREFIX_LEN..NONCE_LEN - 1].copy_from_slice(&counter.to_be_bytes());
         n[NONCE_LEN - 1] = u8::from(last);
-        Ok(n)
+        Some(n)
     }
 
     /// Seals the next segment from `plaintext` into `out`, which must be
@@ -108,13 +120,15 @@ impl SegmentCipher {
         last: bool,
     ) -> Result<(), Error> {
         debug_assert_eq!(out.len(), plaintext.len() + TAG_LEN);
-        let nonce = self.nonce(last)?;
+        let nonce = self.nonce(last).ok_or(Error::StreamTooLong)?;
         let (body, tag_out) = out.split_at_mut(plaintext.len());
         let buf = InOutBuf::new(plaintext, body).map_err(|_| Error::Authentication)?;
         let tag = with_aead!(&self.aead, a => a
             .encrypt_inout_detached(&nonce.into(), &[], buf)
             .map(|t| t.into()));
-        let tag: [u8; TAG_LEN] = tag.map_err(|_| Error::TooManySegments)?;
+        // The AEADs refuse only messages above their length limit (2^36
+        // bytes for GCM), far beyond any segment.
+        let tag: [u8; TAG_LEN] = tag.map_err(|_| Error::StreamTooLong)?;
         tag_out.copy_from_slice(&tag);
         self.index += 1;
         Ok(())
@@ -129,7 +143,7 @@ impl SegmentCipher {
             return Err(Error::Truncated);
         };
         debug_assert_eq!(out.len(), body_len);
-        let nonce = self.nonce(last)?;
+        let nonce = self.nonce(last).ok_or(Error::TooManySegments)?;
         let (body, tag) = sealed.split_at(body_len);
         let tag: [u8; TAG_LEN] = tag.try_into().map_err(|_| Error::Authentication)?;
         let buf = InOutBuf::new(body, out).map_err(|_| Error::Authentication)?;
@@ -160,27 +174,24 @@ mod tests {
     fn nonce_layout_is_prefix_counter_flag() {
         let mut c = cipher(Algorithm::Aes128Gcm);
         c.index = 0x0102_0304;
-        assert_eq!(
-            c.nonce(true).ok(),
-            Some([1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 1])
-        );
-        assert_eq!(
-            c.nonce(false).ok(),
-            Some([1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 0])
-        );
+        assert_eq!(c.nonce(true), Some([1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 1]));
+        assert_eq!(c.nonce(false), Some([1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 0]));
     }
 
     #[test]
     fn counter_overflow_is_an_error_not_a_wrap() {
         for alg in Algorithm::ALL {
             let mut c = cipher(alg);
-            c.index = u64::from(u32::MAX);
+            c.index = u64::from(u32::MAX) - 1;
             let mut out = [0u8; 1 + TAG_LEN];
+            assert!(c.can_continue());
+            assert!(c.seal(b"x", &mut out, false).is_ok());
+            assert!(!c.can_continue(), "segment 2^32-1 can only be the last");
             assert!(
-                c.seal(b"x", &mut out, false).is_ok(),
+                c.seal(b"x", &mut out, true).is_ok(),
                 "segment 2^32-1 is valid"
             );
-            assert_eq!(c.seal(b"x", &mut out, true), Err(Error::TooManySegments));
+            assert_eq!(c.seal(b"x", &mut out, true), Err(Error::StreamTooLong));
             let mut opener = cipher(alg);
             opener.index = u64::from(u32::MAX) + 1;
             let mut pt = [0u8; 1];

@@ -28,8 +28,8 @@ enum Stage {
     /// The final segment is sealed (its bytes may still be pending in the
     /// output buffer); the derived key is gone.
     Sealed,
-    /// A fatal error (bad configuration, counter exhausted, no randomness):
-    /// every later call returns it.
+    /// A fatal error (bad configuration, no randomness): every later call
+    /// returns it.
     Failed(Error),
 }
 
@@ -47,15 +47,35 @@ enum Stage {
 /// [`io::ErrorKind::UnexpectedEof`]. `Drop` only wipes the buffered
 /// plaintext and the keys.
 ///
-/// `flush` writes out every *sealed* segment and flushes `W`; it cannot send
-/// the partial segment still in the buffer, since only the final segment of
-/// this format may be short.
+/// # Segments, `flush` and copies
+///
+/// A segment is sealed once the buffer is full *and* at least one more byte
+/// has been written (or at `finish`): until then it might be the final
+/// segment, whose nonce differs. So `flush` writes out every sealed segment
+/// and flushes `W`, but the last `capacity` bytes or fewer written so far
+/// stay in the buffer until more data or `finish` arrive; in this format
+/// only the final segment may be short. (A record framing whose `flush`
+/// seals a short segment is planned for interactive protocols.)
+///
+/// A write of more than `capacity` bytes arriving at an empty buffer is
+/// sealed straight from the caller's slice into the output buffer. Smaller
+/// writes, and writes of exactly `capacity` bytes (which must be held back
+/// in case they are the last), are copied into the buffer first; to avoid
+/// that copy, write in chunks larger than the capacity.
+///
+/// # Errors
 ///
 /// Errors of `W` (`Interrupted`, `WouldBlock`, a short or zero write, any
 /// other error) leave the writer consistent: sealed bytes stay in the output
 /// buffer and the next call resumes where the last one stopped, so no
-/// plaintext is sealed twice. `Ok(0)` from `W` is reported as
-/// [`io::ErrorKind::WriteZero`].
+/// plaintext is sealed twice and nothing is lost; `write` never returns
+/// `Ok(0)` for a non-empty buffer. `Interrupted` is retried internally.
+/// `Ok(0)` from `W` is reported as [`Error::WriteZero`]
+/// ([`io::ErrorKind::WriteZero`]). A stream that has reached the 2^32
+/// segments the counter can number refuses more data with
+/// [`Error::StreamTooLong`] but can still be finished. A capacity of zero
+/// or above [`MAX_WRITER_CAPACITY`](crate::format::MAX_WRITER_CAPACITY)
+/// makes every call fail with [`Error::InvalidCapacity`].
 pub struct CipherWriter<W: Write> {
     stage: Stage,
     /// Plaintext of the current segment; never grows past its first
@@ -68,6 +88,7 @@ pub struct CipherWriter<W: Write> {
 }
 
 /// Configures a [`CipherWriter`]: buffer capacity and associated data.
+/// Its `Debug` shows the associated data's length, not its bytes.
 ///
 /// ```
 /// # use cipherio::{Algorithm, CipherWriter, Key};
@@ -79,7 +100,7 @@ pub struct CipherWriter<W: Write> {
 /// let ciphertext = w.finish()?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct WriterBuilder {
     key: Key,
     capacity: usize,
@@ -87,9 +108,10 @@ pub struct WriterBuilder {
 }
 
 impl WriterBuilder {
-    /// Plaintext bytes per segment (default 8 KiB; 1 ..= 2^32 − 1).
-    /// An out-of-range value makes the first write fail with
-    /// [`io::ErrorKind::InvalidInput`].
+    /// Plaintext bytes per segment (default 8 KiB; 1 ..= 16 MiB, so that
+    /// every reader with default settings reads the stream). An
+    /// out-of-range value makes the first write fail with
+    /// [`Error::InvalidCapacity`] ([`io::ErrorKind::InvalidInput`]).
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
         self
@@ -114,6 +136,16 @@ impl WriterBuilder {
             capacity: self.capacity,
             inner,
         }
+    }
+}
+
+impl fmt::Debug for WriterBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriterBuilder")
+            .field("key", &self.key)
+            .field("capacity", &self.capacity)
+            .field("associated_data_len", &self.aad.len())
+            .finish()
     }
 }
 
@@ -238,12 +270,7 @@ impl Pending {
     fn drain<W: Write>(&mut self, inner: &mut W) -> io::Result<()> {
         while self.pos < self.bytes.len() {
             match inner.write(&self.bytes[self.pos..]) {
-                Ok(0) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WriteZero,
-                        "cipherio: inner writer accepted no bytes",
-                    ));
-                }
+                Ok(0) => return Err(Error::WriteZero.into()),
                 Ok(n) => self.pos += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -293,6 +320,16 @@ impl<W: Write> Write for CipherWriter<W> {
             };
             let seg = layout.plain(cipher.index());
             let rest = &buf[taken..];
+            let full = self.plain.len() == seg || (self.plain.is_empty() && rest.len() > seg);
+            if full && !cipher.can_continue() {
+                // This segment can only be the last one: keep it for
+                // `finish` and refuse the data that would follow it.
+                return if taken > 0 {
+                    Ok(taken)
+                } else {
+                    Err(Error::StreamTooLong.into())
+                };
+            }
             let sealed = if self.plain.len() == seg {
                 // A full segment was held back; more data follows, so it
                 // is not the final one.
@@ -361,5 +398,46 @@ impl<W: Write + fmt::Debug> fmt::Debug for CipherWriter<W> {
             .field("buffered", &self.plain.len())
             .field("pending", &(self.out.bytes.len() - self.out.pos))
             .finish()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::Algorithm;
+    use crate::format::{HEADER_LEN, Header};
+
+    /// Segment 2^32 − 1 is the last the counter can number: the writer must
+    /// refuse data that would need a segment after it, yet still finish
+    /// with it as the final segment.
+    #[test]
+    fn the_last_numbered_segment_can_still_be_finished() {
+        let key = Key::generate(Algorithm::Aes128Gcm);
+        let mut w = CipherWriter::with_capacity(4, &key, Vec::new());
+        w.write_all(b"ab").unwrap();
+        let Stage::Open { cipher, .. } = &mut w.stage else {
+            panic!("stream started")
+        };
+        cipher.set_index(u64::from(u32::MAX) - 1);
+        // Seals "abcd" as segment 2^32 − 2 and holds "efgh".
+        assert_eq!(w.write(b"cdefgh").unwrap(), 6);
+        for more in [&b"i"[..], b"ijklmnop"] {
+            let err = w.write(more).unwrap_err();
+            assert_eq!(Error::from_io(&err), Some(&Error::StreamTooLong));
+            assert_eq!(err.kind(), io::ErrorKind::FileTooLarge);
+        }
+        let out = w.finish().unwrap();
+
+        let header = Header::parse(&out).unwrap();
+        let mut opener = header.cipher(&key, b"").unwrap();
+        opener.set_index(u64::from(u32::MAX) - 1);
+        let body = &out[HEADER_LEN..];
+        assert_eq!(body.len(), 2 * (4 + TAG_LEN));
+        let mut pt = [0u8; 4];
+        opener.open(&body[..20], &mut pt, false).unwrap();
+        assert_eq!(&pt, b"abcd");
+        opener.open(&body[20..], &mut pt, true).unwrap();
+        assert_eq!(&pt, b"efgh");
     }
 }

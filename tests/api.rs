@@ -157,3 +157,119 @@ fn algorithm_ids_round_trip() {
     assert_eq!(Algorithm::from_id(0), None);
     assert_eq!(Algorithm::from_id(4), None);
 }
+
+#[test]
+fn builders_debug_shows_associated_data_length_not_bytes() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let aad = b"payroll/2026-11.csv";
+    let wb = CipherWriter::builder(&key).associated_data(aad);
+    let rb = CipherReader::builder(&key).associated_data(aad);
+    for dbg in [format!("{wb:?}"), format!("{rb:?}")] {
+        assert!(dbg.contains("associated_data_len: 19"), "{dbg}");
+        assert!(
+            !dbg.contains("payroll") && !dbg.contains("112, 97"),
+            "{dbg}"
+        );
+    }
+}
+
+#[test]
+fn writer_capacity_is_bounded_so_default_readers_read_every_stream() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    for cap in [0, cipherio::format::MAX_WRITER_CAPACITY + 1, usize::MAX] {
+        let mut w = CipherWriter::with_capacity(cap, &key, Vec::new());
+        for _ in 0..2 {
+            let err = w.write(b"x").unwrap_err();
+            assert_eq!(Error::from_io(&err), Some(&Error::InvalidCapacity(cap)));
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        }
+        assert!(w.try_finish().is_err());
+    }
+    // The largest allowed capacity is read by a default reader.
+    let cap = cipherio::format::MAX_WRITER_CAPACITY;
+    let mut w = CipherWriter::with_capacity(cap, &key, Vec::new());
+    w.write_all(&vec![9u8; cap + 1]).unwrap();
+    let ct = w.finish().unwrap();
+    let mut out = Vec::new();
+    CipherReader::new(&key, &ct[..])
+        .read_to_end(&mut out)
+        .unwrap();
+    assert_eq!(out, vec![9u8; cap + 1]);
+}
+
+#[test]
+fn an_unallocatable_reader_capacity_is_an_error_not_a_panic() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let ct = CipherWriter::new(&key, Vec::new()).finish().unwrap();
+    for cap in [0, usize::MAX, usize::MAX / 2] {
+        let mut r = CipherReader::with_capacity(cap, &key, &ct[..]);
+        let err = r.read(&mut [0u8; 16]).unwrap_err();
+        let kind = err.kind();
+        assert!(
+            matches!(
+                Error::from_io(&err),
+                Some(Error::InvalidCapacity(0) | Error::Allocation(_))
+            ),
+            "{err}"
+        );
+        assert!(matches!(
+            kind,
+            io::ErrorKind::InvalidInput | io::ErrorKind::OutOfMemory
+        ));
+        assert_eq!(r.read(&mut [0u8; 16]).unwrap_err().kind(), kind, "sticky");
+    }
+}
+
+/// An inner reader that counts its calls.
+struct Counting<'a> {
+    data: &'a [u8],
+    calls: usize,
+}
+
+impl Read for Counting<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.calls += 1;
+        self.data.read(buf)
+    }
+}
+
+#[test]
+fn an_empty_read_does_no_inner_io() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let mut w = CipherWriter::with_capacity(16, &key, Vec::new());
+    w.write_all(&[5u8; 32]).unwrap(); // the final segment is full-length
+    let ct = w.finish().unwrap();
+    let mut r = CipherReader::with_capacity(
+        4096,
+        &key,
+        Counting {
+            data: &ct,
+            calls: 0,
+        },
+    );
+    let mut out = [0u8; 64];
+    assert_eq!(r.read(&mut out).unwrap(), 32);
+    // The end of the stream is not confirmed yet; an empty read must not
+    // go and confirm it (on a socket it would block).
+    let calls = r.get_ref().calls;
+    assert_eq!(r.read(&mut []).unwrap(), 0);
+    assert_eq!(r.get_ref().calls, calls);
+    assert_eq!(r.read(&mut out).unwrap(), 0);
+}
+
+/// Only a byte written after a full buffer proves that the buffered
+/// segment is not the final one: `flush` sends what is sealed, no more.
+#[test]
+fn flush_sends_sealed_segments_and_holds_the_last_full_one() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 64;
+    let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
+    w.write_all(&[1u8; 3 * 64]).unwrap();
+    w.flush().unwrap();
+    assert_eq!(w.get_ref().len(), HEADER_LEN + 2 * (seg + 16));
+    w.write_all(&[1u8]).unwrap();
+    w.flush().unwrap();
+    assert_eq!(w.get_ref().len(), HEADER_LEN + 3 * (seg + 16));
+    let ct = w.finish().unwrap();
+    assert_eq!(ct.len(), HEADER_LEN + 3 * (seg + 16) + 1 + 16);
+}

@@ -319,7 +319,7 @@ fn writer_reports_write_zero_without_looping_and_resumes() {
             }
             Err(e) => {
                 assert_eq!(e.kind(), ErrorKind::WriteZero, "{e}");
-                assert_eq!(crate_error(&e), None);
+                assert_eq!(crate_error(&e), Some(Error::WriteZero));
                 write_zero += 1;
             }
         }

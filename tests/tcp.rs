@@ -214,3 +214,38 @@ fn megabytes_both_ways_with_default_capacities() {
     assert_eq!(at_b.expect("reader at b"), a_to_b);
     assert_eq!(at_a.expect("reader at a"), b_to_a);
 }
+
+/// Request/response over one connection, as the reader's docs describe: the
+/// client finishes its request and shuts down its sending side (keeping the
+/// socket open for the reply); the server reads the whole request to the
+/// end, short final segment included, and answers on the same socket.
+#[test]
+fn request_then_reply_after_shutdown_write() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let (client, server) = pair();
+    let request = data(3 * SEG + 100, 3);
+    let reply = data(2 * SEG + 7, 4);
+
+    let expected_request = request.clone();
+    let server_reply = reply.clone();
+    let server_key = key.clone();
+    let server = thread::spawn(move || {
+        let mut r = CipherReader::new(&server_key, server.try_clone().unwrap());
+        let mut got = Vec::new();
+        r.read_to_end(&mut got).unwrap();
+        assert!(got == expected_request, "request differs");
+        let mut w = CipherWriter::with_capacity(SEG, &server_key, server);
+        w.write_all(&server_reply).unwrap();
+        w.finish().unwrap().shutdown(Shutdown::Write).unwrap();
+    });
+
+    let mut w = CipherWriter::with_capacity(SEG, &key, client.try_clone().unwrap());
+    w.write_all(&request).unwrap();
+    w.finish().unwrap().shutdown(Shutdown::Write).unwrap();
+    let mut got = Vec::new();
+    CipherReader::new(&key, client)
+        .read_to_end(&mut got)
+        .unwrap();
+    server.join().unwrap();
+    assert!(got == reply, "reply differs");
+}
