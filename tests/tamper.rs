@@ -660,33 +660,28 @@ fn stream_two_final_segments() {
                 let mut bad = ct.clone();
                 bad.extend_from_slice(&extra);
                 let ctx = format!("{alg} len {len}: {what} segment appended");
-                if len % S == 0 {
-                    // A full-length final segment followed by more bytes.
-                    // It may be released before the bytes after it are seen.
-                    expect_failure(
-                        &ctx,
-                        &key,
-                        &bad,
-                        S,
-                        &pt,
-                        &Want::Is(Error::TrailingData),
-                        Upto::Between((n - 1) * S, n * S),
-                    );
-                } else {
-                    // The short final segment plus what follows reads as a
-                    // full-length segment that does not authenticate.
-                    expect_failure(
-                        &ctx,
-                        &key,
-                        &bad,
-                        S,
-                        &pt,
-                        &Want::InvalidData,
-                        Upto::Exactly((n - 1) * S),
-                    );
-                }
+                expect_bytes_after_final(&ctx, &key, &bad, &pt);
             }
         }
+    }
+}
+
+/// A stream of `pt` (in `S`-byte segments) with bytes appended after its
+/// final segment. A full-length final segment authenticates as final and
+/// may be released before the bytes after it are seen, then `TrailingData`;
+/// a short one plus what follows reads as a segment that does not
+/// authenticate, and only the segments before it are released.
+fn expect_bytes_after_final(ctx: &str, key: &Key, bad: &[u8], pt: &[u8]) {
+    let n = segment_count(pt.len(), S);
+    if !pt.is_empty() && pt.len() % S == 0 {
+        let (want, upto) = (
+            Want::Is(Error::TrailingData),
+            Upto::Between((n - 1) * S, n * S),
+        );
+        expect_failure(ctx, key, bad, S, pt, &want, upto);
+    } else {
+        let upto = Upto::Exactly((n - 1) * S);
+        expect_failure(ctx, key, bad, S, pt, &Want::InvalidData, upto);
     }
 }
 
@@ -696,7 +691,6 @@ fn stream_trailing_bytes_after_final_segment() {
         for len in [3 * S + 5, 3 * S, S, 0] {
             let pt = plaintext(len);
             let ct = seal(&key, S, &pt);
-            let n = segment_count(len, S);
             let whole = ct[seg_range(S, ct.len(), 0)].to_vec();
             let trailers: [(&str, Vec<u8>); 4] = [
                 ("1 zero byte", vec![0]),
@@ -708,27 +702,7 @@ fn stream_trailing_bytes_after_final_segment() {
                 let mut bad = ct.clone();
                 bad.extend_from_slice(&extra);
                 let ctx = format!("{alg} len {len}: {what} after the final segment");
-                if len > 0 && len % S == 0 {
-                    expect_failure(
-                        &ctx,
-                        &key,
-                        &bad,
-                        S,
-                        &pt,
-                        &Want::Is(Error::TrailingData),
-                        Upto::Between((n - 1) * S, n * S),
-                    );
-                } else {
-                    expect_failure(
-                        &ctx,
-                        &key,
-                        &bad,
-                        S,
-                        &pt,
-                        &Want::InvalidData,
-                        Upto::Exactly((n - 1) * S),
-                    );
-                }
+                expect_bytes_after_final(&ctx, &key, &bad, &pt);
             }
         }
     }
