@@ -240,7 +240,7 @@ impl<W: Write> CipherWriter<W> {
             Ok((header, Stream { cipher, layout })) => {
                 let seg = layout.first.max(layout.rest);
                 self.plain = Zeroizing::new(Vec::with_capacity(seg));
-                self.out.bytes = Vec::with_capacity(header.len() + seg + TAG_LEN);
+                self.out.bytes = vec![0; header.len() + seg + TAG_LEN];
                 self.stage = Stage::Open {
                     cipher,
                     layout,
@@ -257,19 +257,23 @@ impl<W: Write> CipherWriter<W> {
 }
 
 /// Sealed bytes (the header and/or one segment) not yet accepted by the
-/// inner writer.
+/// inner writer: `bytes[pos..end]`. `bytes` is sized once, for the largest
+/// sealed unit, and never cleared, so sealing does not first fill it with
+/// zeros.
 #[derive(Default)]
 struct Pending {
     bytes: Vec<u8>,
     /// How much of `bytes` the inner writer has accepted.
     pos: usize,
+    /// Where the sealed bytes end.
+    end: usize,
 }
 
 impl Pending {
     /// Moves the pending bytes to `inner`, retrying `Interrupted`.
     fn drain<W: Write>(&mut self, inner: &mut W) -> io::Result<()> {
-        while self.pos < self.bytes.len() {
-            match inner.write(&self.bytes[self.pos..]) {
+        while self.pos < self.end {
+            match inner.write(&self.bytes[self.pos..self.end]) {
                 Ok(0) => return Err(Error::WriteZero.into()),
                 Ok(n) => self.pos += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -277,6 +281,10 @@ impl Pending {
             }
         }
         Ok(())
+    }
+
+    fn pending(&self) -> usize {
+        self.end - self.pos
     }
 }
 
@@ -286,19 +294,19 @@ fn seal(stage: &mut Stage, out: &mut Pending, plain: &[u8], last: bool) -> Resul
     let Stage::Open { cipher, header, .. } = stage else {
         unreachable!("seal is only called on an open stream")
     };
-    debug_assert_eq!(out.pos, out.bytes.len(), "output drained before sealing");
-    out.bytes.clear();
-    out.pos = 0;
+    debug_assert_eq!(out.pos, out.end, "output drained before sealing");
+    let mut start = 0;
     if let Some(h) = header.take() {
-        out.bytes.extend_from_slice(&h);
+        start = h.len();
+        out.bytes[..start].copy_from_slice(&h);
     }
-    let start = out.bytes.len();
-    out.bytes.resize(start + plain.len() + TAG_LEN, 0);
-    if let Err(e) = cipher.seal(plain, &mut out.bytes[start..], last) {
-        out.bytes.truncate(start);
+    let end = start + plain.len() + TAG_LEN;
+    (out.pos, out.end) = (0, 0);
+    if let Err(e) = cipher.seal(plain, &mut out.bytes[start..end], last) {
         *stage = Stage::Failed(e.clone());
         return Err(e);
     }
+    out.end = end;
     Ok(())
 }
 
@@ -396,7 +404,7 @@ impl<W: Write + fmt::Debug> fmt::Debug for CipherWriter<W> {
             .field("capacity", &self.capacity)
             .field("stage", &stage)
             .field("buffered", &self.plain.len())
-            .field("pending", &(self.out.bytes.len() - self.out.pos))
+            .field("pending", &self.out.pending())
             .finish()
     }
 }
