@@ -273,3 +273,181 @@ fn flush_sends_sealed_segments_and_holds_the_last_full_one() {
     let ct = w.finish().unwrap();
     assert_eq!(ct.len(), HEADER_LEN + 3 * (seg + 16) + 1 + 16);
 }
+
+// ---------------------------------------------------------------------------
+// Added by the test review: each of these fails under a mutation the suite
+// above lets through (see the review report).
+
+/// Principle 10 and the README's error table, for every variant (the table
+/// in `errors_carry_kind_and_downcast` covers 7 of 19, and tamper.rs accepts
+/// either `InvalidData` or `UnexpectedEof` for any damaged stream).
+#[test]
+fn every_error_variant_has_its_documented_kind() {
+    use io::ErrorKind::*;
+    let cases = [
+        (Error::Authentication, InvalidData),
+        (Error::BadMagic, InvalidData),
+        (Error::UnsupportedVersion(2), InvalidData),
+        (Error::UnknownAlgorithm(9), InvalidData),
+        (
+            Error::AlgorithmMismatch {
+                stream: Algorithm::Aes128Gcm,
+                key: Algorithm::Aes256Gcm,
+            },
+            InvalidData,
+        ),
+        (Error::ZeroSegmentSize, InvalidData),
+        (Error::SegmentTooLarge { size: 2, limit: 1 }, InvalidData),
+        (Error::TrailingData, InvalidData),
+        (Error::EmptyFinalSegment, InvalidData),
+        (Error::TooManySegments, InvalidData),
+        (Error::Truncated, UnexpectedEof),
+        (
+            Error::InvalidKeyLength {
+                expected: 16,
+                actual: 3,
+            },
+            InvalidInput,
+        ),
+        (Error::InvalidHex, InvalidInput),
+        (Error::InvalidCapacity(0), InvalidInput),
+        (Error::Finished, InvalidInput),
+        (Error::StreamTooLong, FileTooLarge),
+        (Error::WriteZero, WriteZero),
+        (Error::Allocation(1), OutOfMemory),
+        (Error::Random, Other),
+    ];
+    for (e, kind) in cases {
+        assert_eq!(e.kind(), kind, "{e:?}");
+        let io_err: io::Error = e.clone().into();
+        assert_eq!(io_err.kind(), kind, "{e:?}");
+        assert_eq!(Error::from_io(&io_err), Some(&e));
+    }
+}
+
+/// Each unallocatable capacity gets its own error and kind, not "one of".
+#[test]
+fn reader_capacity_errors_are_exact() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let ct = CipherWriter::new(&key, Vec::new()).finish().unwrap();
+    let mut r = CipherReader::with_capacity(0, &key, &ct[..]);
+    let err = r.read(&mut [0u8; 16]).unwrap_err();
+    assert_eq!(Error::from_io(&err), Some(&Error::InvalidCapacity(0)));
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    for cap in [usize::MAX, usize::MAX / 2] {
+        let mut r = CipherReader::with_capacity(cap, &key, &ct[..]);
+        let err = r.read(&mut [0u8; 16]).unwrap_err();
+        assert!(
+            matches!(Error::from_io(&err), Some(Error::Allocation(_))),
+            "{err}"
+        );
+        assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
+    }
+}
+
+/// An inner reader/writer whose `Debug` prints nothing, so that only the
+/// adapter's own fields are inspected.
+struct Opaque<T>(T);
+
+impl<T> std::fmt::Debug for Opaque<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Opaque")
+    }
+}
+
+impl<T: Read> Read for Opaque<T> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<T: Write> Write for Opaque<T> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// `dbg` spells no 4-byte piece of `secret` in any encoding a `Debug`
+/// impl is likely to use: raw text, decimal list, hex in either case.
+fn assert_no_bytes(what: &str, dbg: &str, secret: &[u8]) {
+    let lower = dbg.to_ascii_lowercase();
+    for w in secret.windows(4) {
+        let dec = format!("{}, {}, {}, {}", w[0], w[1], w[2], w[3]);
+        let hex: String = w.iter().map(|b| format!("{b:02x}")).collect();
+        assert!(!dbg.contains(&dec), "{what}: decimal bytes in {dbg}");
+        assert!(!lower.contains(&hex), "{what}: hex bytes in {dbg}");
+        if let Ok(s) = std::str::from_utf8(w) {
+            assert!(!dbg.contains(s), "{what}: raw bytes in {dbg}");
+        }
+    }
+}
+
+/// Principle 11 for every public type that holds a secret, whatever the
+/// encoding (the existing tests look for one uniform key byte in lower-case
+/// hex and decimal only, and for associated data in decimal only).
+#[test]
+fn debug_never_prints_secret_bytes_in_any_encoding() {
+    let key_bytes: Vec<u8> = (0u8..32).map(|i| 0x80 | i.wrapping_mul(37)).collect();
+    let aad = b"payroll/2026-11.csv";
+    let pt = b"SECRET-PLAINTEXT-0123456789";
+    for alg in Algorithm::ALL {
+        let key = Key::new(alg, &key_bytes[..alg.key_len()]).unwrap();
+        let kb = key.as_bytes();
+        assert_no_bytes("Key", &format!("{key:?}"), kb);
+        let wb = CipherWriter::builder(&key)
+            .capacity(64)
+            .associated_data(aad);
+        let rb = CipherReader::builder(&key).associated_data(aad);
+        for (what, dbg) in [
+            ("WriterBuilder", format!("{wb:?}")),
+            ("ReaderBuilder", format!("{rb:?}")),
+        ] {
+            assert_no_bytes(what, &dbg, kb);
+            assert_no_bytes(what, &dbg, aad);
+        }
+        let mut w = wb.build(Opaque(Vec::new()));
+        assert_no_bytes("CipherWriter before a write", &format!("{w:?}"), kb);
+        w.write_all(pt).unwrap();
+        let dbg = format!("{w:?}");
+        assert!(dbg.contains("buffered: 27"), "{dbg}");
+        for secret in [kb, &aad[..], &pt[..]] {
+            assert_no_bytes("CipherWriter", &dbg, secret);
+        }
+        let ct = w.finish().unwrap().0;
+        let mut r = rb.build(Opaque(&ct[..]));
+        assert_no_bytes("CipherReader before a read", &format!("{r:?}"), kb);
+        let mut first = [0u8; 3];
+        r.read_exact(&mut first).unwrap();
+        let dbg = format!("{r:?}");
+        assert!(dbg.contains("buffered: 24"), "{dbg}");
+        for secret in [kb, &aad[..], &pt[..]] {
+            assert_no_bytes("CipherReader", &dbg, secret);
+        }
+    }
+}
+
+/// Principle 5: 8 KiB is the default, for the writer's segments (in the
+/// header) and the reader's read-ahead (its first inner read asks for it).
+#[test]
+fn the_default_buffer_is_8_kib() {
+    assert_eq!(cipherio::DEFAULT_CAPACITY, 8 * 1024);
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let w = CipherWriter::new(&key, Vec::new());
+    assert_eq!(w.capacity(), 8192);
+    let ct = w.finish().unwrap();
+    assert_eq!(Header::parse(&ct).unwrap().segment_size, 8192);
+    struct FirstAsk<'a>(&'a [u8], Option<usize>);
+    impl Read for FirstAsk<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.1.get_or_insert(buf.len());
+            self.0.read(buf)
+        }
+    }
+    let mut r = CipherReader::new(&key, FirstAsk(&ct, None));
+    assert_eq!(r.capacity(), 8192);
+    assert_eq!(r.read(&mut [0u8; 1]).unwrap(), 0);
+    assert_eq!(r.get_ref().1, Some(8192));
+}

@@ -227,8 +227,11 @@ fn inject_at_every_position(kind: ErrorKind, check: impl Fn(&[ErrorKind], usize)
 #[test]
 fn writer_resumes_after_would_block_at_every_call_position() {
     inject_at_every_position(ErrorKind::WouldBlock, |errors, k| {
-        // The WouldBlock surfaces (or becomes a short write if the call
-        // had already consumed some of the caller's bytes), at most once.
+        // The WouldBlock surfaces at most once: as the call's error when it
+        // had taken none of the caller's bytes, or not at all when it had
+        // (the call returns the short count and the next one's drain goes
+        // through). That it is not retried inside the writer is pinned by
+        // `writer_surfaces_would_block_and_the_same_call_succeeds_on_retry`.
         assert!(errors.len() <= 1, "at {k}: {errors:?}");
         assert!(
             errors.iter().all(|&e| e == ErrorKind::WouldBlock),

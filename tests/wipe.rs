@@ -1,0 +1,166 @@
+//! Secrets are wiped before their memory goes back to the allocator
+//! (DESIGN.md principle 11), and a buffer that cannot be allocated is an
+//! error, not an abort (principle 4). A global allocator scans every block
+//! freed while a needle is armed, and can refuse large allocations.
+//!
+//! This needs `unsafe` (a `GlobalAlloc`): the one place in the package
+//! that has any; the library forbids it. It runs without the test harness
+//! (`harness = false`), so no other thread allocates while it scans.
+#![allow(unsafe_code, clippy::unwrap_used)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
+
+use cipherio::format::{HEADER_LEN, Header};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key};
+use hkdf::Hkdf;
+use sha2::Sha256;
+
+const MAX_NEEDLE: usize = 32;
+static NEEDLE: [AtomicU8; MAX_NEEDLE] = [const { AtomicU8::new(0) }; MAX_NEEDLE];
+static NEEDLE_LEN: AtomicUsize = AtomicUsize::new(0);
+static HITS: AtomicUsize = AtomicUsize::new(0);
+/// Allocations above this many bytes fail (0: no limit).
+static LIMIT: AtomicUsize = AtomicUsize::new(0);
+
+struct Scanner;
+
+unsafe impl GlobalAlloc for Scanner {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let limit = LIMIT.load(SeqCst);
+        if limit != 0 && l.size() > limit {
+            return std::ptr::null_mut();
+        }
+        unsafe { System.alloc(l) }
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        let n = NEEDLE_LEN.load(SeqCst);
+        if n > 0 && l.size() >= n {
+            let mut needle = [0u8; MAX_NEEDLE];
+            for (d, s) in needle.iter_mut().zip(&NEEDLE) {
+                *d = s.load(SeqCst);
+            }
+            // Volatile reads: the block may hold never-written bytes.
+            let byte = |i: usize| unsafe { std::ptr::read_volatile(p.add(i)) };
+            let found = (0..=l.size() - n).any(|i| (0..n).all(|j| byte(i + j) == needle[j]));
+            if found {
+                HITS.fetch_add(1, SeqCst);
+            }
+        }
+        unsafe { System.dealloc(p, l) }
+    }
+    // `realloc` is the default (alloc, copy, dealloc): the old block is
+    // scanned too, and the limit applies to growth.
+}
+
+#[global_allocator]
+static GLOBAL: Scanner = Scanner;
+
+/// Runs `f` with `needle` armed; returns how many freed blocks held it.
+fn freed_blocks_holding(needle: &[u8], f: impl FnOnce()) -> usize {
+    for (d, &s) in NEEDLE.iter().zip(needle) {
+        d.store(s, SeqCst);
+    }
+    HITS.store(0, SeqCst);
+    NEEDLE_LEN.store(needle.len(), SeqCst);
+    f();
+    NEEDLE_LEN.store(0, SeqCst);
+    HITS.load(SeqCst)
+}
+
+const KEY: [u8; 32] = *b"k3y-bytes:never-in-freed-memory!";
+const MARK: [u8; 16] = *b"PLAINTEXT-MARK-!";
+
+fn plaintext() -> [u8; 160] {
+    std::array::from_fn(|i| MARK[i % 16])
+}
+
+fn seal(key: &Key, pt: &[u8]) -> Vec<u8> {
+    let mut w = CipherWriter::builder(key)
+        .capacity(64)
+        .associated_data(b"ad")
+        .build(Vec::new());
+    for c in pt.chunks(7) {
+        w.write_all(c).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+/// Reads byte by byte (through the reader's plaintext buffer) into a stack
+/// array, so that the test itself frees no plaintext.
+fn open_bytewise(key: &Key, ct: &[u8]) -> [u8; 160] {
+    let mut r = CipherReader::builder(key).associated_data(b"ad").build(ct);
+    let mut out = [0u8; 160];
+    for b in out.iter_mut() {
+        r.read_exact(std::slice::from_mut(b)).unwrap();
+    }
+    assert_eq!(r.read(&mut [0u8; 1]).unwrap(), 0);
+    out
+}
+
+/// One run: the allocator's state is global, so nothing may run beside it.
+fn main() {
+    let pt = plaintext();
+    for alg in Algorithm::ALL {
+        let kb = &KEY[..alg.key_len()];
+        // The caller's key, and every copy a writer and reader make of it.
+        let hits = freed_blocks_holding(kb, || {
+            let key = Key::new(alg, kb).unwrap();
+            let ct = seal(&key, &pt);
+            assert!(open_bytewise(&key.clone(), &ct) == pt);
+        });
+        assert_eq!(hits, 0, "{alg}: key bytes left in freed memory");
+
+        let key = Key::new(alg, kb).unwrap();
+        // Plaintext buffered by the writer, and by the reader.
+        let hits = freed_blocks_holding(&MARK, || drop(seal(&key, &pt)));
+        assert_eq!(hits, 0, "{alg}: writer left plaintext in freed memory");
+        let ct = seal(&key, &pt);
+        let hits = freed_blocks_holding(&MARK, || {
+            assert!(open_bytewise(&key, &ct) == pt);
+        });
+        assert_eq!(hits, 0, "{alg}: reader left plaintext in freed memory");
+    }
+
+    // The derived stream key, recomputed from the header as the format
+    // describes: ChaCha20-Poly1305 keeps it as raw bytes in its boxed state,
+    // and an AES key schedule starts with it.
+    for alg in Algorithm::ALL {
+        let kb = &KEY[..alg.key_len()];
+        let key = Key::new(alg, kb).unwrap();
+        let ct = seal(&key, &pt);
+        let header = Header::parse(&ct).unwrap();
+        let mut derived = [0u8; 32];
+        let derived = &mut derived[..alg.key_len()];
+        Hkdf::<Sha256>::new(Some(&header.salt), kb)
+            .expand_multi_info(&[&ct[..HEADER_LEN], b"ad"], derived)
+            .unwrap();
+        let hits = freed_blocks_holding(derived, || {
+            assert!(open_bytewise(&key, &ct) == pt);
+        });
+        assert_eq!(hits, 0, "{alg}: derived key left in freed memory");
+    }
+    let key = Key::new(Algorithm::ChaCha20Poly1305, &KEY).unwrap();
+    let ct = seal(&key, &pt);
+
+    // A read-ahead that can be allocated but not grown by one segment: an
+    // error, not an abort (both reservations must be fallible).
+    let cap = 32 << 20;
+    LIMIT.store(cap + 40, SeqCst);
+    let mut r = CipherReader::builder(&key)
+        .capacity(cap)
+        .associated_data(b"ad")
+        .build(&ct[..]);
+    let err = r.read(&mut [0u8; 1]);
+    LIMIT.store(0, SeqCst);
+    let err = err.unwrap_err();
+    assert!(
+        matches!(Error::from_io(&err), Some(Error::Allocation(_))),
+        "{err}"
+    );
+    println!(
+        "wipe: no key, derived key or plaintext in freed memory; allocation failure is an error"
+    );
+}
