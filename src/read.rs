@@ -158,14 +158,16 @@ impl fmt::Debug for ReaderBuilder {
     }
 }
 
-/// A zeroed buffer of `len` bytes, or [`Error::Allocation`] instead of an
-/// abort when a huge capacity cannot be had.
-fn zeroed(len: usize) -> Result<Vec<u8>, Error> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| Error::Allocation(len))?;
-    v.resize(len, 0);
-    Ok(v)
+/// Grows `v` with zeros to `len` bytes (no-op if it is that long), or
+/// [`Error::Allocation`] instead of an abort when a huge capacity cannot be
+/// had.
+fn grow_zeroed(v: &mut Vec<u8>, len: usize) -> Result<(), Error> {
+    if let Some(more) = len.checked_sub(v.len()) {
+        v.try_reserve_exact(more)
+            .map_err(|_| Error::Allocation(len))?;
+        v.resize(len, 0);
+    }
+    Ok(())
 }
 
 impl CipherReader<io::Empty> {
@@ -247,11 +249,8 @@ impl<R: Read> CipherReader<R> {
         if self.capacity == 0 {
             return Err(self.fail(Error::InvalidCapacity(0)));
         }
-        if self.cipher.is_empty() {
-            match zeroed(self.capacity.max(HEADER_LEN)) {
-                Ok(v) => self.cipher = v,
-                Err(e) => return Err(self.fail(e)),
-            }
+        if let Err(e) = grow_zeroed(&mut self.cipher, self.capacity.max(HEADER_LEN)) {
+            return Err(self.fail(e));
         }
         let begun = loop {
             let Stage::Start { key, aad } = &self.stage else {
@@ -271,11 +270,8 @@ impl<R: Read> CipherReader<R> {
         // `capacity`, never less than what is already buffered.
         let sealed = layout.sealed(0).max(layout.sealed(1));
         let len = self.capacity.saturating_add(sealed);
-        if let Some(more) = len.checked_sub(self.cipher.len()) {
-            if self.cipher.try_reserve_exact(more).is_err() {
-                return Err(self.fail(Error::Allocation(len)));
-            }
-            self.cipher.resize(len, 0);
+        if let Err(e) = grow_zeroed(&mut self.cipher, len) {
+            return Err(self.fail(e));
         }
         self.stage = Stage::Body { cipher, layout };
         Ok(())
@@ -378,16 +374,18 @@ impl<R: Read> CipherReader<R> {
         }
     }
 
-    /// Decrypts the next segment into the internal plaintext buffer.
-    fn fill_plain(&mut self) -> io::Result<()> {
-        let cap = self.fill_segment()?;
+    /// Decrypts the next segment, which [`fill_segment`](Self::fill_segment)
+    /// has made complete and found to hold up to `cap` plaintext bytes, into
+    /// the internal plaintext buffer.
+    fn fill_plain(&mut self, cap: usize) -> io::Result<()> {
         if self.plain.len() < cap {
             // Allocated once, at the segment size, so no copy is left
             // behind unwiped by a reallocation.
-            match zeroed(cap) {
-                Ok(v) => self.plain = Zeroizing::new(v),
-                Err(e) => return Err(self.fail(e)),
+            let mut v = Vec::new();
+            if let Err(e) = grow_zeroed(&mut v, cap) {
+                return Err(self.fail(e));
             }
+            self.plain = Zeroizing::new(v);
         }
         let mut plain = std::mem::take(&mut self.plain);
         let r = self.open_next(&mut plain);
@@ -422,7 +420,7 @@ impl<R: Read> Read for CipherReader<R> {
             if buf.len() < cap {
                 // Small read: through the internal buffer. (An empty final
                 // segment leaves it empty; the loop then reports the end.)
-                self.fill_plain()?;
+                self.fill_plain(cap)?;
                 continue;
             }
             // Zero-copy: decrypt straight into the caller's buffer, every
@@ -462,7 +460,8 @@ impl<R: Read> BufRead for CipherReader<R> {
                 r?;
                 return Ok(&[]);
             }
-            self.fill_plain()?;
+            let cap = self.fill_segment()?;
+            self.fill_plain(cap)?;
         }
         Ok(&self.plain[self.ppos..self.pend])
     }
