@@ -20,6 +20,14 @@ pub enum Error {
     Authentication,
     /// The input does not start with the cipherio magic bytes.
     BadMagic,
+    /// A Tink-profile header whose first byte (the header length) is not
+    /// the one the key's parameters give.
+    HeaderLength {
+        /// The header length the parameters give.
+        expected: u8,
+        /// The first byte of the stream.
+        found: u8,
+    },
     /// The header names a format version this crate does not read.
     UnsupportedVersion(u8),
     /// The header names an algorithm identifier this crate does not know.
@@ -69,8 +77,11 @@ pub enum Error {
     },
     /// A key given as hex that is not valid hex.
     InvalidHex,
-    /// A buffer capacity of zero, or a writer capacity above
-    /// [`format::MAX_WRITER_CAPACITY`](crate::format::MAX_WRITER_CAPACITY).
+    /// Tink parameters out of the range Tink accepts (the text says which).
+    InvalidParameters(&'static str),
+    /// A buffer capacity of zero, a writer capacity above
+    /// [`format::MAX_WRITER_CAPACITY`](crate::format::MAX_WRITER_CAPACITY),
+    /// or a writer capacity other than a Tink key's segment size.
     InvalidCapacity(usize),
     /// A write after the writer was finished.
     Finished,
@@ -84,6 +95,7 @@ impl Error {
         match self {
             Error::Authentication
             | Error::BadMagic
+            | Error::HeaderLength { .. }
             | Error::UnsupportedVersion(_)
             | Error::UnknownAlgorithm(_)
             | Error::AlgorithmMismatch { .. }
@@ -93,9 +105,10 @@ impl Error {
             | Error::EmptyFinalSegment
             | Error::TooManySegments => io::ErrorKind::InvalidData,
             Error::Truncated => io::ErrorKind::UnexpectedEof,
-            Error::InvalidKeyLength { .. } | Error::InvalidHex | Error::InvalidCapacity(_) => {
-                io::ErrorKind::InvalidInput
-            }
+            Error::InvalidKeyLength { .. }
+            | Error::InvalidHex
+            | Error::InvalidParameters(_)
+            | Error::InvalidCapacity(_) => io::ErrorKind::InvalidInput,
             Error::Finished => io::ErrorKind::InvalidInput,
             Error::StreamTooLong => io::ErrorKind::FileTooLarge,
             Error::WriteZero => io::ErrorKind::WriteZero,
@@ -117,6 +130,10 @@ impl fmt::Display for Error {
         match self {
             Error::Authentication => f.write_str("cipherio: segment failed to authenticate"),
             Error::BadMagic => f.write_str("cipherio: not a cipherio stream (bad magic)"),
+            Error::HeaderLength { expected, found } => write!(
+                f,
+                "cipherio: Tink header length byte is {found}, the key's parameters give {expected}"
+            ),
             Error::UnsupportedVersion(v) => {
                 write!(f, "cipherio: unsupported format version {v}")
             }
@@ -145,6 +162,7 @@ impl fmt::Display for Error {
                 write!(f, "cipherio: key must be {expected} bytes, got {actual}")
             }
             Error::InvalidHex => f.write_str("cipherio: key is not valid hex"),
+            Error::InvalidParameters(why) => write!(f, "cipherio: {why}"),
             Error::InvalidCapacity(c) => write!(
                 f,
                 "cipherio: buffer capacity {c} is out of range (at least 1; a writer's at most 16 MiB)"

@@ -1,10 +1,13 @@
 //! The native v1 header: pure bytes, no I/O.
 //!
 //! See the crate documentation for the byte diagram. [`Header`] parses and
-//! encodes the 53 header bytes; the reader and writer use it to set up a
-//! stream's sealing core and segment layout.
+//! encodes the 53 header bytes; the reader and writer use it (or, for a
+//! [`TinkKey`](crate::tink::TinkKey), the Tink header) to set up a stream's
+//! sealing core and segment layout.
 
+use crate::key::sealed::Profile;
 use crate::seal::{self, NONCE_PREFIX_LEN, SegmentCipher};
+use crate::tink::{HkdfHash, TinkKey};
 use crate::{Algorithm, Error, Key};
 
 /// The eight magic bytes that start every native stream: ASCII `cipherio`.
@@ -95,7 +98,7 @@ impl Header {
     /// A header with a fresh random salt and nonce prefix.
     pub(crate) fn random(algorithm: Algorithm, segment_size: u32) -> Result<Header, Error> {
         let mut r = [0u8; SALT_LEN + NONCE_PREFIX_LEN];
-        getrandom::fill(&mut r).map_err(|_| Error::Random)?;
+        fresh(&mut r)?;
         let mut salt = [0u8; SALT_LEN];
         salt.copy_from_slice(&r[..SALT_LEN]);
         let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
@@ -118,7 +121,8 @@ impl Header {
             });
         }
         let derived = seal::derive_key(
-            self.algorithm,
+            HkdfHash::Sha256,
+            self.algorithm.key_len(),
             key.as_bytes(),
             &self.salt,
             &[&self.to_bytes(), aad],
@@ -138,6 +142,9 @@ impl Header {
 pub(crate) struct Layout {
     pub(crate) first: usize,
     pub(crate) rest: usize,
+    /// Whether an empty final segment may follow full ones (Tink readers
+    /// accept it; the native format has one encoding per plaintext).
+    pub(crate) empty_final: bool,
 }
 
 impl Layout {
@@ -159,28 +166,66 @@ pub(crate) struct Stream {
     pub(crate) layout: Layout,
 }
 
-/// Starts a native stream to write with `capacity`-byte segments: the
-/// header bytes (to go out with the first segment) and the stream.
+/// Starts a stream to write with `capacity`-byte segments: the header
+/// bytes (to go out with the first segment) and the stream.
 pub(crate) fn begin_write(
-    key: &Key,
+    profile: &Profile,
     aad: &[u8],
     capacity: usize,
 ) -> Result<(Vec<u8>, Stream), Error> {
+    match profile {
+        Profile::Native(key) => native_write(key, aad, capacity),
+        Profile::Tink(key) => tink_write(key, aad, capacity),
+    }
+}
+
+/// Starts a stream to read from its first bytes: `Ok(None)` while they
+/// hold no complete header, else the header's length and the stream. A
+/// native header asking for segments over `max_segment` is refused here,
+/// before the caller allocates anything for them.
+pub(crate) fn begin_read(
+    profile: &Profile,
+    aad: &[u8],
+    bytes: &[u8],
+    max_segment: usize,
+) -> Result<Option<(usize, Stream)>, Error> {
+    match profile {
+        Profile::Native(key) => native_read(key, aad, bytes, max_segment),
+        Profile::Tink(key) => tink_read(key, aad, bytes),
+    }
+}
+
+impl Profile {
+    /// The writer capacity when the caller sets none.
+    pub(crate) fn default_capacity(&self) -> usize {
+        match self {
+            Profile::Native(_) => crate::DEFAULT_CAPACITY,
+            Profile::Tink(key) => key.params().segment_plaintext(),
+        }
+    }
+
+    /// The longest header of this profile.
+    pub(crate) fn header_len(&self) -> usize {
+        match self {
+            Profile::Native(_) => HEADER_LEN,
+            Profile::Tink(key) => key.params().header_len(),
+        }
+    }
+}
+
+fn native_write(key: &Key, aad: &[u8], capacity: usize) -> Result<(Vec<u8>, Stream), Error> {
     let size = segment_size(capacity)?;
     let header = Header::random(key.algorithm(), size)?;
     let cipher = header.cipher(key, aad)?;
     let layout = Layout {
         first: capacity,
         rest: capacity,
+        empty_final: false,
     };
     Ok((header.to_bytes().to_vec(), Stream { cipher, layout }))
 }
 
-/// Starts a native stream to read from its first bytes: `Ok(None)` while
-/// they hold no complete header, else the header's length and the stream.
-/// A header asking for segments over `max_segment` is refused here, before
-/// the caller allocates anything for them.
-pub(crate) fn begin_read(
+fn native_read(
     key: &Key,
     aad: &[u8],
     bytes: &[u8],
@@ -203,8 +248,83 @@ pub(crate) fn begin_read(
     let layout = Layout {
         first: size,
         rest: size,
+        empty_final: false,
     };
     Ok(Some((HEADER_LEN, Stream { cipher, layout })))
+}
+
+/// The Tink stream's sealing core and layout from its salt and prefix.
+fn tink_stream(key: &TinkKey, aad: &[u8], salt: &[u8], prefix: &[u8]) -> Stream {
+    let p = key.params();
+    let derived = seal::derive_key(
+        p.hkdf_hash(),
+        p.derived_key_size(),
+        key.as_bytes(),
+        salt,
+        &[aad],
+    );
+    let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
+    nonce_prefix.copy_from_slice(prefix);
+    Stream {
+        cipher: SegmentCipher::new(p.algorithm(), &derived, nonce_prefix),
+        layout: Layout {
+            first: p.first_segment_plaintext(),
+            rest: p.segment_plaintext(),
+            empty_final: true,
+        },
+    }
+}
+
+fn tink_write(key: &TinkKey, aad: &[u8], capacity: usize) -> Result<(Vec<u8>, Stream), Error> {
+    let p = key.params();
+    if capacity != p.segment_plaintext() {
+        return Err(Error::InvalidCapacity(capacity));
+    }
+    let len = p.header_len();
+    let mut header = vec![0u8; len];
+    header[0] = u8::try_from(len).unwrap_or_else(|_| unreachable!("header of at most 40 bytes"));
+    fresh(&mut header[1..])?;
+    let salt_end = 1 + p.derived_key_size();
+    let stream = tink_stream(key, aad, &header[1..salt_end], &header[salt_end..]);
+    Ok((header, stream))
+}
+
+fn tink_read(key: &TinkKey, aad: &[u8], bytes: &[u8]) -> Result<Option<(usize, Stream)>, Error> {
+    let p = key.params();
+    let len = p.header_len();
+    let Some(&first) = bytes.first() else {
+        return Ok(None);
+    };
+    if usize::from(first) != len {
+        return Err(Error::HeaderLength {
+            expected: u8::try_from(len).unwrap_or_else(|_| unreachable!("at most 40")),
+            found: first,
+        });
+    }
+    let Some(header) = bytes.get(..len) else {
+        return Ok(None);
+    };
+    let salt_end = 1 + p.derived_key_size();
+    let stream = tink_stream(key, aad, &header[1..salt_end], &header[salt_end..]);
+    Ok(Some((len, stream)))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Bytes that replace the next streams' random salt and nonce prefix
+    /// on this thread (tests that reproduce known ciphertexts).
+    pub(crate) static FIXED_RANDOM: std::cell::RefCell<Option<Vec<u8>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Fills `buf` with fresh randomness for a salt and nonce prefix.
+fn fresh(buf: &mut [u8]) -> Result<(), Error> {
+    #[cfg(test)]
+    if let Some(fixed) = FIXED_RANDOM.with(|f| f.borrow().clone()) {
+        buf.copy_from_slice(&fixed[..buf.len()]);
+        return Ok(());
+    }
+    getrandom::fill(buf).map_err(|_| Error::Random)
 }
 
 /// Checks a writer capacity and turns it into the header's field.

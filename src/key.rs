@@ -5,6 +5,7 @@ use std::fmt;
 use zeroize::Zeroizing;
 
 use crate::Error;
+use crate::tink::TinkKey;
 
 /// The AEAD that seals each segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -149,5 +150,43 @@ impl fmt::Debug for Key {
         f.debug_struct("Key")
             .field("alg", &self.alg)
             .finish_non_exhaustive()
+    }
+}
+
+/// A key that [`CipherWriter`](crate::CipherWriter) and
+/// [`CipherReader`](crate::CipherReader) can be built with; it chooses the
+/// wire format. Implemented by [`Key`] (the native format) and
+/// [`TinkKey`] (the Tink-compatible profile); sealed.
+pub trait StreamKey: sealed::Sealed {}
+
+impl StreamKey for Key {}
+impl StreamKey for TinkKey {}
+
+pub(crate) mod sealed {
+    use super::{Key, TinkKey};
+
+    /// Which wire format a stream uses, with its key.
+    #[derive(Clone, Debug)]
+    pub enum Profile {
+        /// The native v1 format.
+        Native(Key),
+        /// Tink's AES-GCM-HKDF streaming format.
+        Tink(TinkKey),
+    }
+
+    pub trait Sealed {
+        fn profile(&self) -> Profile;
+    }
+
+    impl Sealed for Key {
+        fn profile(&self) -> Profile {
+            Profile::Native(self.clone())
+        }
+    }
+
+    impl Sealed for TinkKey {
+        fn profile(&self) -> Profile {
+            Profile::Tink(self.clone())
+        }
     }
 }

@@ -97,10 +97,11 @@ pub mod format;
 mod key;
 mod read;
 mod seal;
+pub mod tink;
 mod write;
 
 pub use error::Error;
-pub use key::{Algorithm, Key};
+pub use key::{Algorithm, Key, StreamKey};
 pub use read::{CipherReader, ReaderBuilder};
 pub use write::{CipherWriter, DEFAULT_CAPACITY, WriterBuilder};
 

@@ -7,15 +7,16 @@ use std::io::{self, BufRead, Read};
 
 use zeroize::Zeroizing;
 
-use crate::format::{self, DEFAULT_MAX_SEGMENT_SIZE, HEADER_LEN, Layout, Stream, TAG_LEN};
+use crate::format::{self, DEFAULT_MAX_SEGMENT_SIZE, Layout, Stream, TAG_LEN};
+use crate::key::sealed::Profile;
 use crate::seal::SegmentCipher;
 use crate::write::DEFAULT_CAPACITY;
-use crate::{Error, Key};
+use crate::{Error, StreamKey};
 
 /// Where the reader is in the stream.
 enum Stage {
     /// The header has not been read yet.
-    Start { key: Key, aad: Vec<u8> },
+    Start { key: Profile, aad: Vec<u8> },
     /// Segments are being opened.
     Body {
         cipher: SegmentCipher,
@@ -31,6 +32,9 @@ enum Stage {
 }
 
 /// Decrypts a cipherio stream read from `R`.
+///
+/// Built with a [`Key`](crate::Key) it reads the native format, with a
+/// [`TinkKey`](crate::tink::TinkKey) Tink's streaming AEAD format.
 ///
 /// Plaintext is released only after the segment holding it has
 /// authenticated, and the stream must end with its final segment, exactly.
@@ -88,7 +92,7 @@ pub struct CipherReader<R> {
 /// associated data's length, not its bytes.
 #[derive(Clone)]
 pub struct ReaderBuilder {
-    key: Key,
+    key: Profile,
     capacity: usize,
     aad: Vec<u8>,
     max_segment: usize,
@@ -113,6 +117,8 @@ impl ReaderBuilder {
 
     /// The largest plaintext segment size a header may ask for (default
     /// 16 MiB). A header over it is refused before anything is allocated.
+    /// (A Tink stream's segment size comes from its key, not its header:
+    /// the limit does not apply to it.)
     pub fn max_segment_size(mut self, limit: usize) -> Self {
         self.max_segment = limit;
         self
@@ -174,9 +180,9 @@ impl CipherReader<io::Empty> {
     /// A builder for the less common options (associated data, segment
     /// limit). Its [`build`](ReaderBuilder::build) takes the inner reader;
     /// the `Empty` here only lets `CipherReader::builder(&key)` name no type.
-    pub fn builder(key: &Key) -> ReaderBuilder {
+    pub fn builder<K: StreamKey>(key: &K) -> ReaderBuilder {
         ReaderBuilder {
-            key: key.clone(),
+            key: key.profile(),
             capacity: DEFAULT_CAPACITY,
             aad: Vec::new(),
             max_segment: DEFAULT_MAX_SEGMENT_SIZE,
@@ -186,12 +192,12 @@ impl CipherReader<io::Empty> {
 
 impl<R: Read> CipherReader<R> {
     /// A reader with the default 8 KiB read-ahead and no associated data.
-    pub fn new(key: &Key, inner: R) -> Self {
+    pub fn new<K: StreamKey>(key: &K, inner: R) -> Self {
         CipherReader::builder(key).build(inner)
     }
 
     /// A reader that asks the inner reader for `capacity` bytes at a time.
-    pub fn with_capacity(capacity: usize, key: &Key, inner: R) -> Self {
+    pub fn with_capacity<K: StreamKey>(capacity: usize, key: &K, inner: R) -> Self {
         CipherReader::builder(key).capacity(capacity).build(inner)
     }
 
@@ -249,7 +255,11 @@ impl<R: Read> CipherReader<R> {
         if self.capacity == 0 {
             return Err(self.fail(Error::InvalidCapacity(0)));
         }
-        if let Err(e) = grow_zeroed(&mut self.cipher, self.capacity.max(HEADER_LEN)) {
+        let Stage::Start { key, .. } = &self.stage else {
+            unreachable!("header is read at the start")
+        };
+        let header_len = key.header_len();
+        if let Err(e) = grow_zeroed(&mut self.cipher, self.capacity.max(header_len)) {
             return Err(self.fail(e));
         }
         let begun = loop {
@@ -259,7 +269,7 @@ impl<R: Read> CipherReader<R> {
             let bytes = &self.cipher[self.pos..self.end];
             match format::begin_read(key, aad, bytes, self.max_segment) {
                 Ok(Some(begun)) => break begun,
-                Ok(None) if !self.eof => self.read_more(HEADER_LEN)?,
+                Ok(None) if !self.eof => self.read_more(header_len)?,
                 Ok(None) => return Err(self.fail(Error::Truncated)),
                 Err(e) => return Err(self.fail(e)),
             }
@@ -327,7 +337,7 @@ impl<R: Read> CipherReader<R> {
         let len = avail - TAG_LEN;
         cipher.open(&self.cipher[self.pos..self.end], &mut out[..len], true)?;
         self.pos = self.end;
-        if len == 0 && index > 0 {
+        if len == 0 && index > 0 && !layout.empty_final {
             return Err(Error::EmptyFinalSegment);
         }
         Ok(Opened::Last(len))

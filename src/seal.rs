@@ -11,9 +11,11 @@ use aes_gcm::{Aes128Gcm, Aes256Gcm};
 use chacha20poly1305::ChaCha20Poly1305;
 use hkdf::Hkdf;
 use inout::InOutBuf;
-use sha2::Sha256;
+use sha1::Sha1;
+use sha2::{Sha256, Sha512};
 use zeroize::Zeroizing;
 
+use crate::tink::HkdfHash;
 use crate::{Algorithm, Error};
 
 /// Bytes of authentication tag after each segment's ciphertext.
@@ -22,19 +24,25 @@ pub const TAG_LEN: usize = 16;
 pub const NONCE_PREFIX_LEN: usize = 7;
 const NONCE_LEN: usize = 12;
 
-/// Derives a per-stream key with HKDF-SHA256: `ikm` is the caller's key,
-/// `salt` the stream's random salt, and `info` the concatenation of `info`.
+/// Derives a per-stream key of `len` bytes with HKDF over `hash`: `ikm`
+/// is the caller's key, `salt` the stream's random salt, and `info` the
+/// concatenation of `info`.
 pub(crate) fn derive_key(
-    alg: Algorithm,
+    hash: HkdfHash,
+    len: usize,
     ikm: &[u8],
     salt: &[u8],
     info: &[&[u8]],
 ) -> Zeroizing<Vec<u8>> {
-    let hk = Hkdf::<Sha256>::new(Some(salt), ikm);
-    let mut okm = Zeroizing::new(vec![0u8; alg.key_len()]);
-    // HKDF-SHA256 can expand up to 8160 bytes; key_len is at most 32.
-    hk.expand_multi_info(info, &mut okm)
-        .unwrap_or_else(|_| unreachable!("HKDF output of at most 32 bytes"));
+    let mut okm = Zeroizing::new(vec![0u8; len]);
+    // HKDF expands up to 255 hash blocks (5100 bytes for SHA-1); `len` is
+    // a key length, at most 32.
+    let done = match hash {
+        HkdfHash::Sha1 => Hkdf::<Sha1>::new(Some(salt), ikm).expand_multi_info(info, &mut okm),
+        HkdfHash::Sha256 => Hkdf::<Sha256>::new(Some(salt), ikm).expand_multi_info(info, &mut okm),
+        HkdfHash::Sha512 => Hkdf::<Sha512>::new(Some(salt), ikm).expand_multi_info(info, &mut okm),
+    };
+    done.unwrap_or_else(|_| unreachable!("HKDF output of at most 32 bytes"));
     okm
 }
 

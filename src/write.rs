@@ -7,8 +7,9 @@ use std::io::{self, Write};
 use zeroize::Zeroizing;
 
 use crate::format::{self, Layout, Stream, TAG_LEN};
+use crate::key::sealed::Profile;
 use crate::seal::SegmentCipher;
-use crate::{Error, Key};
+use crate::{Error, StreamKey};
 
 /// The default buffer size of [`CipherWriter`] and [`CipherReader`](crate::CipherReader).
 pub const DEFAULT_CAPACITY: usize = 8 * 1024;
@@ -17,7 +18,7 @@ pub const DEFAULT_CAPACITY: usize = 8 * 1024;
 enum Stage {
     /// Nothing written yet: the header (and its random salt) is made on the
     /// first write or on finish, so that constructors do no I/O and cannot fail.
-    Start { key: Key, aad: Vec<u8> },
+    Start { key: Profile, aad: Vec<u8> },
     /// Header made; segments are being sealed. `header` is held until it can
     /// go out in one inner write with the first segment.
     Open {
@@ -38,7 +39,9 @@ enum Stage {
 /// The buffer is one plaintext segment: its size (8 KiB by default, set
 /// with [`with_capacity`](Self::with_capacity)) goes into the header, and any
 /// [`CipherReader`](crate::CipherReader) reads the stream whatever its own
-/// buffer size.
+/// buffer size. Built with a [`TinkKey`](crate::tink::TinkKey) instead of a
+/// [`Key`](crate::Key), it writes Tink's format, whose segment size is the
+/// key's.
 ///
 /// **Call [`finish`](Self::finish).** It seals the final segment, which is
 /// what tells a reader the stream is complete. Dropping a writer never
@@ -105,8 +108,8 @@ pub struct CipherWriter<W: Write> {
 /// ```
 #[derive(Clone)]
 pub struct WriterBuilder {
-    key: Key,
-    capacity: usize,
+    key: Profile,
+    capacity: Option<usize>,
     aad: Vec<u8>,
 }
 
@@ -114,9 +117,12 @@ impl WriterBuilder {
     /// Plaintext bytes per segment (default 8 KiB; 1 ..= 16 MiB, so that
     /// every reader with default settings reads the stream). An
     /// out-of-range value makes the first write fail with
-    /// [`Error::InvalidCapacity`] ([`io::ErrorKind::InvalidInput`]).
+    /// [`Error::InvalidCapacity`] ([`io::ErrorKind::InvalidInput`]). With a
+    /// [`TinkKey`](crate::tink::TinkKey) the segment size is the key's
+    /// ([`segment_plaintext`](crate::tink::TinkParams::segment_plaintext)
+    /// bytes), the default here, and any other value is that error.
     pub fn capacity(mut self, capacity: usize) -> Self {
-        self.capacity = capacity;
+        self.capacity = Some(capacity);
         self
     }
 
@@ -129,6 +135,7 @@ impl WriterBuilder {
 
     /// The writer over `inner`. Does no I/O.
     pub fn build<W: Write>(self, inner: W) -> CipherWriter<W> {
+        let capacity = self.capacity.unwrap_or_else(|| self.key.default_capacity());
         CipherWriter {
             stage: Stage::Start {
                 key: self.key,
@@ -136,7 +143,7 @@ impl WriterBuilder {
             },
             plain: Zeroizing::new(Vec::new()),
             out: Pending::default(),
-            capacity: self.capacity,
+            capacity,
             inner,
             #[cfg(test)]
             copied: 0,
@@ -159,27 +166,29 @@ impl CipherWriter<io::Sink> {
     /// [`build`](WriterBuilder::build) takes the inner writer; the `Sink`
     /// here only lets `CipherWriter::builder(&key)` name no type, as
     /// `HashMap::new` does for its hasher.
-    pub fn builder(key: &Key) -> WriterBuilder {
+    pub fn builder<K: StreamKey>(key: &K) -> WriterBuilder {
         WriterBuilder {
-            key: key.clone(),
-            capacity: DEFAULT_CAPACITY,
+            key: key.profile(),
+            capacity: None,
             aad: Vec::new(),
         }
     }
 }
 
 impl<W: Write> CipherWriter<W> {
-    /// A writer with the default 8 KiB buffer and no associated data.
-    pub fn new(key: &Key, inner: W) -> Self {
+    /// A writer with the default 8 KiB buffer (a Tink key's segment size
+    /// with a [`TinkKey`](crate::tink::TinkKey)) and no associated data.
+    pub fn new<K: StreamKey>(key: &K, inner: W) -> Self {
         CipherWriter::builder(key).build(inner)
     }
 
     /// A writer whose segments hold `capacity` plaintext bytes each.
-    pub fn with_capacity(capacity: usize, key: &Key, inner: W) -> Self {
+    pub fn with_capacity<K: StreamKey>(capacity: usize, key: &K, inner: W) -> Self {
         CipherWriter::builder(key).capacity(capacity).build(inner)
     }
 
-    /// Plaintext bytes per segment.
+    /// Plaintext bytes per segment (for a Tink key, per segment after the
+    /// first, which also carries the header).
     pub fn capacity(&self) -> usize {
         self.capacity
     }
@@ -244,8 +253,20 @@ impl<W: Write> CipherWriter<W> {
         match format::begin_write(&key, &aad, self.capacity) {
             Ok((header, Stream { cipher, layout })) => {
                 let seg = layout.first.max(layout.rest);
-                self.plain = Zeroizing::new(Vec::with_capacity(seg));
-                self.out.bytes = vec![0; header.len() + seg + TAG_LEN];
+                // A Tink key may ask for segments up to 2 GiB: fail
+                // cleanly, not abort, if they cannot be had.
+                let out_len = header.len() + seg + TAG_LEN;
+                let mut plain = Vec::new();
+                let mut out = Vec::new();
+                if plain.try_reserve_exact(seg).is_err() || out.try_reserve_exact(out_len).is_err()
+                {
+                    let e = Error::Allocation(out_len);
+                    self.stage = Stage::Failed(e.clone());
+                    return Err(e);
+                }
+                out.resize(out_len, 0);
+                self.plain = Zeroizing::new(plain);
+                self.out.bytes = out;
                 self.stage = Stage::Open {
                     cipher,
                     layout,
@@ -433,8 +454,8 @@ impl<W: Write + fmt::Debug> fmt::Debug for CipherWriter<W> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::Algorithm;
     use crate::format::{HEADER_LEN, Header};
+    use crate::{Algorithm, Key};
 
     /// Segment 2^32 − 1 is the last the counter can number: the writer must
     /// refuse data that would need a segment after it, yet still finish

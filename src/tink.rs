@@ -1,0 +1,283 @@
+//! The Tink-compatible profile: Google Tink's AES-GCM-HKDF streaming AEAD,
+//! byte for byte, on the same [`CipherWriter`](crate::CipherWriter) and
+//! [`CipherReader`](crate::CipherReader).
+//!
+//! A [`TinkKey`] is what a Tink `AesGcmHkdfStreamingKey` holds: the raw key
+//! bytes (Tink's `key_value`, the HKDF input) and its [`TinkParams`]
+//! (derived key size, ciphertext segment size, HKDF hash). Give it to the
+//! writer or reader where a [`Key`](crate::Key) would go:
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+//! use cipherio::{CipherReader, CipherWriter};
+//!
+//! let params = TinkParams::new(16, 4096, HkdfHash::Sha256)?; // = Tink's AES128_GCM_HKDF_4KB
+//! let key = TinkKey::from_hex(params, "000102030405060708090a0b0c0d0e0f")?;
+//!
+//! let mut w = CipherWriter::builder(&key).associated_data(b"file.bin").build(Vec::new());
+//! w.write_all(b"hello, Tink")?;
+//! let ciphertext = w.finish()?; // any Tink StreamingAead with this key decrypts it
+//!
+//! let mut r = CipherReader::builder(&key).associated_data(b"file.bin").build(&ciphertext[..]);
+//! let mut plaintext = Vec::new();
+//! r.read_to_end(&mut plaintext)?;
+//! assert_eq!(plaintext, b"hello, Tink");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The format
+//!
+//! ```text
+//! header (H = 1 + derived_key_size + 7 bytes)
+//!     H (1 byte) || salt (derived_key_size bytes, random) || nonce_prefix (7, random)
+//! segment i: ciphertext || tag (16)
+//!     segment 0 holds ciphertext_segment_size - H - 16 plaintext bytes,
+//!     later ones ciphertext_segment_size - 16; the last holds 0 ..= that
+//!     (an empty plaintext is the header and one 16-byte tag)
+//! key    = HKDF(hkdf_hash, salt, ikm = raw key, info = associated data,
+//!               L = derived_key_size); AES-128-GCM or AES-256-GCM by L
+//! nonce_i = nonce_prefix || BE32(i) || 0x01 if last else 0x00; segment AAD empty
+//! ```
+//!
+//! Unlike the native format, nothing in the header names the parameters:
+//! reader and writer must be given the same [`TinkParams`].
+//!
+//! # Edge cases (where Tink's own implementations differ)
+//!
+//! - **Bytes after the final segment are refused** ([`Error::TrailingData`]
+//!   or [`Error::Authentication`], depending on where the segment boundary
+//!   falls), as Tink Java does. Tink C++ (and so Python) ignores junk after
+//!   a full final segment; this crate does not, so a stream it accepts
+//!   has exactly one length.
+//! - **An empty final segment after full ones is accepted** when reading,
+//!   as both Tink Java and C++ accept it, so every ciphertext Tink reads,
+//!   this reader reads (the native format refuses it with
+//!   [`Error::EmptyFinalSegment`]). The writer never produces one, and
+//!   neither does Tink: a full last segment is sealed as the final one.
+//! - A header whose first byte is not the length the parameters give is
+//!   refused with [`Error::HeaderLength`]. Any other damage to the header
+//!   changes the derived key or the nonces, and the first segment fails to
+//!   authenticate.
+//! - Only the AES-GCM-HKDF streaming key type is implemented; Tink's
+//!   AES-CTR-HMAC streaming keys are not.
+//!
+//! The reader's [`max_segment_size`](crate::ReaderBuilder::max_segment_size)
+//! limit guards against hostile native headers; with a Tink key the segment
+//! size comes from the key, not the stream, and the limit does not apply.
+//! A writer with a Tink key buffers one segment of the key's size; setting a
+//! different [`capacity`](crate::WriterBuilder::capacity) is an
+//! [`Error::InvalidCapacity`].
+
+use std::fmt;
+
+use zeroize::Zeroizing;
+
+use crate::seal::{NONCE_PREFIX_LEN, TAG_LEN};
+use crate::{Algorithm, Error};
+
+/// The hash function of the HKDF that derives each stream's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HkdfHash {
+    /// HKDF-SHA1 (Tink allows it; Tink's own test vectors use it).
+    Sha1,
+    /// HKDF-SHA256 (Tink's templates).
+    Sha256,
+    /// HKDF-SHA512.
+    Sha512,
+}
+
+impl HkdfHash {
+    /// The name Tink uses: `SHA1`, `SHA256` or `SHA512`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HkdfHash::Sha1 => "SHA1",
+            HkdfHash::Sha256 => "SHA256",
+            HkdfHash::Sha512 => "SHA512",
+        }
+    }
+
+    /// The hash named `name` (`SHA1`, `SHA256`, `SHA512`, any case, an
+    /// optional `-` after `SHA`), if there is one.
+    pub fn from_name(name: &str) -> Option<HkdfHash> {
+        match name.to_ascii_uppercase().replace('-', "").as_str() {
+            "SHA1" => Some(HkdfHash::Sha1),
+            "SHA256" => Some(HkdfHash::Sha256),
+            "SHA512" => Some(HkdfHash::Sha512),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for HkdfHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Largest ciphertext segment size Tink accepts: `i32::MAX`.
+pub const MAX_CIPHERTEXT_SEGMENT_SIZE: usize = i32::MAX as usize;
+
+/// The parameters of a Tink `AesGcmHkdfStreamingKey`, checked as Tink
+/// checks them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TinkParams {
+    derived_key_size: usize,
+    ciphertext_segment_size: usize,
+    hkdf_hash: HkdfHash,
+}
+
+impl TinkParams {
+    /// Tink's `AES128_GCM_HKDF_4KB` template.
+    pub const AES128_GCM_HKDF_4KB: TinkParams = TinkParams::known(16, 4096);
+    /// Tink's `AES128_GCM_HKDF_1MB` template.
+    pub const AES128_GCM_HKDF_1MB: TinkParams = TinkParams::known(16, 1 << 20);
+    /// Tink's `AES256_GCM_HKDF_4KB` template.
+    pub const AES256_GCM_HKDF_4KB: TinkParams = TinkParams::known(32, 4096);
+    /// Tink's `AES256_GCM_HKDF_1MB` template.
+    pub const AES256_GCM_HKDF_1MB: TinkParams = TinkParams::known(32, 1 << 20);
+
+    const fn known(derived_key_size: usize, ciphertext_segment_size: usize) -> TinkParams {
+        TinkParams {
+            derived_key_size,
+            ciphertext_segment_size,
+            hkdf_hash: HkdfHash::Sha256,
+        }
+    }
+
+    /// Parameters as Tink accepts them: `derived_key_size` 16 (AES-128-GCM)
+    /// or 32 (AES-256-GCM); `ciphertext_segment_size` from the header
+    /// length + 17 (one plaintext byte in the first segment; 41 for 16-byte
+    /// keys, 57 for 32-byte keys) up to 2^31 − 1, any alignment.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameters`] naming what is out of range.
+    pub fn new(
+        derived_key_size: usize,
+        ciphertext_segment_size: usize,
+        hkdf_hash: HkdfHash,
+    ) -> Result<TinkParams, Error> {
+        if derived_key_size != 16 && derived_key_size != 32 {
+            return Err(Error::InvalidParameters(
+                "Tink derived key size must be 16 or 32",
+            ));
+        }
+        let p = TinkParams {
+            derived_key_size,
+            ciphertext_segment_size,
+            hkdf_hash,
+        };
+        if ciphertext_segment_size < p.header_len() + TAG_LEN + 1 {
+            return Err(Error::InvalidParameters(
+                "Tink ciphertext segment size must exceed header + 16-byte tag",
+            ));
+        }
+        if ciphertext_segment_size > MAX_CIPHERTEXT_SEGMENT_SIZE {
+            return Err(Error::InvalidParameters(
+                "Tink ciphertext segment size must be below 2^31",
+            ));
+        }
+        Ok(p)
+    }
+
+    /// Bytes of each per-stream AES key (16 or 32).
+    pub fn derived_key_size(&self) -> usize {
+        self.derived_key_size
+    }
+
+    /// Bytes of each sealed segment (ciphertext and tag); the first one
+    /// also holds the header.
+    pub fn ciphertext_segment_size(&self) -> usize {
+        self.ciphertext_segment_size
+    }
+
+    /// The HKDF hash.
+    pub fn hkdf_hash(&self) -> HkdfHash {
+        self.hkdf_hash
+    }
+
+    /// The AEAD sealing the segments: AES-GCM with the derived key size.
+    pub fn algorithm(&self) -> Algorithm {
+        if self.derived_key_size == 16 {
+            Algorithm::Aes128Gcm
+        } else {
+            Algorithm::Aes256Gcm
+        }
+    }
+
+    /// Bytes of stream header: 1 + derived key size + 7.
+    pub fn header_len(&self) -> usize {
+        1 + self.derived_key_size + NONCE_PREFIX_LEN
+    }
+
+    /// Plaintext bytes in the first segment (which shares its ciphertext
+    /// segment with the header).
+    pub fn first_segment_plaintext(&self) -> usize {
+        self.ciphertext_segment_size - self.header_len() - TAG_LEN
+    }
+
+    /// Plaintext bytes in every later segment.
+    pub fn segment_plaintext(&self) -> usize {
+        self.ciphertext_segment_size - TAG_LEN
+    }
+}
+
+/// A Tink AES-GCM-HKDF streaming key: the raw key bytes (HKDF's input key
+/// material, at least the derived key size) and the parameters. The bytes
+/// are wiped on drop; `Debug` prints only the parameters.
+#[derive(Clone)]
+pub struct TinkKey {
+    params: TinkParams,
+    ikm: Zeroizing<Vec<u8>>,
+}
+
+impl TinkKey {
+    /// A key from Tink's `key_value` bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidKeyLength`] if `raw` is shorter than the derived key
+    /// size (Tink's rule).
+    pub fn new(params: TinkParams, raw: &[u8]) -> Result<TinkKey, Error> {
+        if raw.len() < params.derived_key_size {
+            return Err(Error::InvalidKeyLength {
+                expected: params.derived_key_size,
+                actual: raw.len(),
+            });
+        }
+        Ok(TinkKey {
+            params,
+            ikm: Zeroizing::new(raw.to_vec()),
+        })
+    }
+
+    /// A key from the hex encoding of Tink's `key_value` bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidHex`] if `hex` is not valid hex, and
+    /// [`Error::InvalidKeyLength`] if it is too short.
+    pub fn from_hex(params: TinkParams, hex: &str) -> Result<TinkKey, Error> {
+        let bytes = Zeroizing::new(hex::decode(hex.trim()).map_err(|_| Error::InvalidHex)?);
+        TinkKey::new(params, &bytes)
+    }
+
+    /// The key's parameters.
+    pub fn params(&self) -> &TinkParams {
+        &self.params
+    }
+
+    /// The raw key bytes (for storing the key; handle with care).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.ikm
+    }
+}
+
+impl fmt::Debug for TinkKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TinkKey")
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
