@@ -1,0 +1,141 @@
+//! Encrypts or decrypts a file in Google Tink's AES-GCM-HKDF streaming
+//! format, with the key and parameters of a Tink `AesGcmHkdfStreamingKey`.
+//! The interop checks drive it (see `interop/tink_interop.py`).
+//!
+//! ```text
+//! cargo run --release --example tink -- (encrypt|decrypt) --key HEX \
+//!     --derived-key-size N --segment-size N --hkdf-hash (SHA1|SHA256|SHA512) \
+//!     [--aad HEX] IN_FILE OUT_FILE
+//! ```
+//!
+//! Exit status 0 on success. On any failure it prints one line saying why,
+//! exits with 1 (2 for a usage error), and leaves no `OUT_FILE` behind: the
+//! output goes to a temporary file beside it, renamed into place only once
+//! everything (for `decrypt`, every segment's tag) has checked out, and an
+//! `OUT_FILE` that existed before a failed run is removed too, so that no
+//! stale file can pass for the result. `OUT_FILE` may not be `IN_FILE`.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::{CipherReader, CipherWriter};
+
+const USAGE: &str = "usage: tink (encrypt|decrypt) --key HEX --derived-key-size N --segment-size N \
+                     --hkdf-hash (SHA1|SHA256|SHA512) [--aad HEX] IN_FILE OUT_FILE";
+
+struct Args {
+    encrypt: bool,
+    key: TinkKey,
+    aad: Vec<u8>,
+    input: PathBuf,
+    output: PathBuf,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut mode = None;
+    let (mut key, mut dks, mut seg, mut hash, mut aad) = (None, None, None, None, None);
+    let mut files = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match a.as_str() {
+            "--key" => key = Some(value(a)?),
+            "--derived-key-size" => dks = Some(value(a)?),
+            "--segment-size" => seg = Some(value(a)?),
+            "--hkdf-hash" => hash = Some(value(a)?),
+            "--aad" => aad = Some(value(a)?),
+            "encrypt" | "decrypt" if mode.is_none() => mode = Some(a == "encrypt"),
+            s if s.starts_with("--") => return Err(format!("unknown option {s}")),
+            _ => files.push(PathBuf::from(a)),
+        }
+    }
+    let encrypt = mode.ok_or("missing mode: encrypt or decrypt")?;
+    let number = |v: Option<String>, name: &str| -> Result<usize, String> {
+        let v = v.ok_or_else(|| format!("missing {name}"))?;
+        v.parse()
+            .map_err(|_| format!("{name} must be a number, got {v:?}"))
+    };
+    let dks = number(dks, "--derived-key-size")?;
+    let seg = number(seg, "--segment-size")?;
+    let hash = hash.ok_or("missing --hkdf-hash")?;
+    let hash = HkdfHash::from_name(&hash)
+        .ok_or_else(|| format!("--hkdf-hash must be SHA1, SHA256 or SHA512, got {hash:?}"))?;
+    let params = TinkParams::new(dks, seg, hash).map_err(|e| e.to_string())?;
+    let key = TinkKey::from_hex(params, &key.ok_or("missing --key")?).map_err(|e| e.to_string())?;
+    let aad = hex::decode(aad.unwrap_or_default()).map_err(|_| "--aad is not valid hex")?;
+    let [input, output] = <[PathBuf; 2]>::try_from(files)
+        .map_err(|f| format!("expected IN_FILE and OUT_FILE, got {} file names", f.len()))?;
+    Ok(Args {
+        encrypt,
+        key,
+        aad,
+        input,
+        output,
+    })
+}
+
+/// Streams `args.input` through the writer or reader into `tmp`.
+fn run(args: &Args, tmp: &Path) -> io::Result<()> {
+    let mut input = File::open(&args.input)?;
+    let out = BufWriter::with_capacity(1 << 16, File::create(tmp)?);
+    let file = if args.encrypt {
+        let mut w = CipherWriter::builder(&args.key)
+            .associated_data(&args.aad)
+            .build(out);
+        io::copy(&mut input, &mut w)?;
+        w.finish()?
+    } else {
+        let mut r = CipherReader::builder(&args.key)
+            .associated_data(&args.aad)
+            .capacity(1 << 16)
+            .build(input);
+        let mut out = out;
+        io::copy(&mut r, &mut out)?;
+        out
+    };
+    let file = file.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let args = match parse(&argv) {
+        Ok(a) => a,
+        Err(why) => {
+            eprintln!("tink: {why} (--help for usage)");
+            return ExitCode::from(2);
+        }
+    };
+    if let (Ok(i), Ok(o)) = (fs::canonicalize(&args.input), fs::canonicalize(&args.output)) {
+        if i == o {
+            eprintln!("tink: OUT_FILE is IN_FILE");
+            return ExitCode::from(2);
+        }
+    }
+    let mut name = args.output.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = args.output.with_file_name(name);
+    let done = run(&args, &tmp).and_then(|()| fs::rename(&tmp, &args.output));
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // Nothing half-written or unauthenticated stays behind.
+            let _ = fs::remove_file(&tmp);
+            let _ = fs::remove_file(&args.output);
+            let what = if args.encrypt { "encrypt" } else { "decrypt" };
+            eprintln!("tink: {what} failed: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
