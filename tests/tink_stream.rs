@@ -213,7 +213,7 @@ fn spec_derive(hash: HkdfHash, dks: usize, raw: &[u8], salt: &[u8], aad: &[u8]) 
     okm
 }
 
-/// nonce_i = prefix (7) ‖ BE32(i) ‖ last.
+/// `nonce_i = prefix (7) ‖ BE32(i) ‖ last`.
 fn spec_nonce(prefix: &[u8], i: usize, last: bool) -> [u8; 12] {
     let mut n = [0u8; 12];
     n[..PREFIX].copy_from_slice(prefix);
@@ -970,9 +970,11 @@ impl Case<'_> {
     }
 }
 
-/// For every tamper layout and length: (layout, raw key, key, plaintext,
-/// stream).
-fn tamper_streams() -> Vec<(Lay, Vec<u8>, TinkKey, Vec<u8>, Vec<u8>)> {
+/// (layout, raw key, key, plaintext, stream).
+type TamperStream = (Lay, Vec<u8>, TinkKey, Vec<u8>, Vec<u8>);
+
+/// A stream for every tamper layout and length.
+fn tamper_streams() -> Vec<TamperStream> {
     let mut v = Vec::new();
     for (si, lay) in tamper_sets().into_iter().enumerate() {
         let raw = raw_key(lay.dks, u8::try_from(si).unwrap() + 1);
