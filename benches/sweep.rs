@@ -1,0 +1,476 @@
+//! Throughput of `CipherWriter`/`CipherReader` against the raw AEAD, by
+//! buffer size and by the caller's write/read granularity.
+//!
+//! For each algorithm and direction, and each buffer size `s` (the
+//! `capacity` of writer and reader; for the writer it is the segment size),
+//! two benchmarks run back to back in one group, so that they are adjacent
+//! in time on a noisy machine:
+//!
+//! - `stream/s`: a fresh stream per iteration. Encrypt: `write_all` of the
+//!   whole payload into `CipherWriter<io::Sink>` and `finish`. Decrypt:
+//!   `CipherReader<&[u8]>` over a stream sealed with `s`-byte segments,
+//!   `read` into one payload-sized buffer until the end.
+//! - `raw/s`: the ceiling. The same AEAD crate (`aes_gcm::Aes128Gcm`, …),
+//!   one keyed instance reused, seals the same payload in `s`-byte messages
+//!   with the calls the crate makes (`{en,de}crypt_inout_detached`). Like
+//!   the writer it seals into one reused message-sized buffer; like the
+//!   reader it opens from the sealed payload into a payload-sized buffer.
+//!   (Out of place rather than in place: an in-place open cannot be
+//!   repeated on the same bytes, and these are the calls `seal.rs` makes.)
+//!
+//! A second sweep fixes the buffer at the default 8 KiB and varies the
+//! caller's chunk: `write_all` of `c`-byte pieces, `read` into a reused
+//! `c`-byte buffer (`stream/c`), next to `raw/8192`.
+//!
+//! Group names are `<alg>-<encrypt|decrypt>` and `<alg>-<dir>-chunk`;
+//! criterion keeps each estimate in
+//! `<criterion dir>/<group>/<stream|raw>/<size>/new/estimates.json`.
+//!
+//! Configured from the environment (the driver, `examples/bench.rs`,
+//! steers it; `cargo bench` alone runs the full sweep):
+//!
+//! | variable | meaning (default) |
+//! |---|---|
+//! | `CIPHERIO_BENCH_QUICK=1` | fewer sizes, 1 MiB payload, short timing |
+//! | `CIPHERIO_BENCH_SIZES` | buffer sizes, comma-separated (512 … 1 MiB) |
+//! | `CIPHERIO_BENCH_CHUNKS` | caller chunks at 8 KiB (64 … 1 MiB); empty: none |
+//! | `CIPHERIO_BENCH_ALGS` | `aes128gcm,aes256gcm,chacha20poly1305` |
+//! | `CIPHERIO_BENCH_PAYLOAD` | bytes per iteration (4 MiB) |
+//! | `CIPHERIO_BENCH_WARMUP_MS`, `_MEASURE_MS`, `_SAMPLES` | criterion timing |
+//! | `CIPHERIO_BENCH_ROUND` | round number: even rounds measure `raw` first |
+//! | `CIPHERIO_BENCH_BACKEND_OUT` | file to write the backends that ran into |
+
+use std::env;
+use std::hint::black_box;
+use std::io::{self, Read, Write};
+use std::time::Duration;
+
+use aead::consts::U12;
+use aead::{AeadInOut, KeyInit, Nonce, Tag};
+use aes_gcm::{Aes128Gcm, Aes256Gcm};
+use chacha20poly1305::ChaCha20Poly1305;
+use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Key, backend};
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
+use inout::InOutBuf;
+
+const TAG: usize = 16;
+const KIB: usize = 1024;
+const MIB: usize = 1024 * KIB;
+
+/// The sweep's settings, read from the environment.
+struct Config {
+    sizes: Vec<usize>,
+    chunks: Vec<usize>,
+    algs: Vec<Algorithm>,
+    payload: usize,
+    warm_up: Duration,
+    measure: Duration,
+    samples: usize,
+    raw_first: bool,
+}
+
+fn powers(from: usize, to: usize) -> Vec<usize> {
+    std::iter::successors(Some(from), |&s| Some(s * 2))
+        .take_while(|&s| s <= to)
+        .collect()
+}
+
+fn var(name: &str) -> Option<String> {
+    env::var(name).ok()
+}
+
+fn list(name: &str, default: Vec<usize>) -> Vec<usize> {
+    match var(name) {
+        None => default,
+        Some(v) => v
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{name}: bad size {s:?}"))
+            })
+            .collect(),
+    }
+}
+
+fn number(name: &str, default: usize) -> usize {
+    var(name).map_or(default, |v| {
+        v.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: bad number {v:?}"))
+    })
+}
+
+/// The short name used in group names and by `CIPHERIO_BENCH_ALGS`.
+fn short(alg: Algorithm) -> &'static str {
+    match alg {
+        Algorithm::Aes128Gcm => "aes128gcm",
+        Algorithm::Aes256Gcm => "aes256gcm",
+        Algorithm::ChaCha20Poly1305 => "chacha20poly1305",
+        _ => "unknown",
+    }
+}
+
+impl Config {
+    fn from_env() -> Config {
+        let quick = var("CIPHERIO_BENCH_QUICK").is_some_and(|v| v != "0" && !v.is_empty());
+        let (sizes, chunks, payload, warm_up, measure, samples) = if quick {
+            let s = vec![512, 4 * KIB, 8 * KIB, 64 * KIB, MIB];
+            let c = vec![64, KIB, 8 * KIB, 64 * KIB];
+            (s, c, MIB, 100, 300, 10)
+        } else {
+            (powers(512, MIB), powers(64, MIB), 4 * MIB, 300, 1000, 20)
+        };
+        let algs = match var("CIPHERIO_BENCH_ALGS") {
+            None => Algorithm::ALL.to_vec(),
+            Some(v) => v
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| {
+                    Algorithm::ALL
+                        .iter()
+                        .copied()
+                        .find(|&a| short(a) == s.trim())
+                        .unwrap_or_else(|| panic!("CIPHERIO_BENCH_ALGS: unknown {s:?}"))
+                })
+                .collect(),
+        };
+        let ms = |name, d| Duration::from_millis(number(name, d) as u64);
+        Config {
+            sizes: list("CIPHERIO_BENCH_SIZES", sizes),
+            chunks: list("CIPHERIO_BENCH_CHUNKS", chunks),
+            algs,
+            payload: number("CIPHERIO_BENCH_PAYLOAD", payload),
+            warm_up: ms("CIPHERIO_BENCH_WARMUP_MS", warm_up),
+            measure: ms("CIPHERIO_BENCH_MEASURE_MS", measure),
+            samples: number("CIPHERIO_BENCH_SAMPLES", samples).max(10),
+            raw_first: number("CIPHERIO_BENCH_ROUND", 1) % 2 == 0,
+        }
+    }
+}
+
+/// Incompressible bytes (xorshift64*), so nothing depends on the content.
+fn payload(len: usize) -> Vec<u8> {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut v = vec![0u8; len];
+    for b in v.chunks_mut(8) {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        let x = state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes();
+        b.copy_from_slice(&x[..b.len()]);
+    }
+    v
+}
+
+/// The one-shot AEAD of the same crate, keyed once.
+enum Raw {
+    Aes128(Box<Aes128Gcm>),
+    Aes256(Box<Aes256Gcm>),
+    ChaCha(Box<ChaCha20Poly1305>),
+}
+
+macro_rules! with_raw {
+    ($self:expr, $a:ident => $body:expr) => {
+        match $self {
+            Raw::Aes128($a) => $body,
+            Raw::Aes256($a) => $body,
+            Raw::ChaCha($a) => $body,
+        }
+    };
+}
+
+impl Raw {
+    fn new(key: &Key) -> Raw {
+        let k = key.as_bytes();
+        let bad = "key length matches the algorithm";
+        match key.algorithm() {
+            Algorithm::Aes128Gcm => Raw::Aes128(Box::new(Aes128Gcm::new_from_slice(k).expect(bad))),
+            Algorithm::Aes256Gcm => Raw::Aes256(Box::new(Aes256Gcm::new_from_slice(k).expect(bad))),
+            _ => Raw::ChaCha(Box::new(ChaCha20Poly1305::new_from_slice(k).expect(bad))),
+        }
+    }
+
+    /// Seals `input` in `msg`-byte messages, each into the start of `out`
+    /// (`msg + TAG` bytes, reused), as the writer does.
+    fn seal_into(&self, input: &[u8], msg: usize, out: &mut [u8]) {
+        with_raw!(self, a => seal_each(&**a, input, msg, |_, _| {}, out));
+    }
+
+    /// Seals `input` in `msg`-byte messages, all kept: each message's
+    /// ciphertext followed by its tag.
+    fn seal_all(&self, input: &[u8], msg: usize) -> Vec<u8> {
+        let mut sealed = Vec::with_capacity(input.len() + input.len().div_ceil(msg) * TAG);
+        let mut out = vec![0u8; msg + TAG];
+        let keep = |_: usize, m: &[u8]| sealed.extend_from_slice(m);
+        with_raw!(self, a => seal_each(&**a, input, msg, keep, &mut out));
+        sealed
+    }
+
+    /// Opens the messages of [`seal_all`](Self::seal_all) into `out`.
+    fn open_all(&self, sealed: &[u8], msg: usize, out: &mut [u8]) {
+        with_raw!(self, a => open_all(&**a, sealed, msg, out));
+    }
+}
+
+/// Message `i`'s nonce: distinct per message, as in a stream.
+fn nonce<A: AeadInOut<NonceSize = U12>>(i: usize) -> Nonce<A> {
+    let mut n = [0u8; 12];
+    n[4..].copy_from_slice(&(i as u64).to_be_bytes());
+    n.into()
+}
+
+/// Seals each `msg`-byte message of `input` into `out`, then hands the
+/// sealed bytes to `then`.
+fn seal_each<A: AeadInOut<NonceSize = U12>>(
+    a: &A,
+    input: &[u8],
+    msg: usize,
+    mut then: impl FnMut(usize, &[u8]),
+    out: &mut [u8],
+) {
+    for (i, m) in input.chunks(msg).enumerate() {
+        let (body, tag) = out[..m.len() + TAG].split_at_mut(m.len());
+        let buf = InOutBuf::new(m, body).expect("same lengths");
+        let t = a
+            .encrypt_inout_detached(&nonce::<A>(i), &[], buf)
+            .expect("message within the AEAD's limit");
+        tag.copy_from_slice(&t);
+        then(i, &out[..m.len() + TAG]);
+    }
+    black_box(&out[..]);
+}
+
+fn open_all<A: AeadInOut<NonceSize = U12>>(a: &A, sealed: &[u8], msg: usize, out: &mut [u8]) {
+    for (i, (m, o)) in sealed
+        .chunks(msg + TAG)
+        .zip(out.chunks_mut(msg))
+        .enumerate()
+    {
+        let (body, tag) = m.split_at(m.len() - TAG);
+        let tag = Tag::<A>::try_from(tag).expect("16-byte tag");
+        let buf = InOutBuf::new(body, &mut o[..body.len()]).expect("same lengths");
+        a.decrypt_inout_detached(&nonce::<A>(i), &[], buf, &tag)
+            .unwrap_or_else(|_| panic!("raw message {i} must open"));
+    }
+    black_box(&out[..]);
+}
+
+/// A stream of `plain` sealed with `capacity`-byte segments.
+fn sealed_stream(key: &Key, capacity: usize, plain: &[u8]) -> Vec<u8> {
+    let mut w = CipherWriter::with_capacity(capacity, key, Vec::new());
+    w.write_all(plain).expect("write to a Vec");
+    w.finish().expect("finish to a Vec")
+}
+
+/// Encrypts `plain` through a fresh writer, `chunk` bytes per `write_all`.
+fn stream_encrypt(key: &Key, capacity: usize, plain: &[u8], chunk: usize) {
+    let mut w = CipherWriter::with_capacity(capacity, key, io::sink());
+    for piece in plain.chunks(chunk) {
+        w.write_all(piece).expect("write to a sink");
+    }
+    w.finish().expect("finish to a sink");
+}
+
+/// Decrypts `sealed` through a fresh reader, reading into `out` (longer
+/// than the plaintext, so the last read confirms the end) or, if `chunk`
+/// is smaller, into a reused `chunk`-byte window at its start, as a caller
+/// with a `chunk`-byte buffer does. Returns the plaintext length.
+fn stream_decrypt(
+    key: &Key,
+    capacity: usize,
+    sealed: &[u8],
+    out: &mut [u8],
+    chunk: usize,
+) -> usize {
+    let mut r = CipherReader::with_capacity(capacity, key, sealed);
+    let mut total = 0;
+    loop {
+        let window = if chunk < out.len() {
+            &mut out[..chunk]
+        } else {
+            &mut out[total..]
+        };
+        match r.read(window).expect("stream opens") {
+            0 => break,
+            n => total += n,
+        }
+    }
+    black_box(&out[..]);
+    total
+}
+
+/// Writes the backends this build runs (from its cfg flags and the CPU, as
+/// `cipherio::backend` sees them) and the target features compiled in.
+fn write_backends(path: &str) {
+    let b = backend::detect();
+    let cpu: Vec<String> = backend::cpu_features()
+        .into_iter()
+        .map(|(n, on)| format!("{n}{}", if on { "+" } else { "-" }))
+        .collect();
+    let mut compiled = Vec::new();
+    macro_rules! tf {
+        ($($f:tt),*) => { $( if cfg!(target_feature = $f) { compiled.push($f); } )* };
+    }
+    tf!(
+        "aes",
+        "pclmulqdq",
+        "avx",
+        "avx2",
+        "vaes",
+        "vpclmulqdq",
+        "avx512f",
+        "avx512vl",
+        "neon"
+    );
+    let text = format!(
+        "aes={}\nghash={}\nchacha20={}\npoly1305={}\ncpu={}\ncompiled={}\n",
+        b.aes,
+        b.ghash,
+        b.chacha20,
+        b.poly1305,
+        cpu.join(" "),
+        compiled.join(" "),
+    );
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {path}: {e}"));
+}
+
+fn group<'a>(
+    c: &'a mut Criterion,
+    cfg: &Config,
+    name: String,
+) -> BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Bytes(cfg.payload as u64));
+    // Every iteration is a whole payload (>= 1 MiB of AEAD work normally):
+    // the same number of iterations in each sample.
+    g.sampling_mode(SamplingMode::Flat);
+    g
+}
+
+/// The order of the two variants in this round.
+fn order(raw_first: bool) -> [&'static str; 2] {
+    if raw_first {
+        ["raw", "stream"]
+    } else {
+        ["stream", "raw"]
+    }
+}
+
+fn sweep(c: &mut Criterion, cfg: &Config) {
+    let plain = payload(cfg.payload);
+    // Room past the plaintext: a full-buffer read ends with a read that
+    // returns 0, which confirms the end of the stream.
+    let mut out = vec![0u8; cfg.payload + 1];
+    for &alg in &cfg.algs {
+        let key = Key::generate(alg);
+        let raw = Raw::new(&key);
+        let name = short(alg);
+
+        // Encrypt, by buffer size.
+        let mut g = group(c, cfg, format!("{name}-encrypt"));
+        for &s in &cfg.sizes {
+            let mut msg_out = vec![0u8; s + TAG];
+            for which in order(cfg.raw_first) {
+                let id = BenchmarkId::new(which, s);
+                if which == "stream" {
+                    g.bench_with_input(id, &s, |b, &s| {
+                        b.iter(|| stream_encrypt(&key, s, &plain, plain.len().max(1)));
+                    });
+                } else {
+                    g.bench_with_input(id, &s, |b, &s| {
+                        b.iter(|| raw.seal_into(&plain, s, &mut msg_out));
+                    });
+                }
+            }
+        }
+        g.finish();
+
+        // Decrypt, by buffer size.
+        let mut g = group(c, cfg, format!("{name}-decrypt"));
+        for &s in &cfg.sizes {
+            let stream = sealed_stream(&key, s, &plain);
+            let sealed = raw.seal_all(&plain, s);
+            let n = stream_decrypt(&key, s, &stream, &mut out, usize::MAX);
+            assert_eq!(&out[..n], &plain[..], "stream round trip at {s}");
+            for which in order(cfg.raw_first) {
+                let id = BenchmarkId::new(which, s);
+                if which == "stream" {
+                    g.bench_with_input(id, &s, |b, &s| {
+                        b.iter(|| stream_decrypt(&key, s, &stream, &mut out, usize::MAX));
+                    });
+                } else {
+                    g.bench_with_input(id, &s, |b, &s| {
+                        b.iter(|| raw.open_all(&sealed, s, &mut out));
+                    });
+                }
+            }
+        }
+        g.finish();
+
+        if cfg.chunks.is_empty() {
+            continue;
+        }
+        let cap = DEFAULT_CAPACITY;
+        let ceiling = |g: &mut BenchmarkGroup<'_, _>, f: &mut dyn FnMut()| {
+            g.bench_function(BenchmarkId::new("raw", cap), |b| b.iter(&mut *f));
+        };
+
+        // Encrypt at the default buffer, by the caller's write size; the
+        // ceiling is measured first in odd rounds, last in even ones.
+        let mut g = group(c, cfg, format!("{name}-encrypt-chunk"));
+        let mut msg_out = vec![0u8; cap + TAG];
+        let mut raw_enc = || raw.seal_into(&plain, cap, &mut msg_out);
+        if !cfg.raw_first {
+            ceiling(&mut g, &mut raw_enc);
+        }
+        for &chunk in &cfg.chunks {
+            g.bench_with_input(BenchmarkId::new("stream", chunk), &chunk, |b, &chunk| {
+                b.iter(|| stream_encrypt(&key, cap, &plain, chunk));
+            });
+        }
+        if cfg.raw_first {
+            ceiling(&mut g, &mut raw_enc);
+        }
+        g.finish();
+
+        // Decrypt at the default buffer, by the caller's read size.
+        let mut g = group(c, cfg, format!("{name}-decrypt-chunk"));
+        let stream = sealed_stream(&key, cap, &plain);
+        let sealed = raw.seal_all(&plain, cap);
+        if !cfg.raw_first {
+            ceiling(&mut g, &mut || raw.open_all(&sealed, cap, &mut out));
+        }
+        for &chunk in &cfg.chunks {
+            g.bench_with_input(BenchmarkId::new("stream", chunk), &chunk, |b, &chunk| {
+                b.iter(|| stream_decrypt(&key, cap, &stream, &mut out, chunk));
+            });
+        }
+        if cfg.raw_first {
+            ceiling(&mut g, &mut || raw.open_all(&sealed, cap, &mut out));
+        }
+        g.finish();
+    }
+}
+
+fn main() {
+    let cfg = Config::from_env();
+    if let Some(path) = var("CIPHERIO_BENCH_BACKEND_OUT") {
+        write_backends(&path);
+    }
+    let b = backend::detect();
+    eprintln!(
+        "cipherio sweep: AES {}, GHASH {}, ChaCha20 {}, Poly1305 {}; payload {} B, sizes {:?}, chunks {:?}",
+        b.aes, b.ghash, b.chacha20, b.poly1305, cfg.payload, cfg.sizes, cfg.chunks
+    );
+    let mut c = Criterion::default()
+        .warm_up_time(cfg.warm_up)
+        .measurement_time(cfg.measure)
+        .sample_size(cfg.samples)
+        .nresamples(1000)
+        .without_plots()
+        .configure_from_args();
+    sweep(&mut c, &cfg);
+    c.final_summary();
+}

@@ -1,0 +1,1003 @@
+//! The benchmark driver: runs the criterion sweep (`benches/sweep.rs`) once
+//! per backend build, each in its own target directory, and writes a
+//! report with a table, a plot and a verdict on the default buffer size.
+//!
+//! ```text
+//! cargo run --release --example bench -- [--smoke | --quick] [--backend NAME,...] [--rounds N]
+//! ```
+//!
+//! - `--quick`: every build this machine can run, 5 buffer sizes, 1 MiB per
+//!   iteration, 2 rounds (the README's main command);
+//! - no mode: the full sweep, 512 B … 1 MiB and caller chunks 64 B … 1 MiB,
+//!   4 MiB per iteration, 3 rounds;
+//! - `--smoke`: the default build only, 2 sizes, a tiny payload, 1 round
+//!   (CI runs it so that the driver cannot rot).
+//!
+//! Builds (`--backend` picks some): `default` (runtime CPU detection),
+//! `native` (`-C target-cpu=native`), `chacha20-avx512` (`--cfg
+//! chacha20_avx512`, ChaCha20-Poly1305 only, skipped without AVX-512) and
+//! `soft` (the portable software backends of aes, polyval, chacha20 and
+//! poly1305). Each lives in `target/bench-<name>/`; the backends a build
+//! really ran are what that bench binary reports from its own cfg flags and
+//! CPU detection (`cipherio::backend`), not the label asked for.
+//!
+//! Speeds are compared as ratios measured side by side: in every round,
+//! for each buffer size, the stream and the raw AEAD run back to back
+//! (the order flips between rounds) and the rounds go through the builds
+//! in turn. The report gives the median over rounds and the spread
+//! (min–max) of the stream/raw ratio. Estimates are criterion's medians
+//! (`<target>/criterion/<group>/<id>/new/estimates.json`).
+//!
+//! Output: `target/bench-report/report.md` (also printed),
+//! `target/bench-report/throughput.svg`, and each round's criterion log in
+//! `target/bench-<name>/round-<r>.log`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * KIB;
+const DEFAULT_BUFFER: usize = cipherio::DEFAULT_CAPACITY;
+
+/// One backend build.
+struct Build {
+    name: &'static str,
+    rustflags: &'static str,
+    /// CPU features it needs to run at all.
+    needs: &'static [&'static str],
+    /// Algorithms it changes (the others would repeat `default`).
+    algs: &'static [Alg],
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Alg {
+    Aes128,
+    Aes256,
+    ChaCha,
+}
+
+impl Alg {
+    const ALL: [Alg; 3] = [Alg::Aes128, Alg::Aes256, Alg::ChaCha];
+
+    /// The name in the bench's group names.
+    fn id(self) -> &'static str {
+        match self {
+            Alg::Aes128 => "aes128gcm",
+            Alg::Aes256 => "aes256gcm",
+            Alg::ChaCha => "chacha20poly1305",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Alg::Aes128 => "AES-128-GCM",
+            Alg::Aes256 => "AES-256-GCM",
+            Alg::ChaCha => "ChaCha20-Poly1305",
+        }
+    }
+}
+
+const DIRS: [&str; 2] = ["encrypt", "decrypt"];
+
+const BUILDS: [Build; 4] = [
+    Build {
+        name: "default",
+        rustflags: "",
+        needs: &[],
+        algs: &Alg::ALL,
+    },
+    Build {
+        name: "native",
+        rustflags: "-C target-cpu=native",
+        needs: &[],
+        algs: &Alg::ALL,
+    },
+    Build {
+        name: "chacha20-avx512",
+        rustflags: "--cfg chacha20_avx512",
+        needs: &["avx512f", "avx512vl"],
+        algs: &[Alg::ChaCha],
+    },
+    Build {
+        name: "soft",
+        rustflags: "--cfg aes_backend=\"soft\" --cfg polyval_backend=\"soft\" \
+                    --cfg chacha20_backend=\"soft\" --cfg poly1305_backend=\"soft\"",
+        needs: &[],
+        algs: &Alg::ALL,
+    },
+];
+
+/// What one run measures.
+struct Mode {
+    name: &'static str,
+    sizes: Vec<usize>,
+    chunks: Vec<usize>,
+    payload: usize,
+    warm_up_ms: u64,
+    measure_ms: u64,
+    samples: usize,
+    rounds: usize,
+}
+
+impl Mode {
+    fn smoke() -> Mode {
+        Mode {
+            name: "smoke",
+            sizes: vec![8 * KIB, 64 * KIB],
+            chunks: vec![KIB],
+            payload: 256 * KIB,
+            warm_up_ms: 20,
+            measure_ms: 50,
+            samples: 10,
+            rounds: 1,
+        }
+    }
+
+    fn quick() -> Mode {
+        Mode {
+            name: "quick",
+            sizes: vec![512, 4 * KIB, 8 * KIB, 64 * KIB, MIB],
+            chunks: vec![64, KIB, 8 * KIB, 64 * KIB],
+            payload: MIB,
+            warm_up_ms: 100,
+            measure_ms: 250,
+            samples: 10,
+            rounds: 2,
+        }
+    }
+
+    fn full() -> Mode {
+        let powers = |from: usize, to: usize| {
+            std::iter::successors(Some(from), |&s| Some(s * 2))
+                .take_while(|&s| s <= to)
+                .collect::<Vec<_>>()
+        };
+        Mode {
+            name: "full",
+            sizes: powers(512, MIB),
+            chunks: powers(64, MIB),
+            payload: 4 * MIB,
+            warm_up_ms: 300,
+            measure_ms: 1000,
+            samples: 20,
+            rounds: 3,
+        }
+    }
+}
+
+struct Args {
+    mode: Mode,
+    backends: Option<Vec<String>>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut mode = None;
+    let mut backends = None;
+    let mut rounds = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--smoke" => mode = Some(Mode::smoke()),
+            "--quick" => mode = Some(Mode::quick()),
+            "--full" => mode = Some(Mode::full()),
+            "--backend" | "--backends" => {
+                let v = it.next().ok_or("--backend needs a value")?;
+                let names: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
+                for n in &names {
+                    if !BUILDS.iter().any(|b| b.name == n) {
+                        let known: Vec<&str> = BUILDS.iter().map(|b| b.name).collect();
+                        return Err(format!(
+                            "unknown backend {n:?}; known: {}",
+                            known.join(", ")
+                        ));
+                    }
+                }
+                backends = Some(names);
+            }
+            "--rounds" => {
+                let v = it.next().ok_or("--rounds needs a value")?;
+                let n: usize = v.parse().map_err(|_| format!("bad --rounds {v}"))?;
+                rounds = Some(n.max(1));
+            }
+            "--bench" => {} // passed by `cargo bench`-style runners; ignored
+            "-h" | "--help" => {
+                return Err("usage: bench [--smoke | --quick | --full] [--backend default,native,chacha20-avx512,soft] [--rounds N]".into());
+            }
+            _ => return Err(format!("unknown argument {a:?} (try --help)")),
+        }
+    }
+    let mut mode = mode.unwrap_or_else(Mode::full);
+    if let Some(r) = rounds {
+        mode.rounds = r;
+    }
+    if mode.name == "smoke" && backends.is_none() {
+        backends = Some(vec!["default".to_string()]);
+    }
+    Ok(Args { mode, backends })
+}
+
+/// The backends one build reported (`key=value` lines from the bench).
+type Reported = BTreeMap<String, String>;
+
+fn read_reported(path: &Path) -> Result<Reported, String> {
+    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect())
+}
+
+/// Criterion's median time per iteration, in ns, from its estimates file.
+fn median_ns(path: &Path) -> Result<f64, String> {
+    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bad = || format!("{}: no median point estimate", path.display());
+    let at = text.find("\"median\":").ok_or_else(bad)?;
+    let rest = &text[at..];
+    let key = "\"point_estimate\":";
+    let p = rest.find(key).ok_or_else(bad)? + key.len();
+    let num: String = rest[p..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+        .collect();
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(bad())
+    }
+}
+
+/// Which sweep a point belongs to.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Sweep {
+    /// Buffer size (writer and reader capacity).
+    Buffer,
+    /// Caller chunk at the default buffer.
+    Chunk,
+}
+
+/// (build, algorithm, direction, sweep, size) → one (stream ns, raw ns)
+/// pair per round.
+type Results = BTreeMap<(String, Alg, &'static str, Sweep, usize), Vec<(f64, f64)>>;
+
+struct Driver {
+    root: PathBuf,
+    cargo: String,
+    mode: Mode,
+}
+
+impl Driver {
+    fn target(&self, b: &Build) -> PathBuf {
+        self.root.join("target").join(format!("bench-{}", b.name))
+    }
+
+    fn command(&self, b: &Build, round: usize) -> Command {
+        let dir = self.target(b);
+        let m = &self.mode;
+        let join = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+        let algs: Vec<&str> = b.algs.iter().map(|a| a.id()).collect();
+        let mut c = Command::new(&self.cargo);
+        c.current_dir(&self.root)
+            .args(["bench", "--bench", "sweep"])
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_BUILD_RUSTFLAGS")
+            .env("RUSTFLAGS", b.rustflags)
+            .env("CARGO_TARGET_DIR", &dir)
+            .env("CRITERION_HOME", dir.join("criterion"))
+            .env("CARGO_TERM_COLOR", "never")
+            .env("CIPHERIO_BENCH_QUICK", "0")
+            .env("CIPHERIO_BENCH_SIZES", join(&m.sizes))
+            .env("CIPHERIO_BENCH_CHUNKS", join(&m.chunks))
+            .env("CIPHERIO_BENCH_ALGS", algs.join(","))
+            .env("CIPHERIO_BENCH_PAYLOAD", m.payload.to_string())
+            .env("CIPHERIO_BENCH_WARMUP_MS", m.warm_up_ms.to_string())
+            .env("CIPHERIO_BENCH_MEASURE_MS", m.measure_ms.to_string())
+            .env("CIPHERIO_BENCH_SAMPLES", m.samples.to_string())
+            .env("CIPHERIO_BENCH_ROUND", round.to_string())
+            .env("CIPHERIO_BENCH_BACKEND_OUT", dir.join("backends.txt"));
+        c
+    }
+
+    /// Compiles one build's bench binary; output to its build log.
+    fn build(&self, b: &Build) -> Result<f64, String> {
+        let dir = self.target(b);
+        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let log = dir.join("build.log");
+        let t = Instant::now();
+        let mut c = self.command(b, 0);
+        c.arg("--no-run");
+        run_logged(c, &log)?;
+        Ok(t.elapsed().as_secs_f64())
+    }
+
+    /// Runs one round of one build and collects its estimates.
+    fn round(&self, b: &Build, round: usize, results: &mut Results) -> Result<Reported, String> {
+        let dir = self.target(b);
+        let crit = dir.join("criterion");
+        if crit.exists() {
+            // Stale estimates must not pass for this round's.
+            fs::remove_dir_all(&crit).map_err(|e| format!("{}: {e}", crit.display()))?;
+        }
+        run_logged(
+            self.command(b, round),
+            &dir.join(format!("round-{round}.log")),
+        )?;
+        let reported = read_reported(&dir.join("backends.txt"))?;
+        let est = |group: &str, id: &str, x: usize| {
+            median_ns(
+                &crit
+                    .join(group)
+                    .join(id)
+                    .join(x.to_string())
+                    .join("new/estimates.json"),
+            )
+        };
+        for &alg in b.algs {
+            for dir_name in DIRS {
+                let group = format!("{}-{dir_name}", alg.id());
+                for &s in &self.mode.sizes {
+                    let pair = (est(&group, "stream", s)?, est(&group, "raw", s)?);
+                    let key = (b.name.to_string(), alg, dir_name, Sweep::Buffer, s);
+                    results.entry(key).or_default().push(pair);
+                }
+                if self.mode.chunks.is_empty() {
+                    continue;
+                }
+                let group = format!("{group}-chunk");
+                let raw = est(&group, "raw", DEFAULT_BUFFER)?;
+                for &c in &self.mode.chunks {
+                    let key = (b.name.to_string(), alg, dir_name, Sweep::Chunk, c);
+                    results
+                        .entry(key)
+                        .or_default()
+                        .push((est(&group, "stream", c)?, raw));
+                }
+            }
+        }
+        Ok(reported)
+    }
+}
+
+fn run_logged(mut c: Command, log: &Path) -> Result<(), String> {
+    let file = fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = file
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    c.stdin(Stdio::null()).stdout(file).stderr(err);
+    let status = c.status().map_err(|e| format!("running cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        let text = fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(30).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        Err(format!(
+            "cargo bench failed ({status}); last lines of {}:\n{}",
+            log.display(),
+            tail.join("\n")
+        ))
+    }
+}
+
+/// Median and (min, max) of `v` (not empty).
+fn stats(v: &[f64]) -> (f64, f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    let median = if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    };
+    (median, s[0], s[n - 1])
+}
+
+/// One cell: stream GB/s (median over rounds), stream/raw ratio (median,
+/// min, max).
+#[derive(Clone, Copy)]
+struct Cell {
+    gbps: f64,
+    raw_gbps: f64,
+    ratio: (f64, f64, f64),
+}
+
+fn cell(
+    results: &Results,
+    payload: usize,
+    key: &(String, Alg, &'static str, Sweep, usize),
+) -> Option<Cell> {
+    let v = results.get(key)?;
+    let gb = |ns: f64| payload as f64 / ns; // bytes per ns = GB/s
+    let (gbps, _, _) = stats(&v.iter().map(|p| gb(p.0)).collect::<Vec<_>>());
+    let (raw_gbps, _, _) = stats(&v.iter().map(|p| gb(p.1)).collect::<Vec<_>>());
+    let ratio = stats(&v.iter().map(|p| p.1 / p.0).collect::<Vec<_>>());
+    Some(Cell {
+        gbps,
+        raw_gbps,
+        ratio,
+    })
+}
+
+fn size_label(s: usize) -> String {
+    if s >= MIB && s % MIB == 0 {
+        format!("{} MiB", s / MIB)
+    } else if s >= KIB && s % KIB == 0 {
+        format!("{} KiB", s / KIB)
+    } else {
+        format!("{s} B")
+    }
+}
+
+fn pct(r: f64) -> String {
+    format!("{:.0} %", r * 100.0)
+}
+
+fn spread(r: (f64, f64, f64), rounds: usize) -> String {
+    if rounds > 1 {
+        format!("{} ({:.0}–{:.0})", pct(r.0), r.1 * 100.0, r.2 * 100.0)
+    } else {
+        pct(r.0)
+    }
+}
+
+/// A UTC date and time from the system clock, without a date crate.
+fn now_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+fn cpu_model() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+struct Ran<'a> {
+    build: &'a Build,
+    reported: Reported,
+    build_secs: f64,
+}
+
+fn report(
+    mode: &Mode,
+    ran: &[Ran<'_>],
+    skipped: &[(String, String)],
+    results: &Results,
+    secs: f64,
+) -> String {
+    let mut o = String::new();
+    let cpu: Vec<String> = cipherio::backend::cpu_features()
+        .into_iter()
+        .map(|(n, on)| format!("{n} {}", if on { "yes" } else { "no" }))
+        .collect();
+    let _ = writeln!(o, "# cipherio: throughput by buffer size\n");
+    let _ = writeln!(
+        o,
+        "{} · `{}` mode · {} · {} logical CPUs · {} per iteration · {} round(s) · took {:.0} s\n",
+        now_utc(),
+        mode.name,
+        cpu_model(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        size_label(mode.payload),
+        mode.rounds,
+        secs
+    );
+    let _ = writeln!(o, "CPU features: {}\n", cpu.join(", "));
+    let _ = writeln!(
+        o,
+        "GB/s is 10⁹ bytes of plaintext per second through the adapter (criterion's median); \
+         % is stream ÷ raw AEAD over the same bytes in messages of the buffer's size, measured \
+         back to back: median over rounds (min–max). The buffer is the capacity of both \
+         `CipherWriter` (= segment size) and `CipherReader`; the caller writes the whole \
+         payload in one `write_all` and reads into one buffer larger than it.\n"
+    );
+
+    let _ = writeln!(o, "## Builds and the backends they ran\n");
+    let _ = writeln!(
+        o,
+        "| build | RUSTFLAGS | AES | GHASH | ChaCha20 | Poly1305 | target features compiled in | build time |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
+    for r in ran {
+        let g = |k: &str| r.reported.get(k).map_or("?", String::as_str);
+        let compiled = match g("compiled") {
+            "" => "(none: runtime detection)",
+            c => c,
+        };
+        let _ = writeln!(
+            o,
+            "| {} | `{}` | {} | {} | {} | {} | {} | {:.0} s |",
+            r.build.name,
+            r.build.rustflags,
+            g("aes"),
+            g("ghash"),
+            g("chacha20"),
+            g("poly1305"),
+            compiled,
+            r.build_secs
+        );
+    }
+    for (name, why) in skipped {
+        let _ = writeln!(o, "| {name} | skipped: {why} | | | | | | |");
+    }
+    let _ = writeln!(o);
+
+    // The issue's targets, on the default build.
+    if ran.iter().any(|r| r.build.name == "default") {
+        let _ = writeln!(o, "## Targets (default build, stream ÷ raw)\n");
+        let _ = writeln!(
+            o,
+            "| algorithm | direction | at 64 KiB (target ≥ 95 %) | at 8 KiB (target ≥ 90 %) |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|");
+        for alg in Alg::ALL {
+            for d in DIRS {
+                let mut cells = Vec::new();
+                for (s, target) in [(64 * KIB, 0.95), (8 * KIB, 0.90)] {
+                    let key = ("default".to_string(), alg, d, Sweep::Buffer, s);
+                    cells.push(match cell(results, mode.payload, &key) {
+                        Some(c) => format!(
+                            "{} {}",
+                            spread(c.ratio, mode.rounds),
+                            if c.ratio.0 >= target { "✅" } else { "❌" }
+                        ),
+                        None => "not measured".to_string(),
+                    });
+                }
+                let _ = writeln!(o, "| {} | {d} | {} | {} |", alg.title(), cells[0], cells[1]);
+            }
+        }
+        let _ = writeln!(o);
+    }
+
+    for r in ran {
+        let name = r.build.name;
+        let cols: Vec<(Alg, &str)> = DIRS
+            .iter()
+            .flat_map(|&d| r.build.algs.iter().map(move |&a| (a, d)))
+            .collect();
+        let header = |o: &mut String, first: &str| {
+            let _ = write!(o, "| {first} |");
+            for (a, d) in &cols {
+                let _ = write!(o, " {} {d} |", a.title());
+            }
+            let _ = writeln!(o);
+            let _ = writeln!(o, "|---|{}", "---|".repeat(cols.len()));
+        };
+        let _ = writeln!(o, "## Buffer size: `{name}` build\n");
+        header(&mut o, "buffer");
+        for &s in &mode.sizes {
+            let _ = write!(o, "| {} |", size_label(s));
+            for &(a, d) in &cols {
+                let key = (name.to_string(), a, d, Sweep::Buffer, s);
+                let _ = match cell(results, mode.payload, &key) {
+                    Some(c) => write!(
+                        o,
+                        " {:.2} GB/s · {} |",
+                        c.gbps,
+                        spread(c.ratio, mode.rounds)
+                    ),
+                    None => write!(o, " – |"),
+                };
+            }
+            let _ = writeln!(o);
+        }
+        let _ = writeln!(o);
+        if !mode.chunks.is_empty() {
+            let _ = writeln!(
+                o,
+                "Caller granularity at the {} default (`write_all`/`read` of this many bytes; % of raw at {}):\n",
+                size_label(DEFAULT_BUFFER),
+                size_label(DEFAULT_BUFFER)
+            );
+            header(&mut o, "chunk");
+            for &c in &mode.chunks {
+                let _ = write!(o, "| {} |", size_label(c));
+                for &(a, d) in &cols {
+                    let key = (name.to_string(), a, d, Sweep::Chunk, c);
+                    let _ = match cell(results, mode.payload, &key) {
+                        Some(x) => write!(
+                            o,
+                            " {:.2} GB/s · {} |",
+                            x.gbps,
+                            spread(x.ratio, mode.rounds)
+                        ),
+                        None => write!(o, " – |"),
+                    };
+                }
+                let _ = writeln!(o);
+            }
+            let _ = writeln!(o);
+        }
+    }
+
+    // Best buffer size per build, and the verdict on the default.
+    let _ = writeln!(o, "## Best buffer size\n");
+    let _ = writeln!(
+        o,
+        "Per build: the size with the highest stream throughput for each algorithm and \
+         direction, and the size with the best geometric mean over all of them \
+         (each throughput taken relative to that column's best).\n"
+    );
+    let _ = writeln!(
+        o,
+        "| build | best overall | 8 KiB reaches (of each column's best) | per algorithm and direction |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|");
+    let mut verdict = String::new();
+    for r in ran {
+        let name = r.build.name;
+        let mut per = Vec::new();
+        let mut rel: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+        let mut at_default = Vec::new();
+        for &a in r.build.algs {
+            for d in DIRS {
+                let row: Vec<(usize, f64)> = mode
+                    .sizes
+                    .iter()
+                    .filter_map(|&s| {
+                        let key = (name.to_string(), a, d, Sweep::Buffer, s);
+                        cell(results, mode.payload, &key).map(|c| (s, c.gbps))
+                    })
+                    .collect();
+                let Some(&(best, top)) = row.iter().max_by(|x, y| x.1.total_cmp(&y.1)) else {
+                    continue;
+                };
+                per.push(format!(
+                    "{} {d}: {} ({top:.2} GB/s)",
+                    a.title(),
+                    size_label(best)
+                ));
+                for &(s, g) in &row {
+                    rel.entry(s).or_default().push(g / top);
+                }
+                if let Some(&(_, g)) = row.iter().find(|&&(s, _)| s == DEFAULT_BUFFER) {
+                    at_default.push((a, d, g / top, best, top, g));
+                }
+            }
+        }
+        let geo = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
+        let best_overall = rel
+            .iter()
+            .map(|(&s, v)| (s, geo(v)))
+            .max_by(|x, y| x.1.total_cmp(&y.1));
+        let reach = if at_default.is_empty() {
+            "not measured".to_string()
+        } else {
+            let worst = at_default.iter().map(|x| x.2).fold(f64::INFINITY, f64::min);
+            let mean = geo(&at_default.iter().map(|x| x.2).collect::<Vec<_>>());
+            format!("{} on average, {} at worst", pct(mean), pct(worst))
+        };
+        let _ = writeln!(
+            o,
+            "| {name} | {} | {reach} | {} |",
+            best_overall.map_or("–".to_string(), |(s, g)| format!(
+                "{} ({} of each best on average)",
+                size_label(s),
+                pct(g)
+            )),
+            per.join("; ")
+        );
+        if name == "default" && !at_default.is_empty() {
+            let worst = at_default
+                .iter()
+                .min_by(|x, y| x.2.total_cmp(&y.2))
+                .copied();
+            let good = at_default.iter().all(|x| x.2 >= 0.90);
+            let _ = writeln!(verdict, "## Is 8 KiB a good default?\n");
+            let figures: Vec<String> = at_default
+                .iter()
+                .map(|(a, d, rel, best, top, g)| {
+                    format!(
+                        "{} {d}: {g:.2} GB/s at 8 KiB vs {top:.2} GB/s at {} ({})",
+                        a.title(),
+                        size_label(*best),
+                        pct(*rel)
+                    )
+                })
+                .collect();
+            if good {
+                let _ = writeln!(
+                    verdict,
+                    "**Yes, on this machine**: with the default build, 8 KiB reaches at least 90 % \
+                     of the best buffer's throughput for every algorithm and direction."
+                );
+            } else if let Some((a, d, rel, best, _, _)) = worst {
+                let _ = writeln!(
+                    verdict,
+                    "**Not quite, on this machine**: with the default build, 8 KiB falls below 90 % \
+                     of the best buffer's throughput (worst: {} {d} at {} of the best, which is {}). \
+                     A larger buffer is faster here; 8 KiB keeps memory per stream small.",
+                    a.title(),
+                    pct(rel),
+                    size_label(best)
+                );
+            }
+            let _ = writeln!(verdict, "\n- {}\n", figures.join("\n- "));
+        }
+    }
+    let _ = writeln!(o);
+    o.push_str(&verdict);
+    let _ = writeln!(o, "![throughput against buffer size](throughput.svg)");
+    o
+}
+
+/// A hand-written SVG: one panel per algorithm, throughput against buffer
+/// size (log2), one line per build and direction.
+fn plot(mode: &Mode, ran: &[Ran<'_>], results: &Results) -> String {
+    const COLORS: [&str; 6] = [
+        "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+    ];
+    let (pw, ph, ml, mt, mb, gap) = (340.0, 260.0, 50.0, 40.0, 60.0, 30.0);
+    let width = ml + 3.0 * (pw + gap);
+    let height = mt + ph + mb + 20.0 * ran.len() as f64;
+    let mut ymax: f64 = 0.0;
+    for (k, _) in results.iter().filter(|(k, _)| k.3 == Sweep::Buffer) {
+        if let Some(c) = cell(results, mode.payload, k) {
+            ymax = ymax.max(c.gbps).max(c.raw_gbps);
+        }
+    }
+    let ymax = if ymax > 0.0 { (ymax * 1.1).ceil() } else { 1.0 };
+    let (lo, hi) = (
+        mode.sizes.iter().copied().min().unwrap_or(512),
+        mode.sizes.iter().copied().max().unwrap_or(MIB),
+    );
+    let (llo, lhi) = (
+        (lo as f64).log2(),
+        (hi as f64).log2().max((lo as f64).log2() + 1.0),
+    );
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="18" font-size="14" text-anchor="middle">cipherio stream throughput (GB/s) against buffer size — {} mode</text>"#,
+        width / 2.0,
+        mode.name
+    );
+    for (i, alg) in Alg::ALL.iter().enumerate() {
+        let x0 = ml + i as f64 * (pw + gap);
+        let xs = |v: usize| x0 + ((v as f64).log2() - llo) / (lhi - llo) * pw;
+        let ys = |g: f64| mt + ph - g / ymax * ph;
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle" font-size="12">{}</text>"#,
+            x0 + pw / 2.0,
+            mt - 6.0,
+            alg.title()
+        );
+        let _ = writeln!(
+            s,
+            r##"<rect x="{x0}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
+        );
+        for t in 0..=4 {
+            let g = ymax * f64::from(t) / 4.0;
+            let y = ys(g);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x0}" x2="{}" y1="{y}" y2="{y}" stroke="#eee"/>"##,
+                x0 + pw
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" text-anchor="end">{g:.1}</text>"#,
+                x0 - 4.0,
+                y + 4.0
+            );
+        }
+        for &v in &mode.sizes {
+            let x = xs(v);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x}" x2="{x}" y1="{mt}" y2="{}" stroke="#eee"/>"##,
+                mt + ph
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{x}" y="{}" text-anchor="end" transform="rotate(-45 {x} {})">{}</text>"#,
+                mt + ph + 14.0,
+                mt + ph + 14.0,
+                size_label(v)
+            );
+        }
+        for (bi, r) in ran.iter().enumerate() {
+            for d in DIRS {
+                let pts: Vec<String> = mode
+                    .sizes
+                    .iter()
+                    .filter_map(|&v| {
+                        let key = (r.build.name.to_string(), *alg, d, Sweep::Buffer, v);
+                        cell(results, mode.payload, &key)
+                            .map(|c| format!("{:.1},{:.1}", xs(v), ys(c.gbps)))
+                    })
+                    .collect();
+                if pts.is_empty() {
+                    continue;
+                }
+                let dash = if d == "decrypt" {
+                    r#" stroke-dasharray="6 4""#
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    s,
+                    r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{dash}/>"#,
+                    pts.join(" "),
+                    COLORS[bi % COLORS.len()]
+                );
+            }
+        }
+    }
+    let ly = mt + ph + mb;
+    for (bi, r) in ran.iter().enumerate() {
+        let y = ly + 20.0 * bi as f64;
+        let c = COLORS[bi % COLORS.len()];
+        let _ = writeln!(
+            s,
+            r#"<line x1="{ml}" x2="{}" y1="{y}" y2="{y}" stroke="{c}" stroke-width="2"/>"#,
+            ml + 30.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<line x1="{}" x2="{}" y1="{y}" y2="{y}" stroke="{c}" stroke-width="2" stroke-dasharray="6 4"/>"#,
+            ml + 36.0,
+            ml + 66.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}">{} build: encrypt (solid), decrypt (dashed)</text>"#,
+            ml + 74.0,
+            y + 4.0,
+            r.build.name
+        );
+    }
+    let _ = writeln!(s, "</svg>");
+    s
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let start = Instant::now();
+    let driver = Driver {
+        root: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        cargo: std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string()),
+        mode: args.mode,
+    };
+    let cpu = cipherio::backend::cpu_features();
+    let on: Vec<&str> = cpu.iter().filter(|f| f.1).map(|f| f.0).collect();
+    let off: Vec<&str> = cpu.iter().filter(|f| !f.1).map(|f| f.0).collect();
+    println!("CPU: {}", cpu_model());
+    println!(
+        "AES-related features: present: {}; absent: {}",
+        on.join(" "),
+        if off.is_empty() {
+            "none".to_string()
+        } else {
+            off.join(" ")
+        }
+    );
+
+    let mut chosen = Vec::new();
+    let mut skipped = Vec::new();
+    for b in &BUILDS {
+        if let Some(names) = &args.backends {
+            if !names.iter().any(|n| n == b.name) {
+                continue;
+            }
+        }
+        let missing: Vec<&str> = b
+            .needs
+            .iter()
+            .copied()
+            .filter(|n| !on.contains(n))
+            .collect();
+        if missing.is_empty() {
+            chosen.push(b);
+        } else {
+            let why = format!("this CPU lacks {}", missing.join(", "));
+            println!("skipping build {}: {why}", b.name);
+            skipped.push((b.name.to_string(), why));
+        }
+    }
+    if chosen.is_empty() {
+        return Err("no build to run".into());
+    }
+
+    let mut ran = Vec::new();
+    for b in chosen {
+        println!(
+            "building {} (RUSTFLAGS=\"{}\") in {} …",
+            b.name,
+            b.rustflags,
+            driver.target(b).display()
+        );
+        let secs = driver.build(b)?;
+        ran.push(Ran {
+            build: b,
+            reported: Reported::new(),
+            build_secs: secs,
+        });
+    }
+
+    let mut results = Results::new();
+    let m = &driver.mode;
+    for round in 1..=m.rounds {
+        for r in &mut ran {
+            let t = Instant::now();
+            r.reported = driver.round(r.build, round, &mut results)?;
+            let g = |k: &str| r.reported.get(k).cloned().unwrap_or_default();
+            println!(
+                "round {round}/{}: {:<16} {:>5.0} s  AES {} · GHASH {} · ChaCha20 {} · Poly1305 {}",
+                m.rounds,
+                r.build.name,
+                t.elapsed().as_secs_f64(),
+                g("aes"),
+                g("ghash"),
+                g("chacha20"),
+                g("poly1305")
+            );
+        }
+    }
+
+    let out = driver.root.join("target/bench-report");
+    fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let secs = start.elapsed().as_secs_f64();
+    let text = report(m, &ran, &skipped, &results, secs);
+    let svg = plot(m, &ran, &results);
+    fs::write(out.join("report.md"), &text).map_err(|e| format!("report.md: {e}"))?;
+    fs::write(out.join("throughput.svg"), svg).map_err(|e| format!("throughput.svg: {e}"))?;
+    println!("\n{text}");
+    println!(
+        "written: {} and throughput.svg ({:.0} s in all)",
+        out.join("report.md").display(),
+        secs
+    );
+    Ok(())
+}
