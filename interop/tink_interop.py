@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""The Tink profile against real Google Tink, both directions.
+
+    python3 interop/tink_interop.py [--quick]
+
+1. Creates (once) a virtual environment under target/tink-venv with Tink from
+   ../shared/interop/requirements.txt (that folder is read-only; set
+   CIPHERIO_INTEROP_DIR to use another copy).
+2. cipherio -> Tink: encrypts a sweep of plaintext lengths (0, 1, the first
+   segment's capacity -1/0/+1, the next boundaries -1/0/+1, several segments)
+   under several parameter sets and associated data with
+   `cargo run --release --example tink`, then has Tink decrypt them all with
+   `tink_decrypt.py --batch`, which must print `N passed, 0 failed`. The batch
+   also holds tampered copies that Tink must reject, so a checker that
+   accepted anything would fail here.
+3. Tink -> cipherio: fresh ciphertexts made by `tink_encrypt.py` (new random
+   salt and nonce prefix every run) are decrypted by the example and compared
+   with the plaintext; tampered copies must fail and leave no output file.
+
+Exits non-zero on any mismatch. Everything it writes is under
+target/tink-interop/.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INTEROP = os.environ.get("CIPHERIO_INTEROP_DIR",
+                         os.path.join(os.path.dirname(ROOT), "shared", "interop"))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+VENV = os.path.join(TARGET, "tink-venv")
+WORK = os.path.join(TARGET, "tink-interop")
+EXAMPLE = os.path.join(TARGET, "release", "examples", "tink")
+
+# (name, raw key hex, derived key size, ciphertext segment size, HKDF hash)
+PARAMS = [
+    ("aes128-4k-sha256", "000102030405060708090a0b0c0d0e0f", 16, 4096, "SHA256"),
+    ("aes256-4k-sha256", "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f",
+     32, 4096, "SHA256"),
+    ("aes128-1m-sha256", "404142434445464748494a4b4c4d4e4f", 16, 1 << 20, "SHA256"),
+    ("aes256-4113-sha512", "606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f",
+     32, 4113, "SHA512"),
+    ("aes256-4k-sha1", "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f",
+     32, 4096, "SHA1"),
+    ("ikm32-dk16-4k", "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf",
+     16, 4096, "SHA256"),
+    ("aes128-min41", "c0c1c2c3c4c5c6c7c8c9cacbcccdcecf", 16, 41, "SHA256"),
+    ("aes256-min57", "e0e1e2e3e4e5e6e7e8e9eaebecedeeefd0d1d2d3d4d5d6d7d8d9dadbdcdddedf",
+     32, 57, "SHA256"),
+]
+AADS = ["", "636970686572696f2d696e7465726f70"]  # "" and "cipherio-interop"
+
+
+def lengths(dks, seg, quick):
+    header = 1 + dks + 7
+    first, rest = seg - header - 16, seg - 16
+    out = {0, 1, first - 1, first, first + 1,
+           first + rest - 1, first + rest, first + rest + 1,
+           first + 3 * rest + 5}
+    if not quick:
+        out |= {first + 2 * rest, 100_000}
+    return sorted(n for n in out if n >= 0)
+
+
+def plaintext(n, seed):
+    # Distinct bytes per case, so that a ciphertext swapped between cases
+    # would show up as a wrong plaintext, not pass unnoticed.
+    block = hashlib.sha256(seed.encode()).digest()
+    return (block * (n // 32 + 1))[:n]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def ensure_venv():
+    py = os.path.join(VENV, "bin", "python")
+    if os.path.exists(py) and run([py, "-c", "import tink"]).returncode == 0:
+        return py
+    req = os.path.join(INTEROP, "requirements.txt")
+    if not os.path.exists(req):
+        sys.exit(f"interop: {req} not found (set CIPHERIO_INTEROP_DIR)")
+    print(f"== creating {VENV} with {req}", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+    subprocess.run([py, "-m", "pip", "install", "-q", "-r", req], check=True)
+    return py
+
+
+def example(mode, p, aad, src, dst):
+    name, key, dks, seg, hsh = p
+    cmd = [EXAMPLE, mode, "--key", key, "--derived-key-size", str(dks),
+           "--segment-size", str(seg), "--hkdf-hash", hsh]
+    if aad:
+        cmd += ["--aad", aad]
+    return run(cmd + [src, dst])
+
+
+def tink_params(p):
+    name, key, dks, seg, hsh = p
+    return {"alg": "AES_GCM_HKDF_STREAMING", "key_size": len(key) // 2,
+            "derived_key_size": dks, "hkdf_hash": hsh, "ciphertext_segment_size": seg}
+
+
+def main():
+    quick = "--quick" in sys.argv
+    py = ensure_venv()
+    print("== building the example", flush=True)
+    subprocess.run(["cargo", "build", "--release", "--example", "tink"], cwd=ROOT, check=True)
+    os.makedirs(WORK, exist_ok=True)
+    failures = []
+
+    # 1. cipherio -> Tink
+    manifest, expect_pass, expect_fail = [], 0, 0
+    for p in PARAMS:
+        for aad in AADS:
+            for n in lengths(p[2], p[3], quick):
+                cid = f"{p[0]}/aad={len(aad) // 2}/n={n}"
+                base = os.path.join(WORK, cid.replace("/", "_"))
+                pt = plaintext(n, cid)
+                with open(base + ".pt", "wb") as f:
+                    f.write(pt)
+                r = example("encrypt", p, aad, base + ".pt", base + ".ct")
+                if r.returncode != 0:
+                    failures.append(f"encrypt {cid}: {r.stderr.strip()}")
+                    continue
+                ct = open(base + ".ct", "rb").read()
+                entry = {"id": cid, "key": p[1], "params": tink_params(p), "aad": aad,
+                         "ciphertext_file": base + ".ct",
+                         "plaintext_sha256": hashlib.sha256(pt).hexdigest()}
+                manifest.append(entry)
+                expect_pass += 1
+                if n in (0, 1) or n == p[3]:
+                    # The same ciphertext with its last byte flipped: Tink
+                    # must reject it.
+                    bad = bytearray(ct)
+                    bad[-1] ^= 1
+                    manifest.append(dict(entry, id=cid + "/flipped", ciphertext=bytes(bad).hex(),
+                                         ciphertext_file=None, expect="fail"))
+                    expect_fail += 1
+    for e in manifest:
+        if e.get("ciphertext_file") is None:
+            del e["ciphertext_file"]
+    mpath = os.path.join(WORK, "manifest.json")
+    with open(mpath, "w") as f:
+        json.dump(manifest, f)
+    r = run([py, os.path.join(INTEROP, "tink_decrypt.py"), "--batch", mpath])
+    summary = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr.strip()
+    want = f"{expect_pass + expect_fail} passed, 0 failed"
+    print(f"cipherio -> Tink: tink_decrypt.py --batch: {summary} "
+          f"({expect_pass} to decrypt, {expect_fail} tampered to reject)")
+    if summary != want or r.returncode != 0:
+        failures.append(f"tink_decrypt.py --batch printed {summary!r}, wanted {want!r}")
+        failures += [l for l in r.stdout.splitlines() if "FAIL" in l][:20]
+
+    # 2. Tink -> cipherio
+    ok = bad_ok = 0
+    for p in PARAMS:
+        aad = AADS[1]
+        ns = lengths(p[2], p[3], True)
+        ns = ns if not quick else [ns[0], ns[len(ns) // 2], ns[-1]]
+        for n in ns:
+            cid = f"tink/{p[0]}/n={n}"
+            base = os.path.join(WORK, cid.replace("/", "_"))
+            pt = plaintext(n, cid)
+            with open(base + ".pt", "wb") as f:
+                f.write(pt)
+            r = run([py, os.path.join(INTEROP, "tink_encrypt.py"), "--key", p[1],
+                     "--params", json.dumps(tink_params(p)), "--aad", aad, "--chunk", "1000",
+                     base + ".pt", base + ".ct"])
+            if r.returncode != 0:
+                failures.append(f"tink_encrypt {cid}: {r.stderr.strip()[-300:]}")
+                continue
+            r = example("decrypt", p, aad, base + ".ct", base + ".out")
+            if r.returncode != 0 or open(base + ".out", "rb").read() != pt:
+                failures.append(f"decrypt {cid}: {r.returncode} {r.stderr.strip()}")
+                continue
+            ok += 1
+            # Tampered: the last byte flipped -> refused, and no output file.
+            ct = bytearray(open(base + ".ct", "rb").read())
+            ct[-1] ^= 1
+            with open(base + ".bad", "wb") as f:
+                f.write(ct)
+            r = example("decrypt", p, aad, base + ".bad", base + ".badout")
+            if r.returncode == 0 or os.path.exists(base + ".badout"):
+                failures.append(f"tampered {cid} was accepted or left output")
+            else:
+                bad_ok += 1
+    print(f"Tink -> cipherio: {ok} fresh Tink ciphertexts decrypted, "
+          f"{bad_ok} tampered ones refused with no output file")
+
+    if failures:
+        print(f"{len(failures)} FAILURES:")
+        for f in failures:
+            print("  " + f)
+        return 1
+    print("interop: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
