@@ -1,0 +1,7 @@
+#![no_main]
+//! Any bytes through `CipherReader`: see `cipherio_fuzz::open::check`.
+
+#[global_allocator]
+static ALLOC: cipherio_fuzz::alloc::Counting = cipherio_fuzz::alloc::Counting;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| cipherio_fuzz::open::check(data));

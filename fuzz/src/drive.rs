@@ -1,0 +1,217 @@
+//! Driving a reader the way callers do: reads of many sizes (empty, small,
+//! around a segment, many segments), `fill_buf`/`consume`, over an inner
+//! reader that returns short reads and injected, retryable errors.
+
+use std::fmt;
+use std::io::{self, BufRead, Read};
+
+use cipherio::Error;
+
+/// The largest caller buffer a read op uses.
+pub const SCRATCH_LEN: usize = 4096 + 63 * 1024;
+
+/// The error an [`Inner`] reader injects: not cipherio's, so the reader
+/// must pass it through and stay usable.
+#[derive(Debug)]
+pub struct Injected;
+
+impl fmt::Display for Injected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("injected inner reader error")
+    }
+}
+
+impl std::error::Error for Injected {}
+
+fn is_injected(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|e| e.is::<Injected>())
+}
+
+/// An in-memory inner reader with a pattern of short reads and, if asked,
+/// an injected error every `period`-th call. It checks the reader's side of
+/// the contract: every call asks for at least `min_ask` bytes (the
+/// reader's capacity), except that while the header is incomplete a call
+/// may ask for just the rest of the header.
+pub struct Inner<'a> {
+    data: &'a [u8],
+    sizes: [u8; 4],
+    period: Option<usize>,
+    min_ask: usize,
+    header_len: usize,
+    delivered: usize,
+    calls: usize,
+}
+
+impl<'a> Inner<'a> {
+    /// Reads `data` in chunks of `sizes` in turn (0: as much as asked),
+    /// failing every `period`-th call (`None`: never).
+    pub fn new(
+        data: &'a [u8],
+        sizes: [u8; 4],
+        period: Option<usize>,
+        min_ask: usize,
+        header_len: usize,
+    ) -> Self {
+        Inner {
+            data,
+            sizes,
+            period,
+            min_ask,
+            header_len,
+            delivered: 0,
+            calls: 0,
+        }
+    }
+}
+
+impl Read for Inner<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let header_rest = self.header_len.saturating_sub(self.delivered);
+        let floor = if header_rest > 0 {
+            self.min_ask.min(header_rest)
+        } else {
+            self.min_ask
+        };
+        assert!(
+            buf.len() >= floor,
+            "the reader asked its inner reader for {} bytes, under its capacity {} \
+             ({} bytes delivered)",
+            buf.len(),
+            self.min_ask,
+            self.delivered
+        );
+        self.calls += 1;
+        if let Some(p) = self.period
+            && self.calls.is_multiple_of(p)
+        {
+            let kinds = [
+                io::ErrorKind::Interrupted,
+                io::ErrorKind::WouldBlock,
+                io::ErrorKind::Other,
+            ];
+            return Err(io::Error::new(kinds[(self.calls / p) % 3], Injected));
+        }
+        let size = usize::from(self.sizes[self.calls % 4]);
+        let n = if size == 0 {
+            buf.len()
+        } else {
+            size.min(buf.len())
+        };
+        let n = n.min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        self.delivered += n;
+        Ok(n)
+    }
+}
+
+/// Reads `r` to its end (`Ok`) or its first error of cipherio's (`Err`),
+/// applying `ops` in turn and appending the plaintext to `out`. Injected
+/// errors are retried. Each op byte is `kind << 6 | n`:
+///
+/// - 0: `read` into `n` bytes (`n = 0`: an empty read, which must not
+///   call the inner reader, then a 1-byte read);
+/// - 1: `read` into `(n + 1) * 64` bytes;
+/// - 2: `fill_buf`, then `consume` up to `n + 1` bytes;
+/// - 3: `read` into `4096 + n * 1024` bytes (many segments at once).
+///
+/// # Panics
+///
+/// If the reader breaks the `Read`/`BufRead` contract or returns an error
+/// that is neither cipherio's nor injected.
+pub fn drive<R: BufRead>(
+    r: &mut R,
+    ops: &[u8],
+    scratch: &mut [u8],
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let ops = if ops.is_empty() { &[0x41][..] } else { ops };
+    for &op in ops.iter().cycle() {
+        let n = usize::from(op & 63);
+        let len = match op >> 6 {
+            0 if n == 0 => {
+                // No inner I/O; it may report an error that an earlier
+                // read met after releasing what authenticated before it.
+                match r.read(&mut []) {
+                    Ok(0) => {}
+                    Ok(k) => panic!("an empty read returned {k}"),
+                    Err(e) if is_injected(&e) => panic!("an empty read called the inner reader"),
+                    Err(e) => settle(&e)?,
+                }
+                1
+            }
+            0 => n,
+            1 => (n + 1) * 64,
+            2 => {
+                let res = match r.fill_buf() {
+                    Ok([]) => return Ok(()),
+                    Ok(buf) => {
+                        let k = buf.len().min(n + 1);
+                        out.extend_from_slice(&buf[..k]);
+                        Ok(k)
+                    }
+                    Err(e) => Err(e),
+                };
+                match res {
+                    Ok(k) => r.consume(k),
+                    Err(e) => settle(&e)?,
+                }
+                continue;
+            }
+            _ => 4096 + n * 1024,
+        };
+        let buf = &mut scratch[..len];
+        match r.read(buf) {
+            Ok(0) => return Ok(()),
+            Ok(k) => {
+                assert!(k <= len, "read returned {k} for a {len}-byte buffer");
+                out.extend_from_slice(&buf[..k]);
+            }
+            Err(e) => settle(&e)?,
+        }
+    }
+    unreachable!("the ops cycle forever")
+}
+
+/// `Ok` to retry an injected error, else cipherio's error.
+fn settle(e: &io::Error) -> Result<(), Error> {
+    if is_injected(e) {
+        return Ok(());
+    }
+    match Error::from_io(e) {
+        Some(err) => {
+            assert_eq!(e.kind(), err.kind(), "io kind of {err:?}");
+            Err(err.clone())
+        }
+        None => panic!("an error that is neither cipherio's nor injected: {e:?}"),
+    }
+}
+
+/// After `drive` ended: an end stays an end (`Ok(0)`, empty `fill_buf`),
+/// and an error is sticky: every later call returns it again, the empty
+/// read included, never `Ok(0)`.
+///
+/// # Panics
+///
+/// If it is not so.
+pub fn check_after<R: BufRead>(r: &mut R, end: &Result<(), Error>, scratch: &mut [u8]) {
+    type Call<R> = dyn Fn(&mut R, &mut [u8]) -> io::Result<usize>;
+    let calls: [&Call<R>; 4] = [
+        &|r, _| r.read(&mut []),
+        &|r, s| r.read(&mut s[..1]),
+        &|r, s| r.read(s),
+        &|r, _| r.fill_buf().map(<[u8]>::len),
+    ];
+    for (i, call) in calls.iter().enumerate() {
+        for _ in 0..2 {
+            let got = call(r, scratch);
+            match (end, got) {
+                (Ok(()), Ok(0)) => {}
+                (Err(want), Err(e)) if !is_injected(&e) => {
+                    assert_eq!(Error::from_io(&e), Some(want), "call {i} after the error");
+                }
+                (end, got) => panic!("call {i} after {end:?} returned {got:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Fuzz checks for cipherio, one module per cargo-fuzz target; the targets
+//! in `fuzz_targets/` are one-line shims over these. See README.md.
+
+pub mod alloc;
+pub mod drive;
+pub mod header;
+pub mod open;
+pub mod oracle;
+pub mod roundtrip;
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::path::Path;
+
+    use arbitrary::{Arbitrary, Unstructured};
+
+    /// Every committed seed passes its target's checks (a stable-toolchain
+    /// smoke run of the corpus: `cargo test` in fuzz/).
+    fn corpus(target: &str, check: impl Fn(&[u8])) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("corpus")
+            .join(target);
+        let mut n = 0;
+        for entry in fs::read_dir(&dir).expect("corpus directory") {
+            let data = fs::read(entry.expect("entry").path()).expect("seed");
+            check(&data);
+            n += 1;
+        }
+        assert!(n > 0, "no seeds in {}", dir.display());
+    }
+
+    #[test]
+    fn header_corpus() {
+        corpus("header", crate::header::check);
+    }
+
+    #[test]
+    fn open_corpus() {
+        corpus("open", crate::open::check);
+    }
+
+    #[test]
+    fn roundtrip_corpus() {
+        corpus("roundtrip", |data| {
+            let u = Unstructured::new(data);
+            let input = crate::roundtrip::Input::arbitrary_take_rest(u).expect("an input");
+            crate::roundtrip::check(&input);
+        });
+    }
+}

@@ -1,0 +1,176 @@
+//! The `open` target: any bytes through `CipherReader`, with a reader
+//! configuration and a read pattern taken from the input's first
+//! [`CONFIG_LEN`] bytes.
+
+use cipherio::format::{HEADER_LEN, TAG_LEN};
+use cipherio::{Algorithm, CipherReader, Error, Key};
+
+use crate::drive::{self, Inner, SCRATCH_LEN};
+use crate::{alloc, oracle};
+
+/// Bytes of reader configuration before the stream.
+pub const CONFIG_LEN: usize = 28;
+
+/// Allocations the reader may make besides its two buffers: the key and
+/// associated data copies, the AEAD's key schedule, an error box.
+const SLACK: usize = 4096;
+
+/// The reader configuration and read pattern at the front of an input.
+///
+/// ```text
+/// offset len
+///      0   2  capacity, u16 LE (0 is refused; 0xffff means usize::MAX)
+///      2   3  max_segment_size - 1, u24 LE, low 20 bits (1 B ..= 1 MiB)
+///      5   1  0xfe or 0xff: a key of another algorithm than the header's
+///      6   1  associated data length (mod 9)
+///      7   8  associated data
+///     15   4  inner read sizes, in turn (0: all that is asked)
+///     19   1  0: no errors; else an injected error every 2 + (v % 6) calls
+///     20   8  read ops (see drive::drive)
+/// ```
+#[derive(Debug)]
+pub struct Config {
+    /// Reader capacity.
+    pub capacity: usize,
+    /// Reader segment limit.
+    pub max_segment: usize,
+    /// Use another algorithm's key than the header asks for.
+    pub wrong_key: bool,
+    /// Associated data given to the reader.
+    pub aad: Vec<u8>,
+    /// Inner read sizes.
+    pub sizes: [u8; 4],
+    /// Injected error period.
+    pub period: Option<usize>,
+    /// Read ops.
+    pub ops: [u8; 8],
+}
+
+impl Config {
+    /// Decodes the configuration (missing bytes read as zero).
+    pub fn parse(data: &[u8]) -> Config {
+        let mut b = [0u8; CONFIG_LEN];
+        let n = data.len().min(CONFIG_LEN);
+        b[..n].copy_from_slice(&data[..n]);
+        let capacity = match u16::from_le_bytes([b[0], b[1]]) {
+            u16::MAX => usize::MAX,
+            c => usize::from(c),
+        };
+        let max = u32::from_le_bytes([b[2], b[3], b[4], 0]) & 0xf_ffff;
+        Config {
+            capacity,
+            max_segment: max as usize + 1,
+            wrong_key: b[5] >= 0xfe,
+            aad: b[7..7 + usize::from(b[6] % 9)].to_vec(),
+            sizes: [b[15], b[16], b[17], b[18]],
+            period: (b[19] != 0).then_some(2 + usize::from(b[19] % 6)),
+            ops: b[20..28].try_into().expect("8 bytes"),
+        }
+    }
+}
+
+/// The key the `open` corpus is sealed with, one per algorithm.
+pub fn fixed_key(alg: Algorithm) -> Key {
+    let bytes: Vec<u8> = (0..alg.key_len())
+        .map(|i| (i as u8).wrapping_mul(7) ^ oracle::spec_id(alg))
+        .collect();
+    Key::new(alg, &bytes).expect("right length")
+}
+
+/// Reads `data[CONFIG_LEN..]` with the configuration in front of it:
+///
+/// - nothing panics, and the `Read`/`BufRead` contract holds;
+/// - the reader never holds more than two read-aheads and two segments of
+///   the configured limit (peak live bytes), nor allocates more than one
+///   read-ahead plus one sealed segment at once, whatever the header says;
+/// - each inner read asks for at least the capacity;
+/// - the end is sticky: after an error every call errors the same way,
+///   after `Ok(0)` every call returns `Ok(0)`;
+/// - injected inner errors pass through and the reader goes on as if they
+///   had not happened;
+/// - the plaintext released is what the spec oracle says: all of it, then
+///   `Ok(0)`, for a valid stream; for any other input an error, after a
+///   prefix of the segments that authenticate.
+///
+/// # Panics
+///
+/// On any of those failing.
+pub fn check(data: &[u8]) {
+    let cfg = Config::parse(data);
+    let stream = data.get(CONFIG_LEN..).unwrap_or(&[]);
+    let header_alg = stream.get(9).and_then(|&id| Algorithm::from_id(id));
+    let alg = header_alg.unwrap_or(Algorithm::Aes128Gcm);
+    let alg = if cfg.wrong_key {
+        Algorithm::ALL[(Algorithm::ALL
+            .iter()
+            .position(|&a| a == alg)
+            .expect("listed")
+            + 1)
+            % 3]
+    } else {
+        alg
+    };
+    let key = fixed_key(alg);
+
+    let mut scratch = vec![0u8; SCRATCH_LEN];
+    let mut out = Vec::with_capacity(stream.len());
+    let inner = Inner::new(
+        stream,
+        cfg.sizes,
+        cfg.period,
+        cfg.capacity.max(1),
+        HEADER_LEN,
+    );
+    let before = alloc::live();
+    alloc::reset();
+    let mut r = CipherReader::builder(&key)
+        .capacity(cfg.capacity)
+        .max_segment_size(cfg.max_segment)
+        .associated_data(&cfg.aad)
+        .build(inner);
+    let end = drive::drive(&mut r, &cfg.ops, &mut scratch, &mut out);
+    drive::check_after(&mut r, &end, &mut scratch);
+    drop(r);
+    let (peak, largest) = (alloc::peak() - before, alloc::largest());
+
+    let ahead = cfg.capacity.max(HEADER_LEN);
+    let segment = cfg.max_segment + TAG_LEN;
+    assert!(
+        largest <= ahead.saturating_add(segment + SLACK),
+        "one allocation of {largest} bytes, {cfg:?}"
+    );
+    assert!(
+        peak <= ahead.saturating_mul(2).saturating_add(2 * segment + SLACK),
+        "{peak} bytes live at once, {cfg:?}"
+    );
+
+    let want = oracle::decrypt(key.as_bytes(), &cfg.aad, stream);
+    let refused_up_front = match want.segment_size {
+        _ if cfg.capacity == 0 => Some(Error::InvalidCapacity(0)),
+        _ if cfg.capacity == usize::MAX => Some(Error::Allocation(usize::MAX)),
+        Some(size) if size as usize > cfg.max_segment => Some(Error::SegmentTooLarge {
+            size: u64::from(size),
+            limit: cfg.max_segment as u64,
+        }),
+        Some(_) if cfg.wrong_key => Some(Error::AlgorithmMismatch {
+            stream: header_alg.expect("well-formed header"),
+            key: alg,
+        }),
+        _ => None,
+    };
+    if let Some(e) = refused_up_front {
+        assert_eq!(end, Err(e));
+        assert!(out.is_empty());
+    } else if want.valid {
+        assert_eq!(end, Ok(()), "a valid stream was refused");
+        assert!(out == want.released, "a valid stream read back wrong");
+    } else {
+        assert!(end.is_err(), "an invalid stream read to its end");
+        assert!(
+            want.released.starts_with(&out),
+            "released {} bytes that did not authenticate (oracle: {})",
+            out.len(),
+            want.released.len()
+        );
+    }
+}
