@@ -6,8 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use cipherio::Algorithm;
-use cipherio_fuzz::open::{CONFIG_LEN, Config, fixed_key};
-use cipherio_fuzz::oracle;
+use cipherio_fuzz::open::{CONFIG_LEN, Config, fixed_key, tink_key, tink_params};
+use cipherio_fuzz::{oracle, oracle_tink};
 
 /// Reader configuration and read pattern for one `open` seed.
 struct Cfg {
@@ -220,18 +220,122 @@ fn main() {
     data.extend_from_slice(&stream(Algorithm::Aes128Gcm, b"", 16, 50, 1)[..90]);
     write(&o, "truncated-segment", &data);
 
-    // roundtrip: any bytes are an input; a few of different lengths.
-    let r = dir("roundtrip");
+    // open_tink: the parameters are in the configuration's bytes 2..5
+    // (see open::tink_params); plaintexts around the segment boundaries.
+    let t = dir("open_tink");
+    let tink: [(&str, [u8; 3], usize, Cfg); 6] = [
+        (
+            "aes128-sha256-empty",
+            [2, 0, 0],
+            0,
+            Cfg {
+                capacity: 16,
+                max_segment: 1,
+                aad: b"",
+                sizes: [0; 4],
+                inject: 0,
+                ops: small,
+            },
+        ),
+        (
+            "aes128-sha1-one-segment",
+            [0, 10, 0],
+            20,
+            Cfg {
+                capacity: 100,
+                max_segment: 1,
+                aad: b"tink",
+                sizes: [9, 0, 1, 30],
+                inject: 0,
+                ops: small,
+            },
+        ),
+        (
+            "aes256-sha512-full-final",
+            [5, 3, 0],
+            17 + 3 + (57 + 3 - 16),
+            Cfg {
+                capacity: 1,
+                max_segment: 1,
+                aad: b"",
+                sizes: [0; 4],
+                inject: 0,
+                ops: large,
+            },
+        ),
+        (
+            "aes256-sha256-many",
+            [3, 100, 0],
+            900,
+            Cfg {
+                capacity: 4096,
+                max_segment: 1,
+                aad: b"12",
+                sizes: [0, 50, 0, 7],
+                inject: 2,
+                ops: large,
+            },
+        ),
+        (
+            "aes128-sha512-injected",
+            [4, 40, 0],
+            333,
+            Cfg {
+                capacity: 40,
+                max_segment: 1,
+                aad: b"",
+                sizes: [7, 0, 1, 64],
+                inject: 3,
+                ops: small,
+            },
+        ),
+        (
+            "aes128-sha256-1kb",
+            [2, 0xd7, 0x03],
+            5000,
+            Cfg {
+                capacity: 8192,
+                max_segment: 1,
+                aad: b"",
+                sizes: [0; 4],
+                inject: 0,
+                ops: large,
+            },
+        ),
+    ];
+    for (name, params, len, cfg) in tink {
+        let mut data = cfg.bytes().to_vec();
+        data[2..5].copy_from_slice(&params);
+        let p = tink_params(&data);
+        let key = tink_key(&p, false);
+        let pt: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(17)).collect();
+        let salt = vec![len as u8; p.key_size];
+        data.extend_from_slice(&oracle_tink::encrypt(
+            &p,
+            key.as_bytes(),
+            cfg.aad,
+            &salt,
+            &[3; 7],
+            &pt,
+        ));
+        write(&t, name, &data);
+    }
+
+    // roundtrip, roundtrip_tink: any bytes are an input; a few of different
+    // lengths.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for len in [48, 200, 700, 2000] {
-        let bytes: Vec<u8> = (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 32) as u8
-            })
-            .collect();
-        write(&r, &format!("random-{len}"), &bytes);
+    for target in ["roundtrip", "roundtrip_tink"] {
+        let r = dir(target);
+        for len in [48, 200, 700, 2000] {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x >> 32) as u8
+                })
+                .collect();
+            write(&r, &format!("random-{len}"), &bytes);
+        }
     }
 }

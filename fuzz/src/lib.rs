@@ -6,6 +6,7 @@ pub mod drive;
 pub mod header;
 pub mod open;
 pub mod oracle;
+pub mod oracle_tink;
 pub mod roundtrip;
 
 #[cfg(test)]
@@ -38,6 +39,20 @@ mod tests {
     #[test]
     fn open_corpus() {
         corpus("open", crate::open::check);
+    }
+
+    #[test]
+    fn open_tink_corpus() {
+        corpus("open_tink", crate::open::check_tink);
+    }
+
+    #[test]
+    fn roundtrip_tink_corpus() {
+        corpus("roundtrip_tink", |data| {
+            let u = Unstructured::new(data);
+            let input = crate::roundtrip::TinkInput::arbitrary_take_rest(u).expect("an input");
+            crate::roundtrip::check_tink(&input);
+        });
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! [`CONFIG_LEN`] bytes.
 
 use cipherio::format::{HEADER_LEN, TAG_LEN};
-use cipherio::{Algorithm, CipherReader, Error, Key};
+use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::{Algorithm, CipherReader, Error, Key, StreamKey};
 
 use crate::drive::{self, Inner, SCRATCH_LEN};
-use crate::{alloc, oracle};
+use crate::{alloc, oracle, oracle_tink};
 
 /// Bytes of reader configuration before the stream.
 pub const CONFIG_LEN: usize = 28;
@@ -77,13 +78,119 @@ pub fn fixed_key(alg: Algorithm) -> Key {
     Key::new(alg, &bytes).expect("right length")
 }
 
+/// Tink parameters from the configuration's segment-limit bytes: byte 2
+/// bit 0 picks the key size (16, 32), `(byte 2 >> 1) % 3` the HKDF hash,
+/// and bytes 3..5 (u16 LE, mod 1024) the ciphertext segment size above its
+/// minimum (header + 17).
+pub fn tink_params(data: &[u8]) -> oracle_tink::Params {
+    let b = |i: usize| data.get(i).copied().unwrap_or(0);
+    let key_size = if b(2) & 1 == 0 { 16 } else { 32 };
+    let extra = usize::from(u16::from_le_bytes([b(3), b(4)]) % 1024);
+    oracle_tink::Params {
+        key_size,
+        segment: 1 + key_size + 7 + 17 + extra,
+        hash: [1, 256, 512][usize::from(b(2) >> 1) % 3],
+    }
+}
+
+/// The Tink key the `open_tink` corpus is sealed with, and its parameters
+/// as cipherio's type.
+pub fn tink_key(p: &oracle_tink::Params, wrong: bool) -> TinkKey {
+    let hash = match p.hash {
+        1 => HkdfHash::Sha1,
+        256 => HkdfHash::Sha256,
+        _ => HkdfHash::Sha512,
+    };
+    let params = TinkParams::new(p.key_size, p.segment, hash).expect("valid parameters");
+    let mut raw: Vec<u8> = (0..p.key_size)
+        .map(|i| (i as u8).wrapping_mul(13) ^ 0xa5)
+        .collect();
+    raw[0] ^= u8::from(wrong);
+    TinkKey::new(params, &raw).expect("long enough")
+}
+
+/// Reads `stream` with `cfg` and `key`, checking allocation bounds
+/// (`header_len` and `sealed`, the longest sealed segment, size the
+/// reader's two buffers), the inner reader contract and the sticky end.
+fn read_measured<K: StreamKey>(
+    key: &K,
+    cfg: &Config,
+    stream: &[u8],
+    header_len: usize,
+    sealed: usize,
+) -> (Result<(), Error>, Vec<u8>) {
+    let mut scratch = vec![0u8; SCRATCH_LEN];
+    let mut out = Vec::with_capacity(stream.len());
+    let inner = Inner::new(
+        stream,
+        cfg.sizes,
+        cfg.period,
+        cfg.capacity.max(1),
+        header_len,
+    );
+    let before = alloc::live();
+    alloc::reset();
+    let mut r = CipherReader::builder(key)
+        .capacity(cfg.capacity)
+        .max_segment_size(cfg.max_segment)
+        .associated_data(&cfg.aad)
+        .build(inner);
+    let end = drive::drive(&mut r, &cfg.ops, &mut scratch, &mut out);
+    drive::check_after(&mut r, &end, &mut scratch);
+    drop(r);
+    let (peak, largest) = (alloc::peak() - before, alloc::largest());
+
+    let ahead = cfg.capacity.max(header_len);
+    assert!(
+        largest <= ahead.saturating_add(sealed + SLACK),
+        "one allocation of {largest} bytes, {cfg:?}"
+    );
+    assert!(
+        peak <= ahead.saturating_mul(2).saturating_add(2 * sealed + SLACK),
+        "{peak} bytes live at once, {cfg:?}"
+    );
+    (end, out)
+}
+
+/// The outcome the oracle calls for: `refused` (an error before any
+/// plaintext), else all of a valid stream, else an error after a prefix of
+/// what authenticates.
+fn compare(end: &Result<(), Error>, out: &[u8], want: &oracle::Decrypted, refused: Option<Error>) {
+    if let Some(e) = refused {
+        assert_eq!(end, &Err(e));
+        assert!(out.is_empty());
+    } else if want.valid {
+        assert_eq!(end, &Ok(()), "a valid stream was refused");
+        assert!(out == want.released, "a valid stream read back wrong");
+    } else {
+        assert!(end.is_err(), "an invalid stream read to its end");
+        assert!(
+            want.released.starts_with(out),
+            "released {} bytes that did not authenticate (oracle: {})",
+            out.len(),
+            want.released.len()
+        );
+    }
+}
+
+/// The configuration's own errors, which come before any header check.
+fn refused_by_config(cfg: &Config) -> Option<Error> {
+    match cfg.capacity {
+        0 => Some(Error::InvalidCapacity(0)),
+        usize::MAX => Some(Error::Allocation(usize::MAX)),
+        _ => None,
+    }
+}
+
 /// Reads `data[CONFIG_LEN..]` with the configuration in front of it:
 ///
 /// - nothing panics, and the `Read`/`BufRead` contract holds;
-/// - the reader never holds more than two read-aheads and two segments of
-///   the configured limit (peak live bytes), nor allocates more than one
-///   read-ahead plus one sealed segment at once, whatever the header says;
-/// - each inner read asks for at least the capacity;
+/// - the reader never holds more than two read-aheads and two sealed
+///   segments of the configured limit (peak live bytes), nor allocates
+///   more than one read-ahead plus one sealed segment at once, whatever the
+///   header says;
+/// - each inner read asks for at least the capacity (or the rest of the
+///   header);
 /// - the end is sticky: after an error every call errors the same way,
 ///   after `Ok(0)` every call returns `Ok(0)`;
 /// - injected inner errors pass through and the reader goes on as if they
@@ -111,43 +218,11 @@ pub fn check(data: &[u8]) {
         alg
     };
     let key = fixed_key(alg);
-
-    let mut scratch = vec![0u8; SCRATCH_LEN];
-    let mut out = Vec::with_capacity(stream.len());
-    let inner = Inner::new(
-        stream,
-        cfg.sizes,
-        cfg.period,
-        cfg.capacity.max(1),
-        HEADER_LEN,
-    );
-    let before = alloc::live();
-    alloc::reset();
-    let mut r = CipherReader::builder(&key)
-        .capacity(cfg.capacity)
-        .max_segment_size(cfg.max_segment)
-        .associated_data(&cfg.aad)
-        .build(inner);
-    let end = drive::drive(&mut r, &cfg.ops, &mut scratch, &mut out);
-    drive::check_after(&mut r, &end, &mut scratch);
-    drop(r);
-    let (peak, largest) = (alloc::peak() - before, alloc::largest());
-
-    let ahead = cfg.capacity.max(HEADER_LEN);
-    let segment = cfg.max_segment + TAG_LEN;
-    assert!(
-        largest <= ahead.saturating_add(segment + SLACK),
-        "one allocation of {largest} bytes, {cfg:?}"
-    );
-    assert!(
-        peak <= ahead.saturating_mul(2).saturating_add(2 * segment + SLACK),
-        "{peak} bytes live at once, {cfg:?}"
-    );
+    let sealed = cfg.max_segment + TAG_LEN;
+    let (end, out) = read_measured(&key, &cfg, stream, HEADER_LEN, sealed);
 
     let want = oracle::decrypt(key.as_bytes(), &cfg.aad, stream);
-    let refused_up_front = match want.segment_size {
-        _ if cfg.capacity == 0 => Some(Error::InvalidCapacity(0)),
-        _ if cfg.capacity == usize::MAX => Some(Error::Allocation(usize::MAX)),
+    let refused = refused_by_config(&cfg).or(match want.segment_size {
         Some(size) if size as usize > cfg.max_segment => Some(Error::SegmentTooLarge {
             size: u64::from(size),
             limit: cfg.max_segment as u64,
@@ -157,20 +232,31 @@ pub fn check(data: &[u8]) {
             key: alg,
         }),
         _ => None,
-    };
-    if let Some(e) = refused_up_front {
-        assert_eq!(end, Err(e));
-        assert!(out.is_empty());
-    } else if want.valid {
-        assert_eq!(end, Ok(()), "a valid stream was refused");
-        assert!(out == want.released, "a valid stream read back wrong");
-    } else {
-        assert!(end.is_err(), "an invalid stream read to its end");
-        assert!(
-            want.released.starts_with(&out),
-            "released {} bytes that did not authenticate (oracle: {})",
-            out.len(),
-            want.released.len()
-        );
-    }
+    });
+    compare(&end, &out, &want, refused);
+}
+
+/// The same checks as [`check`] with a Tink key whose parameters come from
+/// the configuration ([`tink_params`]; the wrong-key byte flips a key
+/// bit). The reader's segment limit must not apply: the segment size is
+/// the key's. A first byte other than the header length is refused with
+/// [`Error::HeaderLength`].
+///
+/// # Panics
+///
+/// On any of those failing.
+pub fn check_tink(data: &[u8]) {
+    let cfg = Config::parse(data);
+    let stream = data.get(CONFIG_LEN..).unwrap_or(&[]);
+    let p = tink_params(data);
+    let key = tink_key(&p, cfg.wrong_key);
+    let (end, out) = read_measured(&key, &cfg, stream, p.header_len(), p.segment);
+
+    let want = oracle_tink::decrypt(&p, key.as_bytes(), &cfg.aad, stream);
+    let h = u8::try_from(p.header_len()).expect("at most 40");
+    let refused = refused_by_config(&cfg).or(match stream.first() {
+        Some(&found) if found != h => Some(Error::HeaderLength { expected: h, found }),
+        _ => None,
+    });
+    compare(&end, &out, &want, refused);
 }

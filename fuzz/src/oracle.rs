@@ -43,7 +43,7 @@ pub fn spec_key_len(id: u8) -> Option<usize> {
 
 /// One stream's AEAD under its derived key.
 #[allow(clippy::large_enum_variant)] // one per input, on the stack
-enum StreamAead {
+pub(crate) enum StreamAead {
     Aes128(Aes128Gcm),
     Aes256(Aes256Gcm),
     ChaCha(ChaCha20Poly1305),
@@ -63,16 +63,21 @@ impl StreamAead {
         Hkdf::<Sha256>::new(Some(&header[14..46]), key)
             .expand(&info, &mut k[..len])
             .ok()?;
-        let k = &k[..len];
+        StreamAead::new(id, &k[..len])
+    }
+
+    /// The AEAD of identifier byte `id` keyed with `k`.
+    pub(crate) fn new(id: u8, k: &[u8]) -> Option<StreamAead> {
         Some(match id {
             1 => StreamAead::Aes128(Aes128Gcm::new_from_slice(k).ok()?),
             2 => StreamAead::Aes256(Aes256Gcm::new_from_slice(k).ok()?),
-            _ => StreamAead::ChaCha(ChaCha20Poly1305::new_from_slice(k).ok()?),
+            3 => StreamAead::ChaCha(ChaCha20Poly1305::new_from_slice(k).ok()?),
+            _ => return None,
         })
     }
 
     /// `ciphertext ‖ tag` of one segment (segment AAD is empty).
-    fn seal(&self, nonce: &[u8; 12], pt: &[u8]) -> Vec<u8> {
+    pub(crate) fn seal(&self, nonce: &[u8; 12], pt: &[u8]) -> Vec<u8> {
         let p = Payload { msg: pt, aad: &[] };
         let r = match self {
             StreamAead::Aes128(a) => a.encrypt(nonce.into(), p),
@@ -83,7 +88,7 @@ impl StreamAead {
     }
 
     /// The plaintext of one sealed segment, if it authenticates.
-    fn open(&self, nonce: &[u8; 12], sealed: &[u8]) -> Option<Vec<u8>> {
+    pub(crate) fn open(&self, nonce: &[u8; 12], sealed: &[u8]) -> Option<Vec<u8>> {
         let p = Payload {
             msg: sealed,
             aad: &[],
@@ -98,7 +103,7 @@ impl StreamAead {
 }
 
 /// `nonce_i = prefix (7) ‖ BE32(i) ‖ last`.
-fn nonce(prefix: &[u8], i: u32, last: bool) -> [u8; 12] {
+pub(crate) fn nonce(prefix: &[u8], i: u32, last: bool) -> [u8; 12] {
     let mut n = [0u8; 12];
     n[..7].copy_from_slice(prefix);
     n[7..11].copy_from_slice(&i.to_be_bytes());
@@ -186,38 +191,94 @@ pub fn decrypt(key: &[u8], aad: &[u8], input: &[u8]) -> Decrypted {
         return d;
     };
     let full = size as usize + TAG_LEN;
-    let mut rest = &input[HEADER_LEN..];
+    (d.released, d.valid) = open_segments(&aead, &h[46..], &input[HEADER_LEN..], [full; 2], false);
+    d
+}
+
+/// Opens the segments in `body` (everything after the header): segment 0
+/// is `sealed[0]` bytes when full, later ones `sealed[1]`. Returns the
+/// plaintext of the segments that authenticate in order, and whether
+/// `body` is a valid sequence of segments. `empty_final` allows an empty
+/// final segment after full ones.
+pub(crate) fn open_segments(
+    aead: &StreamAead,
+    prefix: &[u8],
+    body: &[u8],
+    sealed: [usize; 2],
+    empty_final: bool,
+) -> (Vec<u8>, bool) {
+    let mut released = Vec::new();
+    let mut rest = body;
     let mut i: u32 = 0;
     loop {
-        let n = |last| nonce(&h[46..], i, last);
+        let full = sealed[usize::from(i > 0)];
+        let n = |last| nonce(prefix, i, last);
         if rest.len() > full {
             let Some(pt) = aead.open(&n(false), &rest[..full]) else {
-                return d;
+                return (released, false);
             };
-            d.released.extend_from_slice(&pt);
+            released.extend_from_slice(&pt);
             rest = &rest[full..];
         } else if rest.len() < TAG_LEN {
-            return d;
+            return (released, false);
         } else if let Some(pt) = aead.open(&n(true), rest) {
-            // The empty final segment is only the empty stream's.
-            d.valid = !(pt.is_empty() && i > 0);
-            if d.valid {
-                d.released.extend_from_slice(&pt);
+            // Natively the empty final segment is only the empty stream's.
+            let valid = !pt.is_empty() || i == 0 || empty_final;
+            if valid {
+                released.extend_from_slice(&pt);
             }
-            return d;
+            return (released, valid);
         } else {
             // Not final: a full-length one may still authenticate as a
             // middle segment, and then the input ends without its final.
             if rest.len() == full
                 && let Some(pt) = aead.open(&n(false), rest)
             {
-                d.released.extend_from_slice(&pt);
+                released.extend_from_slice(&pt);
             }
-            return d;
+            return (released, false);
         }
         let Some(next) = i.checked_add(1) else {
-            return d;
+            return (released, false);
         };
         i = next;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The crate documentation's vector (made with Python's
+    /// `cryptography`): the oracle builds and reads exactly that stream.
+    #[test]
+    fn oracle_matches_the_documented_vector() {
+        let key: Vec<u8> = (0..32).collect();
+        let salt: Vec<u8> = (0x20..0x40).collect();
+        let prefix: Vec<u8> = (0xa0..0xa7).collect();
+        let hex = concat!(
+            "636970686572696f",
+            "01",
+            "03",
+            "00000008",
+            "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f",
+            "a0a1a2a3a4a5a6",
+            "001d9a045476429c",
+            "d3cb7b74e47af30d666421170a797c9d",
+            "7db8bd85e7daf3d3",
+            "31792b623d4bdc0db3dc6411272c5aca",
+            "d559f169",
+            "b6fadec8aac718414484fca4a4520ad6",
+        );
+        let want: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        let pt = b"The quick brown fox!";
+        let alg = Algorithm::ChaCha20Poly1305;
+        let ct = encrypt(alg, &key, b"cipherio kat", 8, &salt, &prefix, pt);
+        assert!(ct == want);
+        let d = decrypt(&key, b"cipherio kat", &ct);
+        assert!(d.valid && d.released == pt && d.segment_size == Some(8));
     }
 }

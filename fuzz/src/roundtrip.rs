@@ -4,23 +4,45 @@
 use std::io::Write;
 
 use arbitrary::Arbitrary;
-use cipherio::{Algorithm, CipherReader, CipherWriter, Key};
+use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Key, StreamKey};
 
 use crate::drive::{self, SCRATCH_LEN};
 use crate::oracle::{self, HEADER_LEN, TAG_LEN};
+use crate::oracle_tink;
 
 /// Largest plaintext, so that every input runs in well under a millisecond
 /// or so even with one-byte segments.
 const MAX_PLAINTEXT: usize = 4096;
 
-/// One fuzz input.
+/// One `roundtrip` input: a native key and segment size, and the rest.
 #[derive(Arbitrary, Debug)]
 pub struct Input {
     alg: u8,
     key: [u8; 32],
-    aad: Vec<u8>,
     /// Writer capacity (segment size) is `1 + v % 300`.
     writer_capacity: u16,
+    run: Run,
+}
+
+/// One `roundtrip_tink` input: Tink parameters and key, and the rest.
+#[derive(Arbitrary, Debug)]
+pub struct TinkInput {
+    /// Bit 0: key size 16 or 32; `(v >> 1) % 3`: HKDF hash.
+    params: u8,
+    /// Ciphertext segment size above its minimum, mod 512.
+    segment: u16,
+    /// Raw key: `key_size + extra % 17` bytes of it.
+    key: [u8; 48],
+    extra: u8,
+    run: Run,
+}
+
+/// What both round trips share: associated data, the caller's chunking on
+/// both sides, the damage, the plaintext.
+#[derive(Arbitrary, Debug)]
+pub struct Run {
+    aad: Vec<u8>,
     /// Reader capacity is `1 + v % 2048`.
     reader_capacity: u16,
     /// Write sizes, in turn; `None` is a `flush`.
@@ -68,20 +90,107 @@ impl Mutation {
     }
 }
 
-/// Reads `ct` with a reader configured as in `input`.
-fn read_all(input: &Input, key: &Key, ct: &[u8]) -> (Vec<u8>, Result<(), cipherio::Error>) {
-    let mut scratch = vec![0u8; SCRATCH_LEN];
-    let mut out = Vec::new();
-    let mut r = CipherReader::builder(key)
-        .capacity(1 + usize::from(input.reader_capacity) % 2048)
-        // Far above any segment written here; a damaged header asking for
-        // more is refused without a large zeroed allocation per input.
-        .max_segment_size(4096)
-        .associated_data(&input.aad)
-        .build(ct);
-    let end = drive::drive(&mut r, &input.reads, &mut scratch, &mut out);
-    drive::check_after(&mut r, &end, &mut scratch);
-    (out, end)
+/// Where the segments are: the sealed span of segment 0 (with the header)
+/// and of later ones, and their plaintext lengths.
+struct Segments {
+    span: [usize; 2],
+    plain: [usize; 2],
+}
+
+impl Segments {
+    /// Index of the segment holding byte `at` (the header is part of
+    /// segment 0: both formats bind it to the first segment's tag).
+    fn of_byte(&self, at: usize) -> usize {
+        match at.checked_sub(self.span[0]) {
+            None => 0,
+            Some(d) => 1 + d / self.span[1],
+        }
+    }
+
+    /// Plaintext bytes before segment `k`.
+    fn boundary(&self, k: usize) -> usize {
+        if k == 0 {
+            0
+        } else {
+            self.plain[0] + (k - 1) * self.plain[1]
+        }
+    }
+}
+
+/// Writes `run`'s plaintext with its write sizes and flushes.
+fn write<K: StreamKey>(key: &K, capacity: Option<usize>, run: &Run) -> Vec<u8> {
+    let mut b = CipherWriter::builder(key).associated_data(&run.aad);
+    if let Some(c) = capacity {
+        b = b.capacity(c);
+    }
+    let mut w = b.build(Vec::new());
+    let mut rest = run.plaintext();
+    let sizes = if run.writes.iter().any(Option::is_some) {
+        &run.writes[..]
+    } else {
+        &[Some(64)][..]
+    };
+    for op in sizes.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let Some(n) = op else {
+            w.flush().expect("flush into a Vec");
+            continue;
+        };
+        let n = usize::from(*n).clamp(1, rest.len());
+        let k = w.write(&rest[..n]).expect("write into a Vec");
+        assert!(k <= n && k > 0, "write of {n} returned {k}");
+        rest = &rest[k..];
+    }
+    w.finish().expect("finish into a Vec")
+}
+
+impl Run {
+    fn plaintext(&self) -> &[u8] {
+        &self.plaintext[..self.plaintext.len().min(MAX_PLAINTEXT)]
+    }
+
+    /// Reads `ct` with this run's reader capacity and read ops.
+    fn read<K: StreamKey>(&self, key: &K, ct: &[u8]) -> (Vec<u8>, Result<(), cipherio::Error>) {
+        let mut scratch = vec![0u8; SCRATCH_LEN];
+        let mut out = Vec::new();
+        let mut r = CipherReader::builder(key)
+            .capacity(1 + usize::from(self.reader_capacity) % 2048)
+            .associated_data(&self.aad)
+            // Far above any native segment written here; a damaged header
+            // asking for more is refused without a large zeroed allocation
+            // per input. (Tink streams ignore it.)
+            .max_segment_size(4096)
+            .build(ct);
+        let end = drive::drive(&mut r, &self.reads, &mut scratch, &mut out);
+        drive::check_after(&mut r, &end, &mut scratch);
+        (out, end)
+    }
+
+    /// Reads `ct` back, then damages it once and reads it again.
+    fn read_back_and_damage<K: StreamKey>(&self, key: &K, ct: &[u8], segs: &Segments) {
+        let pt = self.plaintext();
+        let (out, end) = self.read(key, ct);
+        assert_eq!(end, Ok(()));
+        assert!(out == pt, "read back differs");
+
+        let bad = self.mutation.apply(ct);
+        let Some(first) = ct.iter().zip(&bad).position(|(a, b)| a != b).or_else(|| {
+            // Equal up to the shorter one: damage starts where it ends.
+            (ct.len() != bad.len()).then_some(ct.len().min(bad.len()))
+        }) else {
+            return;
+        };
+        let (out, end) = self.read(key, &bad);
+        assert!(end.is_err(), "damaged at byte {first}, read to the end");
+        let damaged = segs.of_byte(first);
+        assert!(
+            (0..=damaged).any(|k| segs.boundary(k) == out.len()) && pt.starts_with(&out),
+            "released {} bytes; damage at byte {first} (segment {damaged})",
+            out.len()
+        );
+    }
 }
 
 /// - The writer's output, whatever the write sizes and flushes, is exactly
@@ -100,63 +209,61 @@ pub fn check(input: &Input) {
     let alg = Algorithm::ALL[usize::from(input.alg) % 3];
     let key = Key::new(alg, &input.key[..alg.key_len()]).expect("right length");
     let seg = 1 + usize::from(input.writer_capacity) % 300;
-    let pt = &input.plaintext[..input.plaintext.len().min(MAX_PLAINTEXT)];
-
-    let mut w = CipherWriter::builder(&key)
-        .capacity(seg)
-        .associated_data(&input.aad)
-        .build(Vec::new());
-    let mut rest = pt;
-    let sizes = if input.writes.iter().any(Option::is_some) {
-        &input.writes[..]
-    } else {
-        &[Some(64)][..]
-    };
-    for op in sizes.iter().cycle() {
-        if rest.is_empty() {
-            break;
-        }
-        let Some(n) = op else {
-            w.flush().expect("flush into a Vec");
-            continue;
-        };
-        let n = usize::from(*n).clamp(1, rest.len());
-        let k = w.write(&rest[..n]).expect("write into a Vec");
-        assert!(k <= n && k > 0, "write of {n} returned {k}");
-        rest = &rest[k..];
-    }
-    let ct = w.finish().expect("finish into a Vec");
-
+    let run = &input.run;
+    let ct = write(&key, Some(seg), run);
     let spec = oracle::encrypt(
         alg,
         key.as_bytes(),
-        &input.aad,
+        &run.aad,
         u32::try_from(seg).expect("small"),
         &ct[14..46],
         &ct[46..53],
-        pt,
+        run.plaintext(),
     );
     assert!(ct == spec, "the writer's stream differs from the spec's");
-
-    let (out, end) = read_all(input, &key, &ct);
-    assert_eq!(end, Ok(()));
-    assert!(out == pt, "read back differs");
-
-    let bad = input.mutation.apply(&ct);
-    let Some(first) = ct.iter().zip(&bad).position(|(a, b)| a != b).or_else(|| {
-        // Equal up to the shorter one: damage starts where it ends.
-        (ct.len() != bad.len()).then_some(ct.len().min(bad.len()))
-    }) else {
-        return;
+    let segs = Segments {
+        span: [HEADER_LEN + seg + TAG_LEN, seg + TAG_LEN],
+        plain: [seg; 2],
     };
-    let (out, end) = read_all(input, &key, &bad);
-    assert!(end.is_err(), "damaged at byte {first}, read to the end");
-    // Segment index holding the first damaged byte (the header counts as
-    // part of segment 0: it is bound into the key).
-    let damaged = first.saturating_sub(HEADER_LEN) / (seg + TAG_LEN);
-    assert!(
-        out.len() % seg == 0 && out.len() <= damaged * seg && pt.starts_with(&out),
-        "released {} bytes; damage at byte {first} (segment {damaged} of {seg} bytes)",
-        out.len()
+    run.read_back_and_damage(&key, &ct, &segs);
+}
+
+/// The same as [`check`] for a Tink key (the writer at its default
+/// capacity, the key's segment size), against the Tink oracle.
+///
+/// # Panics
+///
+/// On any of those failing.
+pub fn check_tink(input: &TinkInput) {
+    let key_size = if input.params & 1 == 0 { 16 } else { 32 };
+    let p = oracle_tink::Params {
+        key_size,
+        segment: 1 + key_size + 7 + 17 + usize::from(input.segment % 512),
+        hash: [1, 256, 512][usize::from(input.params >> 1) % 3],
+    };
+    let hash = match p.hash {
+        1 => HkdfHash::Sha1,
+        256 => HkdfHash::Sha256,
+        _ => HkdfHash::Sha512,
+    };
+    let params = TinkParams::new(p.key_size, p.segment, hash).expect("valid parameters");
+    let raw = &input.key[..key_size + usize::from(input.extra % 17)];
+    let key = TinkKey::new(params, raw).expect("long enough");
+    let run = &input.run;
+    let ct = write(&key, None, run);
+    let h = p.header_len();
+    let spec = oracle_tink::encrypt(
+        &p,
+        raw,
+        &run.aad,
+        &ct[1..1 + key_size],
+        &ct[1 + key_size..h],
+        run.plaintext(),
     );
+    assert!(ct == spec, "the writer's stream differs from Tink's");
+    let segs = Segments {
+        span: [p.segment; 2],
+        plain: p.plain(),
+    };
+    run.read_back_and_damage(&key, &ct, &segs);
 }

@@ -1,0 +1,172 @@
+//! A one-shot model of Tink's AES-GCM-HKDF streaming format, written from
+//! the format description in src/tink.rs, with the primitives directly.
+
+use hkdf::Hkdf;
+use sha1::Sha1;
+use sha2::{Sha256, Sha512};
+
+use crate::oracle::{Decrypted, StreamAead, TAG_LEN, nonce, open_segments};
+
+/// Tink parameters as plain numbers: derived key size (16 or 32),
+/// ciphertext segment size, and the HKDF hash (1, 256 or 512).
+#[derive(Clone, Copy, Debug)]
+pub struct Params {
+    /// AES key size of each stream: 16 or 32.
+    pub key_size: usize,
+    /// Sealed bytes per segment; the first also holds the header.
+    pub segment: usize,
+    /// 1, 256 or 512: SHA-1, SHA-256 or SHA-512.
+    pub hash: u16,
+}
+
+impl Params {
+    /// `1 + key_size + 7`.
+    pub fn header_len(&self) -> usize {
+        1 + self.key_size + 7
+    }
+
+    /// Plaintext bytes of segment 0 and of later segments.
+    pub fn plain(&self) -> [usize; 2] {
+        [
+            self.segment - self.header_len() - TAG_LEN,
+            self.segment - TAG_LEN,
+        ]
+    }
+
+    /// `HKDF(hash, salt, ikm = key, info = aad, L = key_size)`, as AES-GCM.
+    fn aead(&self, key: &[u8], salt: &[u8], aad: &[u8]) -> StreamAead {
+        let mut k = [0u8; 32];
+        let k = &mut k[..self.key_size];
+        let ok = match self.hash {
+            1 => Hkdf::<Sha1>::new(Some(salt), key).expand(aad, k).is_ok(),
+            256 => Hkdf::<Sha256>::new(Some(salt), key).expand(aad, k).is_ok(),
+            _ => Hkdf::<Sha512>::new(Some(salt), key).expand(aad, k).is_ok(),
+        };
+        assert!(ok, "HKDF output of 16 or 32 bytes");
+        let id = if self.key_size == 16 { 1 } else { 2 };
+        StreamAead::new(id, k).expect("AES key of 16 or 32 bytes")
+    }
+}
+
+/// The stream a Tink writer produces: header `H ‖ salt ‖ prefix`, segment
+/// 0 with up to `plain()[0]` bytes, later ones `plain()[1]`, the last one
+/// (possibly full, or the only and empty one) sealed as final.
+///
+/// # Panics
+///
+/// If `salt` is not `key_size` bytes or `prefix` not 7.
+pub fn encrypt(
+    p: &Params,
+    key: &[u8],
+    aad: &[u8],
+    salt: &[u8],
+    prefix: &[u8],
+    pt: &[u8],
+) -> Vec<u8> {
+    assert_eq!((salt.len(), prefix.len()), (p.key_size, 7));
+    let aead = p.aead(key, salt, aad);
+    let [first, rest] = p.plain();
+    let mut chunks = vec![&pt[..first.min(pt.len())]];
+    if pt.len() > first {
+        chunks.extend(pt[first..].chunks(rest));
+    }
+    let mut out = vec![u8::try_from(p.header_len()).expect("at most 40")];
+    out.extend_from_slice(salt);
+    out.extend_from_slice(prefix);
+    for (i, c) in chunks.iter().enumerate() {
+        let i32 = u32::try_from(i).expect("fewer than 2^32 segments");
+        out.extend_from_slice(&aead.seal(&nonce(prefix, i32, i + 1 == chunks.len()), c));
+    }
+    out
+}
+
+/// What a reader may release from `input` (see [`Decrypted`]); a first
+/// byte other than the header length makes it invalid. `segment_size` is
+/// always `None` (the segment size is the key's).
+pub fn decrypt(p: &Params, key: &[u8], aad: &[u8], input: &[u8]) -> Decrypted {
+    let h = p.header_len();
+    let mut d = Decrypted {
+        released: Vec::new(),
+        valid: false,
+        segment_size: None,
+    };
+    let Some(header) = input.get(..h) else {
+        return d;
+    };
+    if usize::from(header[0]) != h {
+        return d;
+    }
+    let (salt, prefix) = header[1..].split_at(p.key_size);
+    let aead = p.aead(key, salt, aad);
+    (d.released, d.valid) =
+        open_segments(&aead, prefix, &input[h..], [p.segment - h, p.segment], true);
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+
+    /// Vectors from real Tink (tests/data/tink_vectors.json in the main
+    /// crate: salt a0 a1 .., nonce prefix 01 .. 07, plaintext[i] = i % 251),
+    /// so the oracle is checked against Tink, not against cipherio.
+    #[test]
+    fn oracle_matches_tink() {
+        let short_aad = unhex("74696e6b2d696e7465726f70206173736f6369617465642064617461");
+        let vectors: [(Params, &str, &[u8], usize, &str); 3] = [
+            (
+                Params {
+                    key_size: 16,
+                    segment: 41,
+                    hash: 256,
+                },
+                "c188f4c8e417a55b80f18f048f722558",
+                &short_aad,
+                56,
+                "18a0a1a2a3a4a5a6a7a8a9aaabacadaeaf01020304050607cd3c822a01ddcb736f9c4a29da34ef5d\
+                 6f6bd3797c940932d88eeb5b1a0ce5baff7f21117684d856b29ece2a50fc8756b8dfc915d1239a44\
+                 06534f1ee059a0ceba3a0df20493b69a920292426b436fb288db1462b967a4299e1c7d6f3f556c6a\
+                 2e5a90a81a285c317ab14d6e94ac61daaab78166a89012ae",
+            ),
+            (
+                Params {
+                    key_size: 32,
+                    segment: 4096,
+                    hash: 1,
+                },
+                "be1c109d1d1eb8ff3b32fbf808526b8586f4381166186f99b62a47cf95f489c2",
+                &short_aad,
+                1,
+                "28a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf0102030405060777\
+                 b943173027e9c7c21ab1c84d37a0ecef",
+            ),
+            (
+                Params {
+                    key_size: 16,
+                    segment: 4113,
+                    hash: 512,
+                },
+                "a58aaa733bdb0a58ed8ff3d54f5c64d1",
+                b"",
+                1,
+                "18a0a1a2a3a4a5a6a7a8a9aaabacadaeaf01020304050607fda5a9fd2f16237d927d0accb119677d97",
+            ),
+        ];
+        for (p, key, aad, n, ct) in vectors {
+            let (key, ct) = (unhex(key), unhex(ct));
+            let pt: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+            let salt: Vec<u8> = (0xa0..0xa0 + p.key_size as u8).collect();
+            let ours = encrypt(&p, &key, aad, &salt, &[1, 2, 3, 4, 5, 6, 7], &pt);
+            assert!(ours == ct, "{p:?}");
+            let d = decrypt(&p, &key, aad, &ct);
+            assert!(d.valid && d.released == pt, "{p:?}");
+        }
+    }
+}
