@@ -117,7 +117,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let (Ok(i), Ok(o)) = (fs::canonicalize(&args.input), fs::canonicalize(&args.output)) {
+    if let (Ok(i), Ok(o)) = (
+        fs::canonicalize(&args.input),
+        fs::canonicalize(&args.output),
+    ) {
         if i == o {
             eprintln!("tink: OUT_FILE is IN_FILE");
             return ExitCode::from(2);

@@ -367,10 +367,11 @@ impl<R: Read> CipherReader<R> {
             Stage::Final => {
                 // The final segment was full-length: only now ask the inner
                 // reader whether anything follows it.
-                if self.pos == self.end && !self.eof {
-                    if let Err(e) = self.read_more(1) {
-                        return Some(Err(e));
-                    }
+                if self.pos == self.end
+                    && !self.eof
+                    && let Err(e) = self.read_more(1)
+                {
+                    return Some(Err(e));
                 }
                 if self.pos < self.end {
                     return Some(Err(self.fail(Error::TrailingData)));

@@ -111,10 +111,10 @@ impl Write for ScriptWriter {
             self.after_zero = true;
             return Ok(0);
         }
-        if let Some((at, kind)) = self.fail {
-            if at == call {
-                return Err(io::Error::new(kind, "scripted inner write error"));
-            }
+        if let Some((at, kind)) = self.fail
+            && at == call
+        {
+            return Err(io::Error::new(kind, "scripted inner write error"));
         }
         let n = buf.len().min(self.max_per_call);
         self.out.extend_from_slice(&buf[..n]);
@@ -658,10 +658,10 @@ impl Read for ScriptReader<'_> {
         let call = self.calls;
         self.calls += 1;
         assert!(self.calls < 1_000_000, "runaway inner reads");
-        if let Some((at, kind)) = self.fail {
-            if at == call {
-                return Err(io::Error::new(kind, "scripted inner read error"));
-            }
+        if let Some((at, kind)) = self.fail
+            && at == call
+        {
+            return Err(io::Error::new(kind, "scripted inner read error"));
         }
         let n = buf
             .len()
@@ -855,7 +855,7 @@ fn bufread_lines_over_segment_boundaries() {
             let mut turn = 0usize;
             loop {
                 turn += 1;
-                if turn % 3 == 0 {
+                if turn.is_multiple_of(3) {
                     let mut b = [0; 11];
                     let n = r.read(&mut b).unwrap();
                     if n == 0 {

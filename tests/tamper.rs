@@ -229,7 +229,7 @@ fn check_delivered(ctx: &str, got: &[u8], pt: &[u8], seg: usize, upto: Upto) {
                 got.len()
             );
             assert!(
-                got.len() % seg == 0 || got.len() == pt.len(),
+                got.len().is_multiple_of(seg) || got.len() == pt.len(),
                 "{ctx}: {} bytes do not end on a segment boundary",
                 got.len()
             );
@@ -673,7 +673,7 @@ fn stream_two_final_segments() {
 /// authenticate, and only the segments before it are released.
 fn expect_bytes_after_final(ctx: &str, key: &Key, bad: &[u8], pt: &[u8]) {
     let n = segment_count(pt.len(), S);
-    if !pt.is_empty() && pt.len() % S == 0 {
+    if !pt.is_empty() && pt.len().is_multiple_of(S) {
         let (want, upto) = (
             Want::Is(Error::TrailingData),
             Upto::Between((n - 1) * S, n * S),

@@ -1,6 +1,6 @@
 //! The Tink profile against Tink's own output: the interop vectors made with
 //! Google Tink (a subset of ../shared/interop/vectors.json.gz, chosen by
-//! tests/data/make_tink_vectors.py). Every positive vector decrypts to its
+//! `tests/data/make_tink_vectors.py`). Every positive vector decrypts to its
 //! plaintext under several read patterns, every negative one fails, and the
 //! two quirks follow the documented policy. (The byte-exact reproduction of
 //! the deterministic vectors needs the salt and nonce prefix injected, which
