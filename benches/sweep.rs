@@ -3,28 +3,32 @@
 //!
 //! For each algorithm and direction, and each buffer size `s` (the
 //! `capacity` of writer and reader; for the writer it is the segment size),
-//! two benchmarks run back to back in one group, so that they are adjacent
-//! in time on a noisy machine:
+//! the benchmark `<alg>-<encrypt|decrypt>/stream/<s>` times a fresh stream
+//! per iteration. Encrypt: `write_all` of the whole payload into
+//! `CipherWriter<io::Sink>` and `finish`. Decrypt: `CipherReader<&[u8]>`
+//! over a stream sealed with `s`-byte segments, `read` into one buffer
+//! larger than the payload until it returns 0.
 //!
-//! - `stream/s`: a fresh stream per iteration. Encrypt: `write_all` of the
-//!   whole payload into `CipherWriter<io::Sink>` and `finish`. Decrypt:
-//!   `CipherReader<&[u8]>` over a stream sealed with `s`-byte segments,
-//!   `read` into one payload-sized buffer until the end.
-//! - `raw/s`: the ceiling. The same AEAD crate (`aes_gcm::Aes128Gcm`, …),
-//!   one keyed instance reused, seals the same payload in `s`-byte messages
-//!   with the calls the crate makes (`{en,de}crypt_inout_detached`). Like
-//!   the writer it seals into one reused message-sized buffer; like the
-//!   reader it opens from the sealed payload into a payload-sized buffer.
-//!   (Out of place rather than in place: an in-place open cannot be
-//!   repeated on the same bytes, and these are the calls `seal.rs` makes.)
+//! Beside it, the ceiling: the same AEAD crate (`aes_gcm::Aes128Gcm`, …),
+//! one keyed instance reused, seals the same payload in `s`-byte messages
+//! with the calls the crate makes (`{en,de}crypt_inout_detached`). Like the
+//! writer it seals into one reused message-sized buffer; like the reader it
+//! opens from the sealed payload into a payload-sized buffer. (Out of place
+//! rather than in place: an in-place open cannot be repeated on the same
+//! bytes, and these are the calls `seal.rs` makes.) The ceiling is timed in
+//! pairs with the stream: every time criterion asks for a sample of `n`
+//! stream iterations, `n` raw iterations run right before or after it
+//! (alternating), and each pair goes to `CIPHERIO_BENCH_PAIRS_OUT`. A ratio
+//! of two times taken milliseconds apart survives a busy machine far
+//! better than a ratio of two medians taken seconds apart.
 //!
-//! A second sweep fixes the buffer at the default 8 KiB and varies the
-//! caller's chunk: `write_all` of `c`-byte pieces, `read` into a reused
-//! `c`-byte buffer (`stream/c`), next to `raw/8192`.
+//! A second sweep, `<alg>-<dir>-chunk/stream/<c>`, fixes the buffer at the
+//! default 8 KiB and varies the caller's chunk: `write_all` of `c`-byte
+//! pieces, `read` into a reused `c`-byte buffer, paired with the raw AEAD
+//! in 8 KiB messages.
 //!
-//! Group names are `<alg>-<encrypt|decrypt>` and `<alg>-<dir>-chunk`;
-//! criterion keeps each estimate in
-//! `<criterion dir>/<group>/<stream|raw>/<size>/new/estimates.json`.
+//! Criterion keeps each stream estimate in
+//! `<criterion dir>/<group>/stream/<size>/new/estimates.json`.
 //!
 //! Configured from the environment (the driver, `examples/bench.rs`,
 //! steers it; `cargo bench` alone runs the full sweep):
@@ -37,13 +41,14 @@
 //! | `CIPHERIO_BENCH_ALGS` | `aes128gcm,aes256gcm,chacha20poly1305` |
 //! | `CIPHERIO_BENCH_PAYLOAD` | bytes per iteration (4 MiB) |
 //! | `CIPHERIO_BENCH_WARMUP_MS`, `_MEASURE_MS`, `_SAMPLES` | criterion timing |
-//! | `CIPHERIO_BENCH_ROUND` | round number: even rounds measure `raw` first |
+//! | `CIPHERIO_BENCH_ROUND` | round number: even rounds start pairs with `raw` |
 //! | `CIPHERIO_BENCH_BACKEND_OUT` | file to write the backends that ran into |
+//! | `CIPHERIO_BENCH_PAIRS_OUT` | file to write the paired samples into |
 
 use std::env;
 use std::hint::black_box;
 use std::io::{self, Read, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aead::consts::U12;
 use aead::{AeadInOut, KeyInit, Nonce, Tag};
@@ -145,7 +150,7 @@ impl Config {
             warm_up: ms("CIPHERIO_BENCH_WARMUP_MS", warm_up),
             measure: ms("CIPHERIO_BENCH_MEASURE_MS", measure),
             samples: number("CIPHERIO_BENCH_SAMPLES", samples).max(10),
-            raw_first: number("CIPHERIO_BENCH_ROUND", 1) % 2 == 0,
+            raw_first: number("CIPHERIO_BENCH_ROUND", 1) & 1 == 0,
         }
     }
 }
@@ -349,63 +354,113 @@ fn group<'a>(
     g
 }
 
-/// The order of the two variants in this round.
-fn order(raw_first: bool) -> [&'static str; 2] {
-    if raw_first {
-        ["raw", "stream"]
-    } else {
-        ["stream", "raw"]
+/// Paired samples: for every criterion sample of a stream benchmark, the
+/// raw AEAD runs the same number of iterations right before or after it
+/// (alternating), so each stream time has a raw time taken within
+/// milliseconds of it. On a shared machine the ratio of such pairs is far
+/// steadier than a ratio of two separately measured medians.
+#[derive(Default)]
+struct Pairs {
+    /// (group, x, iterations, stream ns, raw ns)
+    rows: Vec<(String, usize, u64, u128, u128)>,
+}
+
+impl Pairs {
+    /// Times `iters` runs of `stream` and of `raw`, in an order that flips
+    /// on every call; records both and returns the stream's time.
+    fn measure(
+        &mut self,
+        group: &str,
+        x: usize,
+        iters: u64,
+        flip: &mut bool,
+        stream: &mut dyn FnMut(),
+        raw: &mut dyn FnMut(),
+    ) -> Duration {
+        let time = |f: &mut dyn FnMut()| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            t.elapsed()
+        };
+        *flip = !*flip;
+        let (ts, tr) = if *flip {
+            let ts = time(stream);
+            (ts, time(raw))
+        } else {
+            let tr = time(raw);
+            (time(stream), tr)
+        };
+        self.rows
+            .push((group.to_string(), x, iters, ts.as_nanos(), tr.as_nanos()));
+        ts
+    }
+
+    fn write(&self, path: &str) {
+        let mut text = String::from("# group\tx\titerations\tstream_ns\traw_ns\n");
+        for (g, x, n, s, r) in &self.rows {
+            text.push_str(&format!("{g}\t{x}\t{n}\t{s}\t{r}\n"));
+        }
+        std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {path}: {e}"));
     }
 }
 
-fn sweep(c: &mut Criterion, cfg: &Config) {
+fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs) {
     let plain = payload(cfg.payload);
     // Room past the plaintext: a full-buffer read ends with a read that
     // returns 0, which confirms the end of the stream.
     let mut out = vec![0u8; cfg.payload + 1];
+    let mut flip = cfg.raw_first;
     for &alg in &cfg.algs {
         let key = Key::generate(alg);
         let raw = Raw::new(&key);
         let name = short(alg);
 
         // Encrypt, by buffer size.
-        let mut g = group(c, cfg, format!("{name}-encrypt"));
+        let group_name = format!("{name}-encrypt");
+        let mut g = group(c, cfg, group_name.clone());
         for &s in &cfg.sizes {
             let mut msg_out = vec![0u8; s + TAG];
-            for which in order(cfg.raw_first) {
-                let id = BenchmarkId::new(which, s);
-                if which == "stream" {
-                    g.bench_with_input(id, &s, |b, &s| {
-                        b.iter(|| stream_encrypt(&key, s, &plain, plain.len().max(1)));
-                    });
-                } else {
-                    g.bench_with_input(id, &s, |b, &s| {
-                        b.iter(|| raw.seal_into(&plain, s, &mut msg_out));
-                    });
-                }
-            }
+            g.bench_function(BenchmarkId::new("stream", s), |b| {
+                b.iter_custom(|iters| {
+                    pairs.measure(
+                        &group_name,
+                        s,
+                        iters,
+                        &mut flip,
+                        &mut || stream_encrypt(&key, s, &plain, plain.len().max(1)),
+                        &mut || raw.seal_into(&plain, s, &mut msg_out),
+                    )
+                });
+            });
         }
         g.finish();
 
         // Decrypt, by buffer size.
-        let mut g = group(c, cfg, format!("{name}-decrypt"));
+        let group_name = format!("{name}-decrypt");
+        let mut g = group(c, cfg, group_name.clone());
         for &s in &cfg.sizes {
             let stream = sealed_stream(&key, s, &plain);
             let sealed = raw.seal_all(&plain, s);
             let n = stream_decrypt(&key, s, &stream, &mut out, usize::MAX);
             assert_eq!(&out[..n], &plain[..], "stream round trip at {s}");
-            for which in order(cfg.raw_first) {
-                let id = BenchmarkId::new(which, s);
-                if which == "stream" {
-                    g.bench_with_input(id, &s, |b, &s| {
-                        b.iter(|| stream_decrypt(&key, s, &stream, &mut out, usize::MAX));
-                    });
-                } else {
-                    g.bench_with_input(id, &s, |b, &s| {
-                        b.iter(|| raw.open_all(&sealed, s, &mut out));
-                    });
-                }
-            }
+            // Two outputs, so the two closures need not share one.
+            let mut raw_out = vec![0u8; cfg.payload];
+            g.bench_function(BenchmarkId::new("stream", s), |b| {
+                b.iter_custom(|iters| {
+                    pairs.measure(
+                        &group_name,
+                        s,
+                        iters,
+                        &mut flip,
+                        &mut || {
+                            stream_decrypt(&key, s, &stream, &mut out, usize::MAX);
+                        },
+                        &mut || raw.open_all(&sealed, s, &mut raw_out),
+                    )
+                });
+            });
         }
         g.finish();
 
@@ -413,42 +468,48 @@ fn sweep(c: &mut Criterion, cfg: &Config) {
             continue;
         }
         let cap = DEFAULT_CAPACITY;
-        let ceiling = |g: &mut BenchmarkGroup<'_, _>, f: &mut dyn FnMut()| {
-            g.bench_function(BenchmarkId::new("raw", cap), |b| b.iter(&mut *f));
-        };
 
-        // Encrypt at the default buffer, by the caller's write size; the
-        // ceiling is measured first in odd rounds, last in even ones.
-        let mut g = group(c, cfg, format!("{name}-encrypt-chunk"));
+        // Encrypt at the default buffer, by the caller's write size.
+        let group_name = format!("{name}-encrypt-chunk");
+        let mut g = group(c, cfg, group_name.clone());
         let mut msg_out = vec![0u8; cap + TAG];
-        let mut raw_enc = || raw.seal_into(&plain, cap, &mut msg_out);
-        if !cfg.raw_first {
-            ceiling(&mut g, &mut raw_enc);
-        }
         for &chunk in &cfg.chunks {
-            g.bench_with_input(BenchmarkId::new("stream", chunk), &chunk, |b, &chunk| {
-                b.iter(|| stream_encrypt(&key, cap, &plain, chunk));
+            g.bench_function(BenchmarkId::new("stream", chunk), |b| {
+                b.iter_custom(|iters| {
+                    pairs.measure(
+                        &group_name,
+                        chunk,
+                        iters,
+                        &mut flip,
+                        &mut || stream_encrypt(&key, cap, &plain, chunk),
+                        &mut || raw.seal_into(&plain, cap, &mut msg_out),
+                    )
+                });
             });
-        }
-        if cfg.raw_first {
-            ceiling(&mut g, &mut raw_enc);
         }
         g.finish();
 
         // Decrypt at the default buffer, by the caller's read size.
-        let mut g = group(c, cfg, format!("{name}-decrypt-chunk"));
+        let group_name = format!("{name}-decrypt-chunk");
+        let mut g = group(c, cfg, group_name.clone());
         let stream = sealed_stream(&key, cap, &plain);
         let sealed = raw.seal_all(&plain, cap);
-        if !cfg.raw_first {
-            ceiling(&mut g, &mut || raw.open_all(&sealed, cap, &mut out));
-        }
+        let mut raw_out = vec![0u8; cfg.payload];
         for &chunk in &cfg.chunks {
-            g.bench_with_input(BenchmarkId::new("stream", chunk), &chunk, |b, &chunk| {
-                b.iter(|| stream_decrypt(&key, cap, &stream, &mut out, chunk));
+            g.bench_function(BenchmarkId::new("stream", chunk), |b| {
+                b.iter_custom(|iters| {
+                    pairs.measure(
+                        &group_name,
+                        chunk,
+                        iters,
+                        &mut flip,
+                        &mut || {
+                            stream_decrypt(&key, cap, &stream, &mut out, chunk);
+                        },
+                        &mut || raw.open_all(&sealed, cap, &mut raw_out),
+                    )
+                });
             });
-        }
-        if cfg.raw_first {
-            ceiling(&mut g, &mut || raw.open_all(&sealed, cap, &mut out));
         }
         g.finish();
     }
@@ -471,6 +532,10 @@ fn main() {
         .nresamples(1000)
         .without_plots()
         .configure_from_args();
-    sweep(&mut c, &cfg);
+    let mut pairs = Pairs::default();
+    sweep(&mut c, &cfg, &mut pairs);
     c.final_summary();
+    if let Some(path) = var("CIPHERIO_BENCH_PAIRS_OUT") {
+        pairs.write(&path);
+    }
 }

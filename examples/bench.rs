@@ -21,12 +21,14 @@
 //! really ran are what that bench binary reports from its own cfg flags and
 //! CPU detection (`cipherio::backend`), not the label asked for.
 //!
-//! Speeds are compared as ratios measured side by side: in every round,
-//! for each buffer size, the stream and the raw AEAD run back to back
-//! (the order flips between rounds) and the rounds go through the builds
-//! in turn. The report gives the median over rounds and the spread
-//! (min–max) of the stream/raw ratio. Estimates are criterion's medians
-//! (`<target>/criterion/<group>/<id>/new/estimates.json`).
+//! Speeds are compared as ratios measured side by side: for every
+//! criterion sample of the stream, the bench runs the raw AEAD for as many
+//! iterations right before or after it (alternating), and writes these
+//! pairs to `target/bench-<name>/pairs-<round>.txt`. The rounds go through
+//! the builds in turn; the report gives each point's median paired ratio,
+//! median over rounds, with the spread (min–max over rounds). Stream
+//! throughput is criterion's median
+//! (`<target>/criterion/<group>/stream/<size>/new/estimates.json`).
 //!
 //! Output: `target/bench-report/report.md` (also printed),
 //! `target/bench-report/throughput.svg`, and each round's criterion log in
@@ -261,9 +263,49 @@ enum Sweep {
     Chunk,
 }
 
-/// (build, algorithm, direction, sweep, size) → one (stream ns, raw ns)
-/// pair per round.
-type Results = BTreeMap<(String, Alg, &'static str, Sweep, usize), Vec<(f64, f64)>>;
+/// One round's figures for one point.
+#[derive(Clone, Debug)]
+struct Round {
+    /// Criterion's median time per iteration of the stream, ns.
+    stream_ns: f64,
+    /// Median raw time per iteration over the paired samples, ns.
+    raw_ns: f64,
+    /// raw ÷ stream time of each paired sample (= stream ÷ raw throughput).
+    ratios: Vec<f64>,
+}
+
+/// (build, algorithm, direction, sweep, size) → one entry per round.
+type Results = BTreeMap<(String, Alg, &'static str, Sweep, usize), Vec<Round>>;
+
+/// The paired samples of one round: (group, x) → (iterations, stream ns,
+/// raw ns) per sample.
+type PairRows = BTreeMap<(String, usize), Vec<(f64, f64, f64)>>;
+
+fn read_pairs(path: &Path) -> Result<PairRows, String> {
+    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut rows = PairRows::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let f: Vec<&str> = line.split('\t').collect();
+        let bad = || format!("{}: bad line {line:?}", path.display());
+        if f.len() != 5 {
+            return Err(bad());
+        }
+        let x: usize = f[1].parse().map_err(|_| bad())?;
+        let n: Vec<f64> = f[2..]
+            .iter()
+            .map(|v| v.parse::<f64>().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        if n[0] > 0.0 && n[1] > 0.0 && n[2] > 0.0 {
+            rows.entry((f[0].to_string(), x))
+                .or_default()
+                .push((n[0], n[1], n[2]));
+        }
+    }
+    Ok(rows)
+}
 
 struct Driver {
     root: PathBuf,
@@ -299,7 +341,11 @@ impl Driver {
             .env("CIPHERIO_BENCH_MEASURE_MS", m.measure_ms.to_string())
             .env("CIPHERIO_BENCH_SAMPLES", m.samples.to_string())
             .env("CIPHERIO_BENCH_ROUND", round.to_string())
-            .env("CIPHERIO_BENCH_BACKEND_OUT", dir.join("backends.txt"));
+            .env("CIPHERIO_BENCH_BACKEND_OUT", dir.join("backends.txt"))
+            .env(
+                "CIPHERIO_BENCH_PAIRS_OUT",
+                dir.join(format!("pairs-{round}.txt")),
+            );
         c
     }
 
@@ -328,34 +374,31 @@ impl Driver {
             &dir.join(format!("round-{round}.log")),
         )?;
         let reported = read_reported(&dir.join("backends.txt"))?;
-        let est = |group: &str, id: &str, x: usize| {
-            median_ns(
-                &crit
-                    .join(group)
-                    .join(id)
-                    .join(x.to_string())
-                    .join("new/estimates.json"),
-            )
+        let pairs = read_pairs(&dir.join(format!("pairs-{round}.txt")))?;
+        let point = |group: &str, x: usize| -> Result<Round, String> {
+            let est = crit.join(group).join("stream").join(x.to_string());
+            let stream_ns = median_ns(&est.join("new/estimates.json"))?;
+            let rows = pairs
+                .get(&(group.to_string(), x))
+                .ok_or_else(|| format!("no paired samples for {group}/{x}"))?;
+            let raw: Vec<f64> = rows.iter().map(|r| r.2 / r.0).collect();
+            Ok(Round {
+                stream_ns,
+                raw_ns: stats(&raw).0,
+                ratios: rows.iter().map(|r| r.2 / r.1).collect(),
+            })
         };
         for &alg in b.algs {
             for dir_name in DIRS {
                 let group = format!("{}-{dir_name}", alg.id());
                 for &s in &self.mode.sizes {
-                    let pair = (est(&group, "stream", s)?, est(&group, "raw", s)?);
                     let key = (b.name.to_string(), alg, dir_name, Sweep::Buffer, s);
-                    results.entry(key).or_default().push(pair);
-                }
-                if self.mode.chunks.is_empty() {
-                    continue;
+                    results.entry(key).or_default().push(point(&group, s)?);
                 }
                 let group = format!("{group}-chunk");
-                let raw = est(&group, "raw", DEFAULT_BUFFER)?;
                 for &c in &self.mode.chunks {
                     let key = (b.name.to_string(), alg, dir_name, Sweep::Chunk, c);
-                    results
-                        .entry(key)
-                        .or_default()
-                        .push((est(&group, "stream", c)?, raw));
+                    results.entry(key).or_default().push(point(&group, c)?);
                 }
             }
         }
@@ -397,8 +440,10 @@ fn stats(v: &[f64]) -> (f64, f64, f64) {
     (median, s[0], s[n - 1])
 }
 
-/// One cell: stream GB/s (median over rounds), stream/raw ratio (median,
-/// min, max).
+/// One cell: stream GB/s (median over rounds), raw GB/s, and the
+/// stream/raw ratio: the median over rounds of each round's median paired
+/// ratio, with the spread (min–max over rounds; with one round, the
+/// 25th–75th percentile of its paired samples).
 #[derive(Clone, Copy)]
 struct Cell {
     gbps: f64,
@@ -413,9 +458,16 @@ fn cell(
 ) -> Option<Cell> {
     let v = results.get(key)?;
     let gb = |ns: f64| payload as f64 / ns; // bytes per ns = GB/s
-    let (gbps, _, _) = stats(&v.iter().map(|p| gb(p.0)).collect::<Vec<_>>());
-    let (raw_gbps, _, _) = stats(&v.iter().map(|p| gb(p.1)).collect::<Vec<_>>());
-    let ratio = stats(&v.iter().map(|p| p.1 / p.0).collect::<Vec<_>>());
+    let gbps = stats(&v.iter().map(|r| gb(r.stream_ns)).collect::<Vec<_>>()).0;
+    let raw_gbps = stats(&v.iter().map(|r| gb(r.raw_ns)).collect::<Vec<_>>()).0;
+    let ratio = if v.len() > 1 {
+        stats(&v.iter().map(|r| stats(&r.ratios).0).collect::<Vec<_>>())
+    } else {
+        let mut all = v[0].ratios.clone();
+        all.sort_by(f64::total_cmp);
+        let q = |quarters: usize| all[(all.len() - 1) * quarters / 4];
+        (stats(&all).0, q(1), q(3))
+    };
     Some(Cell {
         gbps,
         raw_gbps,
@@ -424,9 +476,9 @@ fn cell(
 }
 
 fn size_label(s: usize) -> String {
-    if s >= MIB && s % MIB == 0 {
+    if s >= MIB && s / MIB * MIB == s {
         format!("{} MiB", s / MIB)
-    } else if s >= KIB && s % KIB == 0 {
+    } else if s >= KIB && s / KIB * KIB == s {
         format!("{} KiB", s / KIB)
     } else {
         format!("{s} B")
@@ -437,12 +489,8 @@ fn pct(r: f64) -> String {
     format!("{:.0} %", r * 100.0)
 }
 
-fn spread(r: (f64, f64, f64), rounds: usize) -> String {
-    if rounds > 1 {
-        format!("{} ({:.0}–{:.0})", pct(r.0), r.1 * 100.0, r.2 * 100.0)
-    } else {
-        pct(r.0)
-    }
+fn spread(r: (f64, f64, f64), _rounds: usize) -> String {
+    format!("{} ({:.0}–{:.0})", pct(r.0), r.1 * 100.0, r.2 * 100.0)
 }
 
 /// A UTC date and time from the system clock, without a date crate.
@@ -513,11 +561,17 @@ fn report(
     let _ = writeln!(o, "CPU features: {}\n", cpu.join(", "));
     let _ = writeln!(
         o,
-        "GB/s is 10⁹ bytes of plaintext per second through the adapter (criterion's median); \
-         % is stream ÷ raw AEAD over the same bytes in messages of the buffer's size, measured \
-         back to back: median over rounds (min–max). The buffer is the capacity of both \
-         `CipherWriter` (= segment size) and `CipherReader`; the caller writes the whole \
-         payload in one `write_all` and reads into one buffer larger than it.\n"
+        "GB/s: 10⁹ bytes of plaintext per second through the adapter (criterion's median, \
+         median over rounds). %: stream ÷ raw AEAD, the same crate's one-shot AEAD over the same \
+         bytes in messages of the buffer's size. They are measured in pairs: for every criterion \
+         sample of the stream the raw AEAD runs as many iterations right before or after it \
+         (alternating), so noise from other work on the machine hits both alike; a round's ratio \
+         is the median over its pairs, and the cell shows the median over rounds with the \
+         min–max over rounds in brackets (with one round: the 25th–75th percentile of the \
+         pairs). The buffer is the capacity of both `CipherWriter` (= segment size) and \
+         `CipherReader`; in the buffer sweep the caller writes the whole payload with one \
+         `write_all` and reads into one buffer larger than it; every iteration is a new stream \
+         (key derivation and buffer allocation included).\n"
     );
 
     let _ = writeln!(o, "## Builds and the backends they ran\n");
@@ -534,9 +588,13 @@ fn report(
         };
         let _ = writeln!(
             o,
-            "| {} | `{}` | {} | {} | {} | {} | {} | {:.0} s |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.0} s |",
             r.build.name,
-            r.build.rustflags,
+            if r.build.rustflags.is_empty() {
+                "(none)".to_string()
+            } else {
+                format!("`{}`", r.build.rustflags)
+            },
             g("aes"),
             g("ghash"),
             g("chacha20"),
@@ -927,10 +985,9 @@ fn run(args: Args) -> Result<(), String> {
     let mut chosen = Vec::new();
     let mut skipped = Vec::new();
     for b in &BUILDS {
-        if let Some(names) = &args.backends {
-            if !names.iter().any(|n| n == b.name) {
-                continue;
-            }
+        let wanted = |names: &Vec<String>| names.iter().any(|n| n == b.name);
+        if !args.backends.as_ref().is_none_or(wanted) {
+            continue;
         }
         let missing: Vec<&str> = b
             .needs
