@@ -220,6 +220,31 @@ fn main() {
     data.extend_from_slice(&stream(Algorithm::Aes128Gcm, b"", 16, 50, 1)[..90]);
     write(&o, "truncated-segment", &data);
 
+    // An empty final segment after full ones: invalid natively, valid in
+    // Tink. Mutations cannot make one (it needs a tag), so it is a seed.
+    let pt = [0x11u8; 32];
+    let alg = Algorithm::ChaCha20Poly1305;
+    let chunks: [&[u8]; 3] = [&pt[..16], &pt[16..], &[]];
+    let cfg = Cfg {
+        capacity: 32,
+        max_segment: 64,
+        aad: b"",
+        sizes: [0; 4],
+        inject: 0,
+        ops: small,
+    };
+    let mut data = cfg.bytes().to_vec();
+    data.extend_from_slice(&oracle::seal(
+        alg,
+        fixed_key(alg).as_bytes(),
+        b"",
+        16,
+        &[4; 32],
+        &[5; 7],
+        &chunks,
+    ));
+    write(&o, "chacha-empty-final-after-full", &data);
+
     // open_tink: the parameters are in the configuration's bytes 2..5
     // (see open::tink_params); plaintexts around the segment boundaries.
     let t = dir("open_tink");
@@ -320,6 +345,30 @@ fn main() {
         ));
         write(&t, name, &data);
     }
+    let cfg = Cfg {
+        capacity: 64,
+        max_segment: 1,
+        aad: b"",
+        sizes: [0; 4],
+        inject: 0,
+        ops: large,
+    };
+    let mut data = cfg.bytes().to_vec();
+    data[2..5].copy_from_slice(&[2, 3, 0]);
+    let p = tink_params(&data);
+    let [first, rest] = p.plain();
+    let pt = vec![0x22u8; first + rest];
+    let chunks: [&[u8]; 3] = [&pt[..first], &pt[first..], &[]];
+    let key = tink_key(&p, false);
+    data.extend_from_slice(&oracle_tink::seal(
+        &p,
+        key.as_bytes(),
+        b"",
+        &[6; 16],
+        &[7; 7],
+        &chunks,
+    ));
+    write(&t, "aes128-sha256-empty-final-after-full", &data);
 
     // roundtrip, roundtrip_tink: any bytes are an input; a few of different
     // lengths.

@@ -139,13 +139,32 @@ pub fn encrypt(
     prefix: &[u8],
     plaintext: &[u8],
 ) -> Vec<u8> {
-    let h = header(alg, segment_size, salt, prefix);
-    let aead = StreamAead::derive(&h, key, aad).expect("key of the algorithm's length");
     let chunks: Vec<&[u8]> = if plaintext.is_empty() {
         vec![&[]]
     } else {
         plaintext.chunks(segment_size as usize).collect()
     };
+    seal(alg, key, aad, segment_size, salt, prefix, &chunks)
+}
+
+/// The header, then each chunk sealed as a segment, the last one as the
+/// final segment: for valid streams as [`encrypt`] makes them, and for
+/// well-sealed invalid ones (an empty final segment after full ones).
+///
+/// # Panics
+///
+/// If `key` is not `alg`'s length.
+pub fn seal(
+    alg: Algorithm,
+    key: &[u8],
+    aad: &[u8],
+    segment_size: u32,
+    salt: &[u8],
+    prefix: &[u8],
+    chunks: &[&[u8]],
+) -> Vec<u8> {
+    let h = header(alg, segment_size, salt, prefix);
+    let aead = StreamAead::derive(&h, key, aad).expect("key of the algorithm's length");
     let mut out = h.to_vec();
     for (i, pt) in chunks.iter().enumerate() {
         let i32 = u32::try_from(i).expect("fewer than 2^32 segments");

@@ -63,13 +63,31 @@ pub fn encrypt(
     prefix: &[u8],
     pt: &[u8],
 ) -> Vec<u8> {
-    assert_eq!((salt.len(), prefix.len()), (p.key_size, 7));
-    let aead = p.aead(key, salt, aad);
     let [first, rest] = p.plain();
     let mut chunks = vec![&pt[..first.min(pt.len())]];
     if pt.len() > first {
         chunks.extend(pt[first..].chunks(rest));
     }
+    seal(p, key, aad, salt, prefix, &chunks)
+}
+
+/// The header, then each chunk sealed as a segment, the last one as the
+/// final segment (an empty final segment after full ones included, which
+/// Tink readers accept though no writer makes it).
+///
+/// # Panics
+///
+/// If `salt` is not `key_size` bytes or `prefix` not 7.
+pub fn seal(
+    p: &Params,
+    key: &[u8],
+    aad: &[u8],
+    salt: &[u8],
+    prefix: &[u8],
+    chunks: &[&[u8]],
+) -> Vec<u8> {
+    assert_eq!((salt.len(), prefix.len()), (p.key_size, 7));
+    let aead = p.aead(key, salt, aad);
     let mut out = vec![u8::try_from(p.header_len()).expect("at most 40")];
     out.extend_from_slice(salt);
     out.extend_from_slice(prefix);
