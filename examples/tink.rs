@@ -120,11 +120,10 @@ fn main() -> ExitCode {
     if let (Ok(i), Ok(o)) = (
         fs::canonicalize(&args.input),
         fs::canonicalize(&args.output),
-    ) {
-        if i == o {
-            eprintln!("tink: OUT_FILE is IN_FILE");
-            return ExitCode::from(2);
-        }
+    ) && i == o
+    {
+        eprintln!("tink: OUT_FILE is IN_FILE");
+        return ExitCode::from(2);
     }
     let mut name = args.output.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".tmp-{}", std::process::id()));

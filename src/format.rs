@@ -2,7 +2,7 @@
 //!
 //! See the crate documentation for the byte diagram. [`Header`] parses and
 //! encodes the 53 header bytes; the reader and writer use it (or, for a
-//! [`TinkKey`](crate::tink::TinkKey), the Tink header) to set up a stream's
+//! [`TinkKey`], the Tink header) to set up a stream's
 //! sealing core and segment layout.
 
 use crate::key::sealed::Profile;

@@ -259,7 +259,11 @@ impl<R: Read> CipherReader<R> {
             unreachable!("header is read at the start")
         };
         let header_len = key.header_len();
-        if let Err(e) = grow_zeroed(&mut self.cipher, self.capacity.max(header_len)) {
+        // Room for the header plus a full read-ahead, so that every inner
+        // call asks for at least `capacity` bytes even while the header is
+        // still incomplete.
+        let len = self.capacity.saturating_add(header_len);
+        if let Err(e) = grow_zeroed(&mut self.cipher, len) {
             return Err(self.fail(e));
         }
         let begun = loop {
