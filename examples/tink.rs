@@ -10,12 +10,15 @@
 //!
 //! Exit status 0 on success. On any failure it prints one line saying why,
 //! exits with 1 (2 for a usage error), and leaves no `OUT_FILE` behind: the
-//! output goes to a temporary file beside it, renamed into place only once
-//! everything (for `decrypt`, every segment's tag) has checked out, and an
-//! `OUT_FILE` that existed before a failed run is removed too, so that no
-//! stale file can pass for the result. `OUT_FILE` may not be `IN_FILE`.
+//! output goes to a new temporary file beside it (created exclusively, with
+//! a random name), renamed into place only once everything (for `decrypt`,
+//! every segment's tag) has checked out, and a regular `OUT_FILE` that
+//! existed before a failed run is removed too, so that no stale file can
+//! pass for the result. `OUT_FILE` must be a regular file or not exist, and
+//! may not be `IN_FILE`; a usage error touches no file.
 
-use std::fs::{self, File};
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,18 +37,25 @@ struct Args {
     output: PathBuf,
 }
 
-fn parse(args: &[String]) -> Result<Args, String> {
+fn parse(args: &[OsString]) -> Result<Args, String> {
     let mut mode = None;
     let (mut key, mut dks, mut seg, mut hash, mut aad) = (None, None, None, None, None);
     let mut files = Vec::new();
     let mut it = args.iter();
-    while let Some(a) = it.next() {
+    while let Some(arg) = it.next() {
+        // File names may be any bytes; options and values are text.
+        let Some(a) = arg.to_str() else {
+            files.push(PathBuf::from(arg));
+            continue;
+        };
         let mut value = |name: &str| {
             it.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
+                .ok_or_else(|| format!("{name} needs a value"))?
+                .to_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("{name} is not valid UTF-8"))
         };
-        match a.as_str() {
+        match a {
             "--key" => key = Some(value(a)?),
             "--derived-key-size" => dks = Some(value(a)?),
             "--segment-size" => seg = Some(value(a)?),
@@ -82,9 +92,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
 }
 
 /// Streams `args.input` through the writer or reader into `tmp`.
-fn run(args: &Args, tmp: &Path) -> io::Result<()> {
+fn run(args: &Args, tmp: File) -> io::Result<()> {
     let mut input = File::open(&args.input)?;
-    let out = BufWriter::with_capacity(1 << 16, File::create(tmp)?);
+    let out = BufWriter::with_capacity(1 << 16, tmp);
     let file = if args.encrypt {
         let mut w = CipherWriter::builder(&args.key)
             .associated_data(&args.aad)
@@ -104,9 +114,24 @@ fn run(args: &Args, tmp: &Path) -> io::Result<()> {
     file.sync_all()
 }
 
+/// A new file beside `out`, created exclusively under a random name (so
+/// no link planted in advance is followed), and its path.
+fn temp_beside(out: &Path) -> io::Result<(File, PathBuf)> {
+    let mut random = [0u8; 8];
+    getrandom::fill(&mut random).map_err(io::Error::other)?;
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}", hex::encode(random)));
+    let path = out.with_file_name(name);
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    Ok((file, path))
+}
+
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.iter().any(|a| a == "--help" || a == "-h") {
+    let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if argv.len() == 1 && (argv[0] == "--help" || argv[0] == "-h") {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
     }
@@ -125,10 +150,22 @@ fn main() -> ExitCode {
         eprintln!("tink: OUT_FILE is IN_FILE");
         return ExitCode::from(2);
     }
-    let mut name = args.output.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = args.output.with_file_name(name);
-    let done = run(&args, &tmp).and_then(|()| fs::rename(&tmp, &args.output));
+    // Replacing or removing a device, a directory or a link's target is
+    // not this program's business.
+    if let Ok(m) = fs::symlink_metadata(&args.output)
+        && !m.file_type().is_file()
+    {
+        eprintln!("tink: OUT_FILE exists and is not a regular file");
+        return ExitCode::from(2);
+    }
+    let (file, tmp) = match temp_beside(&args.output) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("tink: cannot create a file beside OUT_FILE: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let done = run(&args, file).and_then(|()| fs::rename(&tmp, &args.output));
     match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

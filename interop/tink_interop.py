@@ -24,6 +24,7 @@ target/tink-interop/.
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -73,7 +74,8 @@ def plaintext(n, seed):
 
 
 def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+    # A hang fails the check instead of stalling CI.
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
 
 
 def ensure_venv():
@@ -109,7 +111,10 @@ def main():
     py = ensure_venv()
     print("== building the example", flush=True)
     subprocess.run(["cargo", "build", "--release", "--example", "tink"], cwd=ROOT, check=True)
-    os.makedirs(WORK, exist_ok=True)
+    # Fresh every run: a stale ciphertext must never stand in for one that
+    # a broken build failed to write.
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
     failures = []
 
     # 1. cipherio -> Tink
@@ -132,14 +137,23 @@ def main():
                          "plaintext_sha256": hashlib.sha256(pt).hexdigest()}
                 manifest.append(entry)
                 expect_pass += 1
-                if n in (0, 1) or n == p[3]:
-                    # The same ciphertext with its last byte flipped: Tink
-                    # must reject it.
-                    bad = bytearray(ct)
-                    bad[-1] ^= 1
-                    manifest.append(dict(entry, id=cid + "/flipped", ciphertext=bytes(bad).hex(),
-                                         ciphertext_file=None, expect="fail"))
-                    expect_fail += 1
+                ns = lengths(p[2], p[3], quick)
+                if n in (0, 1, ns[-1]):
+                    # Tampered copies, which Tink must reject: the last byte
+                    # flipped; for the multi-segment length also a byte of
+                    # the first segment's body and the stream cut at the
+                    # end of its first segment.
+                    bads = [(len(ct) - 1, None)]
+                    if n == ns[-1]:
+                        bads += [(p[2] + 8 + 1, None), (None, p[3])]
+                    for flip, cut in bads:
+                        bad = bytearray(ct[:cut] if cut else ct)
+                        if flip is not None:
+                            bad[flip] ^= 1
+                        tag = f"/flip{flip}" if flip is not None else f"/cut{cut}"
+                        manifest.append(dict(entry, id=cid + tag, ciphertext=bytes(bad).hex(),
+                                             ciphertext_file=None, expect="fail"))
+                        expect_fail += 1
     for e in manifest:
         if e.get("ciphertext_file") is None:
             del e["ciphertext_file"]
@@ -157,12 +171,12 @@ def main():
 
     # 2. Tink -> cipherio
     ok = bad_ok = 0
-    for p in PARAMS:
-        aad = AADS[1]
+    for i, p in enumerate(PARAMS):
+        aad = AADS[i % 2]
         ns = lengths(p[2], p[3], True)
         ns = ns if not quick else [ns[0], ns[len(ns) // 2], ns[-1]]
         for n in ns:
-            cid = f"tink/{p[0]}/n={n}"
+            cid = f"tink/{p[0]}/aad={len(aad) // 2}/n={n}"
             base = os.path.join(WORK, cid.replace("/", "_"))
             pt = plaintext(n, cid)
             with open(base + ".pt", "wb") as f:

@@ -75,6 +75,13 @@ pub enum Error {
         /// The length given.
         actual: usize,
     },
+    /// A Tink key shorter than its derived key size.
+    KeyTooShort {
+        /// The derived key size, the least the raw key may have.
+        minimum: usize,
+        /// The length given.
+        actual: usize,
+    },
     /// A key given as hex that is not valid hex.
     InvalidHex,
     /// Tink parameters out of the range Tink accepts (the text says which).
@@ -106,6 +113,7 @@ impl Error {
             | Error::TooManySegments => io::ErrorKind::InvalidData,
             Error::Truncated => io::ErrorKind::UnexpectedEof,
             Error::InvalidKeyLength { .. }
+            | Error::KeyTooShort { .. }
             | Error::InvalidHex
             | Error::InvalidParameters(_)
             | Error::InvalidCapacity(_) => io::ErrorKind::InvalidInput,
@@ -161,11 +169,15 @@ impl fmt::Display for Error {
             Error::InvalidKeyLength { expected, actual } => {
                 write!(f, "cipherio: key must be {expected} bytes, got {actual}")
             }
+            Error::KeyTooShort { minimum, actual } => write!(
+                f,
+                "cipherio: Tink key must be at least {minimum} bytes (its derived key size), got {actual}"
+            ),
             Error::InvalidHex => f.write_str("cipherio: key is not valid hex"),
             Error::InvalidParameters(why) => write!(f, "cipherio: {why}"),
             Error::InvalidCapacity(c) => write!(
                 f,
-                "cipherio: buffer capacity {c} is out of range (at least 1; a writer's at most 16 MiB)"
+                "cipherio: buffer capacity {c} is not allowed (at least 1; a writer's at most 16 MiB, or with a Tink key exactly its segment's plaintext size)"
             ),
             Error::Finished => f.write_str("cipherio: write after finish"),
             Error::Random => f.write_str("cipherio: the system random number generator failed"),

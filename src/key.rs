@@ -161,6 +161,10 @@ pub trait StreamKey: sealed::Sealed {}
 
 impl StreamKey for Key {}
 impl StreamKey for TinkKey {}
+impl<K: StreamKey + ?Sized> StreamKey for &K {}
+impl<K: StreamKey + ?Sized> StreamKey for Box<K> {}
+impl<K: StreamKey + ?Sized> StreamKey for std::rc::Rc<K> {}
+impl<K: StreamKey + ?Sized> StreamKey for std::sync::Arc<K> {}
 
 pub(crate) mod sealed {
     use super::{Key, TinkKey};
@@ -187,6 +191,30 @@ pub(crate) mod sealed {
     impl Sealed for TinkKey {
         fn profile(&self) -> Profile {
             Profile::Tink(self.clone())
+        }
+    }
+
+    impl<K: Sealed + ?Sized> Sealed for &K {
+        fn profile(&self) -> Profile {
+            (**self).profile()
+        }
+    }
+
+    impl<K: Sealed + ?Sized> Sealed for Box<K> {
+        fn profile(&self) -> Profile {
+            (**self).profile()
+        }
+    }
+
+    impl<K: Sealed + ?Sized> Sealed for std::rc::Rc<K> {
+        fn profile(&self) -> Profile {
+            (**self).profile()
+        }
+    }
+
+    impl<K: Sealed + ?Sized> Sealed for std::sync::Arc<K> {
+        fn profile(&self) -> Profile {
+            (**self).profile()
         }
     }
 }

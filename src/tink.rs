@@ -51,10 +51,12 @@
 //!   a full final segment; this crate does not, so a stream it accepts
 //!   has exactly one length.
 //! - **An empty final segment after full ones is accepted** when reading,
-//!   as both Tink Java and C++ accept it, so every ciphertext Tink reads,
-//!   this reader reads (the native format refuses it with
-//!   [`Error::EmptyFinalSegment`]). The writer never produces one, and
-//!   neither does Tink: a full last segment is sealed as the final one.
+//!   as Tink does (the C++ implementation, checked through Tink's Python
+//!   package; Tink Java's decrypting stream, by its source, too), so every
+//!   well-formed ciphertext Tink writes or reads, this reader reads (the
+//!   native format refuses it with [`Error::EmptyFinalSegment`]). The
+//!   writer never produces one, and neither does Tink: a full last segment
+//!   is sealed as the final one.
 //! - A header whose first byte is not the length the parameters give is
 //!   refused with [`Error::HeaderLength`]. Any other damage to the header
 //!   changes the derived key or the nonces, and the first segment fails to
@@ -65,6 +67,10 @@
 //! The reader's [`max_segment_size`](crate::ReaderBuilder::max_segment_size)
 //! limit guards against hostile native headers; with a Tink key the segment
 //! size comes from the key, not the stream, and the limit does not apply.
+//! Memory follows the key's segment size: a writer or reader holds about
+//! two segments (plaintext and sealed) plus its read-ahead, allocated and
+//! zero-filled when the stream starts — 2 MiB for Tink's 1 MB templates,
+//! over 4 GiB for the largest segment size Tink allows.
 //! A writer with a Tink key buffers one segment of the key's size; setting a
 //! different [`capacity`](crate::WriterBuilder::capacity) is an
 //! [`Error::InvalidCapacity`].
@@ -237,12 +243,12 @@ impl TinkKey {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidKeyLength`] if `raw` is shorter than the derived key
+    /// [`Error::KeyTooShort`] if `raw` is shorter than the derived key
     /// size (Tink's rule).
     pub fn new(params: TinkParams, raw: &[u8]) -> Result<TinkKey, Error> {
         if raw.len() < params.derived_key_size {
-            return Err(Error::InvalidKeyLength {
-                expected: params.derived_key_size,
+            return Err(Error::KeyTooShort {
+                minimum: params.derived_key_size,
                 actual: raw.len(),
             });
         }
@@ -257,10 +263,23 @@ impl TinkKey {
     /// # Errors
     ///
     /// [`Error::InvalidHex`] if `hex` is not valid hex, and
-    /// [`Error::InvalidKeyLength`] if it is too short.
+    /// [`Error::KeyTooShort`] if it is too short.
     pub fn from_hex(params: TinkParams, hex: &str) -> Result<TinkKey, Error> {
         let bytes = Zeroizing::new(hex::decode(hex.trim()).map_err(|_| Error::InvalidHex)?);
         TinkKey::new(params, &bytes)
+    }
+
+    /// A fresh random key of the derived key size (what Tink's key manager
+    /// makes), or [`Error::Random`] if the operating system's generator
+    /// fails.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Random`] if the operating system's generator fails.
+    pub fn generate(params: TinkParams) -> Result<TinkKey, Error> {
+        let mut ikm = Zeroizing::new(vec![0u8; params.derived_key_size]);
+        getrandom::fill(&mut ikm).map_err(|_| Error::Random)?;
+        Ok(TinkKey { params, ikm })
     }
 
     /// The key's parameters.

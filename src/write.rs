@@ -78,7 +78,8 @@ enum Stage {
 /// segments the counter can number refuses more data with
 /// [`Error::StreamTooLong`] but can still be finished. A capacity of zero
 /// or above [`MAX_WRITER_CAPACITY`](crate::format::MAX_WRITER_CAPACITY)
-/// makes every call fail with [`Error::InvalidCapacity`].
+/// (with a Tink key: any capacity but the key's segment plaintext size, the
+/// default) makes every call fail with [`Error::InvalidCapacity`].
 pub struct CipherWriter<W: Write> {
     stage: Stage,
     /// Plaintext of the current segment; never grows past its first
@@ -182,7 +183,9 @@ impl<W: Write> CipherWriter<W> {
         CipherWriter::builder(key).build(inner)
     }
 
-    /// A writer whose segments hold `capacity` plaintext bytes each.
+    /// A writer whose segments hold `capacity` plaintext bytes each. (With
+    /// a [`TinkKey`](crate::tink::TinkKey) the key sets the segment size:
+    /// use [`new`](Self::new).)
     pub fn with_capacity<K: StreamKey>(capacity: usize, key: &K, inner: W) -> Self {
         CipherWriter::builder(key).capacity(capacity).build(inner)
     }

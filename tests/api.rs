@@ -450,5 +450,66 @@ fn the_default_buffer_is_8_kib() {
     assert_eq!(r.capacity(), 8192);
     assert_eq!(r.read(&mut [0u8; 1]).unwrap(), 0);
     // The first inner read has room for the header and a full read-ahead.
-    assert_eq!(r.get_ref().1, Some(8192 + cipherio::format::HEADER_LEN));
+    assert_eq!(r.get_ref().1, Some(8192 + HEADER_LEN));
+}
+
+/// Keys behind references and smart pointers build writers and readers of
+/// the same format as the key itself; `TinkKey::generate` makes fresh keys
+/// of the derived key size.
+#[test]
+fn keys_work_through_pointers_and_tink_keys_generate() {
+    use cipherio::tink::{TinkKey, TinkParams};
+    use std::rc::Rc;
+    use std::sync::Arc;
+
+    let key = Arc::new(Key::generate(Algorithm::ChaCha20Poly1305));
+    let mut w = CipherWriter::new(&key, Vec::new());
+    w.write_all(b"through an Arc").unwrap();
+    let ct = w.finish().unwrap();
+    assert_eq!(
+        Header::parse(&ct).unwrap().algorithm,
+        Algorithm::ChaCha20Poly1305
+    );
+    let boxed = Box::new((*key).clone());
+    let mut out = String::new();
+    CipherReader::new(&boxed, &ct[..])
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(out, "through an Arc");
+
+    for params in [
+        TinkParams::AES128_GCM_HKDF_4KB,
+        TinkParams::AES256_GCM_HKDF_1MB,
+    ] {
+        let a = TinkKey::generate(params).unwrap();
+        let b = TinkKey::generate(params).unwrap();
+        assert_eq!(a.as_bytes().len(), params.derived_key_size());
+        assert_ne!(a.as_bytes(), b.as_bytes());
+        let a = Rc::new(a);
+        let mut w = CipherWriter::new(&&a, Vec::new());
+        w.write_all(b"tink").unwrap();
+        let ct = w.finish().unwrap();
+        // A Tink header: its first byte is its length.
+        assert_eq!(usize::from(ct[0]), params.header_len());
+        let mut out = Vec::new();
+        CipherReader::new(&a, &ct[..])
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, b"tink");
+        let e = CipherReader::new(&b, &ct[..]).read_to_end(&mut Vec::new());
+        assert_eq!(
+            Error::from_io(&e.unwrap_err()),
+            Some(&Error::Authentication)
+        );
+    }
+    let short = TinkKey::new(TinkParams::AES256_GCM_HKDF_4KB, &[1; 20]).unwrap_err();
+    assert_eq!(
+        short,
+        Error::KeyTooShort {
+            minimum: 32,
+            actual: 20
+        }
+    );
+    assert!(short.to_string().contains("at least 32"), "{short}");
+    assert_eq!(short.kind(), io::ErrorKind::InvalidInput);
 }

@@ -2134,8 +2134,8 @@ fn keys_need_at_least_the_derived_key_size() {
         for len in [0, 1, dks - 1] {
             assert_eq!(
                 TinkKey::new(p, &vec![7; len]).unwrap_err(),
-                Error::InvalidKeyLength {
-                    expected: dks,
+                Error::KeyTooShort {
+                    minimum: dks,
                     actual: len
                 }
             );
@@ -2152,8 +2152,8 @@ fn keys_need_at_least_the_derived_key_size() {
         );
         assert_eq!(
             TinkKey::from_hex(p, &hex[2..]).unwrap_err(),
-            Error::InvalidKeyLength {
-                expected: dks,
+            Error::KeyTooShort {
+                minimum: dks,
                 actual: dks - 1
             }
         );
