@@ -17,10 +17,9 @@
 //! rather than in place: an in-place open cannot be repeated on the same
 //! bytes, and these are the calls `seal.rs` makes.) The ceiling is timed in
 //! pairs with the stream: every time criterion asks for a sample of `n`
-//! stream iterations, `n` raw iterations run right before or after it
-//! (alternating), and each pair goes to `CIPHERIO_BENCH_PAIRS_OUT`. A ratio
-//! of two times taken milliseconds apart survives a busy machine far
-//! better than a ratio of two medians taken seconds apart.
+//! stream iterations, `n` raw iterations run interleaved with them one by
+//! one, each timed, and the sample's sums and median per-iteration ratio go
+//! to `CIPHERIO_BENCH_PAIRS_OUT` (see [`Pairs`]).
 //!
 //! A second sweep, `<alg>-<dir>-chunk/stream/<c>`, fixes the buffer at the
 //! default 8 KiB and varies the caller's chunk: `write_all` of `c`-byte
@@ -355,19 +354,23 @@ fn group<'a>(
 }
 
 /// Paired samples: for every criterion sample of a stream benchmark, the
-/// raw AEAD runs the same number of iterations right before or after it
-/// (alternating), so each stream time has a raw time taken within
-/// milliseconds of it. On a shared machine the ratio of such pairs is far
-/// steadier than a ratio of two separately measured medians.
+/// raw AEAD runs as many iterations, interleaved with the stream's one by
+/// one (stream, raw, stream, raw …, starting with the other one on every
+/// sample), each timed on its own. So each stream iteration has a raw one
+/// timed within a millisecond of it, and the ratio of such neighbours
+/// survives a busy machine far better than a ratio of two medians taken
+/// seconds apart.
 #[derive(Default)]
 struct Pairs {
-    /// (group, x, iterations, stream ns, raw ns)
-    rows: Vec<(String, usize, u64, u128, u128)>,
+    /// (group, x, iterations, stream ns, raw ns, median of the iterations'
+    /// raw ÷ stream time)
+    rows: Vec<(String, usize, u64, u128, u128, f64)>,
 }
 
 impl Pairs {
-    /// Times `iters` runs of `stream` and of `raw`, in an order that flips
-    /// on every call; records both and returns the stream's time.
+    /// Times `iters` runs of `stream` interleaved with `iters` runs of
+    /// `raw`; records the sums and the median per-iteration ratio, and
+    /// returns the stream's time.
     fn measure(
         &mut self,
         group: &str,
@@ -379,28 +382,42 @@ impl Pairs {
     ) -> Duration {
         let time = |f: &mut dyn FnMut()| {
             let t = Instant::now();
-            for _ in 0..iters {
-                f();
-            }
+            f();
             t.elapsed()
         };
         *flip = !*flip;
-        let (ts, tr) = if *flip {
-            let ts = time(stream);
-            (ts, time(raw))
-        } else {
-            let tr = time(raw);
-            (time(stream), tr)
-        };
-        self.rows
-            .push((group.to_string(), x, iters, ts.as_nanos(), tr.as_nanos()));
+        let (mut ts, mut tr) = (Duration::ZERO, Duration::ZERO);
+        let mut ratios = Vec::with_capacity(usize::try_from(iters).unwrap_or(0));
+        for i in 0..iters {
+            let (s, r) = if *flip == (i & 1 == 0) {
+                let s = time(stream);
+                (s, time(raw))
+            } else {
+                let r = time(raw);
+                (time(stream), r)
+            };
+            ts += s;
+            tr += r;
+            ratios.push(r.as_secs_f64() / s.as_secs_f64().max(1e-12));
+        }
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN);
+        self.rows.push((
+            group.to_string(),
+            x,
+            iters,
+            ts.as_nanos(),
+            tr.as_nanos(),
+            median,
+        ));
         ts
     }
 
     fn write(&self, path: &str) {
-        let mut text = String::from("# group\tx\titerations\tstream_ns\traw_ns\n");
-        for (g, x, n, s, r) in &self.rows {
-            text.push_str(&format!("{g}\t{x}\t{n}\t{s}\t{r}\n"));
+        let mut text =
+            String::from("# group\tx\titerations\tstream_ns\traw_ns\tmedian_raw_per_stream\n");
+        for (g, x, n, s, r, m) in &self.rows {
+            text.push_str(&format!("{g}\t{x}\t{n}\t{s}\t{r}\t{m}\n"));
         }
         std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {path}: {e}"));
     }

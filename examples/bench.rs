@@ -23,8 +23,8 @@
 //!
 //! Speeds are compared as ratios measured side by side: for every
 //! criterion sample of the stream, the bench runs the raw AEAD for as many
-//! iterations right before or after it (alternating), and writes these
-//! pairs to `target/bench-<name>/pairs-<round>.txt`. The rounds go through
+//! iterations, interleaved one by one with the stream's, and writes each
+//! sample's times and median ratio to `target/bench-<name>/pairs-<round>.txt`. The rounds go through
 //! the builds in turn; the report gives each point's median paired ratio,
 //! median over rounds, with the spread (min–max over rounds). Stream
 //! throughput is criterion's median
@@ -270,7 +270,8 @@ struct Round {
     stream_ns: f64,
     /// Median raw time per iteration over the paired samples, ns.
     raw_ns: f64,
-    /// raw ÷ stream time of each paired sample (= stream ÷ raw throughput).
+    /// Per criterion sample, the median over its iterations of raw ÷ stream
+    /// time (= stream ÷ raw throughput) of neighbouring iterations.
     ratios: Vec<f64>,
 }
 
@@ -278,8 +279,8 @@ struct Round {
 type Results = BTreeMap<(String, Alg, &'static str, Sweep, usize), Vec<Round>>;
 
 /// The paired samples of one round: (group, x) → (iterations, stream ns,
-/// raw ns) per sample.
-type PairRows = BTreeMap<(String, usize), Vec<(f64, f64, f64)>>;
+/// raw ns, median per-iteration raw ÷ stream time) per criterion sample.
+type PairRows = BTreeMap<(String, usize), Vec<[f64; 4]>>;
 
 fn read_pairs(path: &Path) -> Result<PairRows, String> {
     let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -290,18 +291,16 @@ fn read_pairs(path: &Path) -> Result<PairRows, String> {
     {
         let f: Vec<&str> = line.split('\t').collect();
         let bad = || format!("{}: bad line {line:?}", path.display());
-        if f.len() != 5 {
+        if f.len() != 6 {
             return Err(bad());
         }
         let x: usize = f[1].parse().map_err(|_| bad())?;
-        let n: Vec<f64> = f[2..]
-            .iter()
-            .map(|v| v.parse::<f64>().map_err(|_| bad()))
-            .collect::<Result<_, _>>()?;
-        if n[0] > 0.0 && n[1] > 0.0 && n[2] > 0.0 {
-            rows.entry((f[0].to_string(), x))
-                .or_default()
-                .push((n[0], n[1], n[2]));
+        let mut n = [0f64; 4];
+        for (v, t) in n.iter_mut().zip(&f[2..]) {
+            *v = t.parse().map_err(|_| bad())?;
+        }
+        if n.iter().all(|v| v.is_finite() && *v > 0.0) {
+            rows.entry((f[0].to_string(), x)).or_default().push(n);
         }
     }
     Ok(rows)
@@ -381,11 +380,11 @@ impl Driver {
             let rows = pairs
                 .get(&(group.to_string(), x))
                 .ok_or_else(|| format!("no paired samples for {group}/{x}"))?;
-            let raw: Vec<f64> = rows.iter().map(|r| r.2 / r.0).collect();
+            let raw: Vec<f64> = rows.iter().map(|r| r[2] / r[0]).collect();
             Ok(Round {
                 stream_ns,
                 raw_ns: stats(&raw).0,
-                ratios: rows.iter().map(|r| r.2 / r.1).collect(),
+                ratios: rows.iter().map(|r| r[3]).collect(),
             })
         };
         for &alg in b.algs {
@@ -564,9 +563,9 @@ fn report(
         "GB/s: 10⁹ bytes of plaintext per second through the adapter (criterion's median, \
          median over rounds). %: stream ÷ raw AEAD, the same crate's one-shot AEAD over the same \
          bytes in messages of the buffer's size. They are measured in pairs: for every criterion \
-         sample of the stream the raw AEAD runs as many iterations right before or after it \
-         (alternating), so noise from other work on the machine hits both alike; a round's ratio \
-         is the median over its pairs, and the cell shows the median over rounds with the \
+         sample of the stream the raw AEAD runs as many iterations, interleaved one by one and \
+         each timed, so noise from other work on the machine hits both alike; a round's ratio \
+         is the median over its samples of each sample's median ratio of neighbours, and the cell shows the median over rounds with the \
          min–max over rounds in brackets (with one round: the 25th–75th percentile of the \
          pairs). The buffer is the capacity of both `CipherWriter` (= segment size) and \
          `CipherReader`; in the buffer sweep the caller writes the whole payload with one \
