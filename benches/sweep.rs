@@ -34,7 +34,7 @@
 //!
 //! | variable | meaning (default) |
 //! |---|---|
-//! | `CIPHERIO_BENCH_QUICK=1` | fewer sizes, 1 MiB payload, short timing |
+//! | `CIPHERIO_BENCH_QUICK=1` | fewer sizes and chunks, short timing |
 //! | `CIPHERIO_BENCH_SIZES` | buffer sizes, comma-separated (512 … 1 MiB) |
 //! | `CIPHERIO_BENCH_CHUNKS` | caller chunks at 8 KiB (64 … 1 MiB); empty: none |
 //! | `CIPHERIO_BENCH_ALGS` | `aes128gcm,aes256gcm,chacha20poly1305` |
@@ -122,9 +122,9 @@ impl Config {
         let (sizes, chunks, payload, warm_up, measure, samples) = if quick {
             let s = vec![512, 4 * KIB, 8 * KIB, 64 * KIB, MIB];
             let c = vec![64, KIB, 8 * KIB, 64 * KIB];
-            (s, c, MIB, 100, 300, 10)
+            (s, c, 4 * MIB, 100, 250, 10)
         } else {
-            (powers(512, MIB), powers(64, MIB), 4 * MIB, 300, 1000, 20)
+            (powers(512, MIB), powers(64, MIB), 4 * MIB, 200, 600, 20)
         };
         let algs = match var("CIPHERIO_BENCH_ALGS") {
             None => Algorithm::ALL.to_vec(),
