@@ -31,7 +31,10 @@ fn is_injected(e: &io::Error) -> bool {
 /// an injected error every `period`-th call. It checks the reader's side of
 /// the contract: every call asks for at least `min_ask` bytes (the
 /// reader's capacity), except that while the header is incomplete a call
-/// may ask for just the rest of the header.
+/// may ask for just the rest of the header, and that a call may ask for
+/// less to complete a segment begun by an earlier read (so that later
+/// reads end on segment boundaries): at most once after the header's read
+/// and once after each short or failed call.
 pub struct Inner<'a> {
     data: &'a [u8],
     sizes: [u8; 4],
@@ -40,6 +43,10 @@ pub struct Inner<'a> {
     header_len: usize,
     delivered: usize,
     calls: usize,
+    /// Calls in the body that asked for less than `min_ask`.
+    small_asks: usize,
+    /// Calls that delivered less than asked, or failed.
+    shorts: usize,
 }
 
 impl<'a> Inner<'a> {
@@ -60,6 +67,8 @@ impl<'a> Inner<'a> {
             header_len,
             delivered: 0,
             calls: 0,
+            small_asks: 0,
+            shorts: 0,
         }
     }
 }
@@ -67,19 +76,31 @@ impl<'a> Inner<'a> {
 impl Read for Inner<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let header_rest = self.header_len.saturating_sub(self.delivered);
-        let floor = if header_rest > 0 {
-            self.min_ask.min(header_rest)
-        } else {
-            self.min_ask
-        };
         assert!(
-            buf.len() >= floor,
-            "the reader asked its inner reader for {} bytes, under its capacity {} \
-             ({} bytes delivered)",
-            buf.len(),
-            self.min_ask,
-            self.delivered
+            !buf.is_empty(),
+            "the reader asked its inner reader for 0 bytes"
         );
+        if header_rest > 0 {
+            assert!(
+                buf.len() >= self.min_ask.min(header_rest),
+                "the reader asked its inner reader for {} bytes, under its capacity {} \
+                 and the rest of the header ({} bytes delivered)",
+                buf.len(),
+                self.min_ask,
+                self.delivered
+            );
+        } else if buf.len() < self.min_ask {
+            self.small_asks += 1;
+            assert!(
+                self.small_asks <= 1 + self.shorts,
+                "{} inner reads under the capacity {} with only {} short or failed ones \
+                 before them ({} bytes delivered)",
+                self.small_asks,
+                self.min_ask,
+                self.shorts,
+                self.delivered
+            );
+        }
         self.calls += 1;
         if let Some(p) = self.period
             && self.calls.is_multiple_of(p)
@@ -89,6 +110,7 @@ impl Read for Inner<'_> {
                 io::ErrorKind::WouldBlock,
                 io::ErrorKind::Other,
             ];
+            self.shorts += 1;
             return Err(io::Error::new(kinds[(self.calls / p) % 3], Injected));
         }
         let size = usize::from(self.sizes[self.calls % 4]);
@@ -98,6 +120,9 @@ impl Read for Inner<'_> {
             size.min(buf.len())
         };
         let n = n.min(self.data.len());
+        if n < buf.len() {
+            self.shorts += 1;
+        }
         buf[..n].copy_from_slice(&self.data[..n]);
         self.data = &self.data[n..];
         self.delivered += n;

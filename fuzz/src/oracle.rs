@@ -185,6 +185,12 @@ pub struct Decrypted {
     pub valid: bool,
     /// The header's segment size, if the header is well formed.
     pub segment_size: Option<u32>,
+    /// The plaintext of a full-length segment right after `released` that
+    /// authenticates as the *final* one although bytes follow it. A reader
+    /// that has not yet seen those bytes releases it (its tag and last flag
+    /// check out) and then fails with `TrailingData`; one that already
+    /// holds them refuses it.
+    pub final_then_trailing: Vec<u8>,
 }
 
 /// Reads `input` as a whole with `key` and `aad`. A segment whose sealed
@@ -196,6 +202,7 @@ pub fn decrypt(key: &[u8], aad: &[u8], input: &[u8]) -> Decrypted {
         released: Vec::new(),
         valid: false,
         segment_size: None,
+        final_then_trailing: Vec::new(),
     };
     let Some(h) = input.get(..HEADER_LEN) else {
         return d;
@@ -210,14 +217,17 @@ pub fn decrypt(key: &[u8], aad: &[u8], input: &[u8]) -> Decrypted {
         return d;
     };
     let full = size as usize + TAG_LEN;
-    (d.released, d.valid) = open_segments(&aead, &h[46..], &input[HEADER_LEN..], [full; 2], false);
+    (d.released, d.valid, d.final_then_trailing) =
+        open_segments(&aead, &h[46..], &input[HEADER_LEN..], [full; 2], false);
     d
 }
 
 /// Opens the segments in `body` (everything after the header): segment 0
 /// is `sealed[0]` bytes when full, later ones `sealed[1]`. Returns the
 /// plaintext of the segments that authenticate in order, and whether
-/// `body` is a valid sequence of segments. `empty_final` allows an empty
+/// `body` is a valid sequence of segments, and the plaintext of a
+/// full-length final segment followed by more bytes (see
+/// [`Decrypted::final_then_trailing`]). `empty_final` allows an empty
 /// final segment after full ones.
 pub(crate) fn open_segments(
     aead: &StreamAead,
@@ -225,7 +235,7 @@ pub(crate) fn open_segments(
     body: &[u8],
     sealed: [usize; 2],
     empty_final: bool,
-) -> (Vec<u8>, bool) {
+) -> (Vec<u8>, bool, Vec<u8>) {
     let mut released = Vec::new();
     let mut rest = body;
     let mut i: u32 = 0;
@@ -234,19 +244,20 @@ pub(crate) fn open_segments(
         let n = |last| nonce(prefix, i, last);
         if rest.len() > full {
             let Some(pt) = aead.open(&n(false), &rest[..full]) else {
-                return (released, false);
+                let last = aead.open(&n(true), &rest[..full]).unwrap_or_default();
+                return (released, false, last);
             };
             released.extend_from_slice(&pt);
             rest = &rest[full..];
         } else if rest.len() < TAG_LEN {
-            return (released, false);
+            return (released, false, Vec::new());
         } else if let Some(pt) = aead.open(&n(true), rest) {
             // Natively the empty final segment is only the empty stream's.
             let valid = !pt.is_empty() || i == 0 || empty_final;
             if valid {
                 released.extend_from_slice(&pt);
             }
-            return (released, valid);
+            return (released, valid, Vec::new());
         } else {
             // Not final: a full-length one may still authenticate as a
             // middle segment, and then the input ends without its final.
@@ -255,10 +266,10 @@ pub(crate) fn open_segments(
             {
                 released.extend_from_slice(&pt);
             }
-            return (released, false);
+            return (released, false, Vec::new());
         }
         let Some(next) = i.checked_add(1) else {
-            return (released, false);
+            return (released, false, Vec::new());
         };
         i = next;
     }

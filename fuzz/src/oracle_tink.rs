@@ -107,6 +107,7 @@ pub fn decrypt(p: &Params, key: &[u8], aad: &[u8], input: &[u8]) -> Decrypted {
         released: Vec::new(),
         valid: false,
         segment_size: None,
+        final_then_trailing: Vec::new(),
     };
     let Some(header) = input.get(..h) else {
         return d;
@@ -116,7 +117,7 @@ pub fn decrypt(p: &Params, key: &[u8], aad: &[u8], input: &[u8]) -> Decrypted {
     }
     let (salt, prefix) = header[1..].split_at(p.key_size);
     let aead = p.aead(key, salt, aad);
-    (d.released, d.valid) =
+    (d.released, d.valid, d.final_then_trailing) =
         open_segments(&aead, prefix, &input[h..], [p.segment - h, p.segment], true);
     d
 }
