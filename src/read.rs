@@ -47,7 +47,10 @@ enum Stage {
 ///   segment: [`Error::Truncated`], [`io::ErrorKind::UnexpectedEof`].
 /// - A stream cut inside a segment cannot be told apart from a tampered
 ///   final segment: [`Error::Authentication`], like any other damage.
-/// - Bytes after the final segment: [`Error::TrailingData`]; a malformed
+/// - Bytes after the final segment: [`Error::TrailingData`] (when the
+///   final segment is full-length and nothing after it has been read yet,
+///   its authenticated plaintext is released first, and the next read
+///   fails); a malformed
 ///   header: [`Error::BadMagic`] and friends; a header asking for segments
 ///   above the limit: [`Error::SegmentTooLarge`], before anything is
 ///   allocated for them. All [`io::ErrorKind::InvalidData`].
