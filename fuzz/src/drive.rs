@@ -30,11 +30,10 @@ fn is_injected(e: &io::Error) -> bool {
 /// An in-memory inner reader with a pattern of short reads and, if asked,
 /// an injected error every `period`-th call. It checks the reader's side of
 /// the contract: every call asks for at least `min_ask` bytes (the
-/// reader's capacity), except that while the header is incomplete a call
-/// may ask for just the rest of the header, and that a call may ask for
-/// less to complete a segment begun by an earlier read (so that later
-/// reads end on segment boundaries): at most once after the header's read
-/// and once after each short or failed call.
+/// reader's capacity), the calls for the header included, except that a
+/// call may ask for less to complete a segment begun by an earlier read (so
+/// that later reads end on segment boundaries): at most once after the
+/// header's read and once after each short or failed call.
 pub struct Inner<'a> {
     data: &'a [u8],
     sizes: [u8; 4],
@@ -82,9 +81,9 @@ impl Read for Inner<'_> {
         );
         if header_rest > 0 {
             assert!(
-                buf.len() >= self.min_ask.min(header_rest),
-                "the reader asked its inner reader for {} bytes, under its capacity {} \
-                 and the rest of the header ({} bytes delivered)",
+                buf.len() >= self.min_ask,
+                "the reader asked its inner reader for {} bytes, under its capacity {}, \
+                 before the header was complete ({} bytes delivered)",
                 buf.len(),
                 self.min_ask,
                 self.delivered
