@@ -676,23 +676,41 @@ fn report(
         };
         let _ = writeln!(o, "## Buffer size: `{name}` build\n");
         header(&mut o, "buffer");
+        let mut above = 0;
         for &s in &mode.sizes {
             let _ = write!(o, "| {} |", size_label(s));
             for &(a, d) in &cols {
                 let key = (name.to_string(), a, d, Sweep::Buffer, s);
                 let _ = match cell(results, mode.payload, &key) {
-                    Some(c) => write!(
-                        o,
-                        " {:.2} GB/s · {} |",
-                        c.gbps,
-                        spread(c.ratio, mode.rounds)
-                    ),
+                    Some(c) => {
+                        // Above the ceiling even at the worst round.
+                        if c.ratio.1 > 1.05 {
+                            above += 1;
+                        }
+                        write!(
+                            o,
+                            " {:.2} GB/s · {} |",
+                            c.gbps,
+                            spread(c.ratio, mode.rounds)
+                        )
+                    }
                     None => write!(o, " – |"),
                 };
             }
             let _ = writeln!(o);
         }
         let _ = writeln!(o);
+        if above > 0 {
+            let _ = writeln!(
+                o,
+                "{above} point(s) above 105 % in every round: there the raw AEAD, compiled in the \
+                 bench crate, runs slower than the same AEAD compiled inside cipherio. The two \
+                 are separate instantiations of the generic aes-gcm code and can be inlined \
+                 differently (seen with `-C target-cpu=native`, where `perf` shows ghash's \
+                 `proc_par_blocks` left out of line in the bench crate only); the ceiling is \
+                 then not a ceiling, so read those rows by GB/s.\n"
+            );
+        }
         if !mode.chunks.is_empty() {
             let _ = writeln!(
                 o,
