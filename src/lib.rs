@@ -119,5 +119,7 @@ mod assertions {
         send_sync::<CipherReader<std::fs::File>>();
         send_sync::<WriterBuilder>();
         send_sync::<ReaderBuilder>();
+        send_sync::<tink::TinkKey>();
+        send_sync::<tink::TinkParams>();
     }
 }
