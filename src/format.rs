@@ -204,7 +204,8 @@ impl Profile {
         }
     }
 
-    /// The longest header of this profile.
+    /// The header length of this profile (for a Tink key, exact; natively
+    /// always [`HEADER_LEN`]).
     pub(crate) fn header_len(&self) -> usize {
         match self {
             Profile::Native(_) => HEADER_LEN,
@@ -253,9 +254,17 @@ fn native_read(
     Ok(Some((HEADER_LEN, Stream { cipher, layout })))
 }
 
-/// The Tink stream's sealing core and layout from its salt and prefix.
-fn tink_stream(key: &TinkKey, aad: &[u8], salt: &[u8], prefix: &[u8]) -> Stream {
+/// The Tink header's first byte: its own length (24 or 40).
+fn tink_len_byte(key: &TinkKey) -> u8 {
+    u8::try_from(key.params().header_len())
+        .unwrap_or_else(|_| unreachable!("a Tink header is at most 40 bytes"))
+}
+
+/// The Tink stream's sealing core and layout from its header: length byte,
+/// salt (derived key size), nonce prefix.
+fn tink_stream(key: &TinkKey, aad: &[u8], header: &[u8]) -> Stream {
     let p = key.params();
+    let (salt, prefix) = header[1..].split_at(p.derived_key_size());
     let derived = seal::derive_key(
         p.hkdf_hash(),
         p.derived_key_size(),
@@ -280,33 +289,25 @@ fn tink_write(key: &TinkKey, aad: &[u8], capacity: usize) -> Result<(Vec<u8>, St
     if capacity != p.segment_plaintext() {
         return Err(Error::InvalidCapacity(capacity));
     }
-    let len = p.header_len();
-    let mut header = vec![0u8; len];
-    header[0] = u8::try_from(len).unwrap_or_else(|_| unreachable!("header of at most 40 bytes"));
+    let mut header = vec![0u8; p.header_len()];
+    header[0] = tink_len_byte(key);
     fresh(&mut header[1..])?;
-    let salt_end = 1 + p.derived_key_size();
-    let stream = tink_stream(key, aad, &header[1..salt_end], &header[salt_end..]);
+    let stream = tink_stream(key, aad, &header);
     Ok((header, stream))
 }
 
 fn tink_read(key: &TinkKey, aad: &[u8], bytes: &[u8]) -> Result<Option<(usize, Stream)>, Error> {
-    let p = key.params();
-    let len = p.header_len();
-    let Some(&first) = bytes.first() else {
+    let expected = tink_len_byte(key);
+    let Some(&found) = bytes.first() else {
         return Ok(None);
     };
-    if usize::from(first) != len {
-        return Err(Error::HeaderLength {
-            expected: u8::try_from(len).unwrap_or_else(|_| unreachable!("at most 40")),
-            found: first,
-        });
+    if found != expected {
+        return Err(Error::HeaderLength { expected, found });
     }
-    let Some(header) = bytes.get(..len) else {
+    let Some(header) = bytes.get(..usize::from(expected)) else {
         return Ok(None);
     };
-    let salt_end = 1 + p.derived_key_size();
-    let stream = tink_stream(key, aad, &header[1..salt_end], &header[salt_end..]);
-    Ok(Some((len, stream)))
+    Ok(Some((header.len(), tink_stream(key, aad, header))))
 }
 
 #[cfg(test)]
