@@ -8,7 +8,7 @@
 use crate::key::sealed::Profile;
 use crate::seal::{self, NONCE_PREFIX_LEN, SegmentCipher};
 use crate::tink::{HkdfHash, TinkKey};
-use crate::{Algorithm, Error, Key};
+use crate::{Algorithm, Error, Key, Provider};
 
 /// The eight magic bytes that start every native stream: ASCII `cipherio`.
 pub const MAGIC: [u8; 8] = *b"cipherio";
@@ -113,7 +113,12 @@ impl Header {
 
     /// The stream's sealing core: the key derived with HKDF-SHA256 from
     /// `key` (ikm), the salt, and info = the 53 header bytes ‖ `aad`.
-    pub(crate) fn cipher(&self, key: &Key, aad: &[u8]) -> Result<SegmentCipher, Error> {
+    pub(crate) fn cipher(
+        &self,
+        key: &Key,
+        aad: &[u8],
+        provider: Provider,
+    ) -> Result<SegmentCipher, Error> {
         if key.algorithm() != self.algorithm {
             return Err(Error::AlgorithmMismatch {
                 stream: self.algorithm,
@@ -128,6 +133,7 @@ impl Header {
             &[&self.to_bytes(), aad],
         );
         Ok(SegmentCipher::new(
+            provider,
             self.algorithm,
             &derived,
             self.nonce_prefix,
@@ -172,10 +178,11 @@ pub(crate) fn begin_write(
     profile: &Profile,
     aad: &[u8],
     capacity: usize,
+    provider: Provider,
 ) -> Result<(Vec<u8>, Stream), Error> {
     match profile {
-        Profile::Native(key) => native_write(key, aad, capacity),
-        Profile::Tink(key) => tink_write(key, aad, capacity),
+        Profile::Native(key) => native_write(key, aad, capacity, provider),
+        Profile::Tink(key) => tink_write(key, aad, capacity, provider),
     }
 }
 
@@ -188,10 +195,11 @@ pub(crate) fn begin_read(
     aad: &[u8],
     bytes: &[u8],
     max_segment: usize,
+    provider: Provider,
 ) -> Result<Option<(usize, Stream)>, Error> {
     match profile {
-        Profile::Native(key) => native_read(key, aad, bytes, max_segment),
-        Profile::Tink(key) => tink_read(key, aad, bytes),
+        Profile::Native(key) => native_read(key, aad, bytes, max_segment, provider),
+        Profile::Tink(key) => tink_read(key, aad, bytes, provider),
     }
 }
 
@@ -214,10 +222,15 @@ impl Profile {
     }
 }
 
-fn native_write(key: &Key, aad: &[u8], capacity: usize) -> Result<(Vec<u8>, Stream), Error> {
+fn native_write(
+    key: &Key,
+    aad: &[u8],
+    capacity: usize,
+    provider: Provider,
+) -> Result<(Vec<u8>, Stream), Error> {
     let size = segment_size(capacity)?;
     let header = Header::random(key.algorithm(), size)?;
-    let cipher = header.cipher(key, aad)?;
+    let cipher = header.cipher(key, aad, provider)?;
     let layout = Layout {
         first: capacity,
         rest: capacity,
@@ -231,6 +244,7 @@ fn native_read(
     aad: &[u8],
     bytes: &[u8],
     max_segment: usize,
+    provider: Provider,
 ) -> Result<Option<(usize, Stream)>, Error> {
     let header = match Header::parse(bytes) {
         Ok(h) => h,
@@ -245,7 +259,7 @@ fn native_read(
             limit: u64::try_from(max_segment).unwrap_or(u64::MAX),
         });
     }
-    let cipher = header.cipher(key, aad)?;
+    let cipher = header.cipher(key, aad, provider)?;
     let layout = Layout {
         first: size,
         rest: size,
@@ -262,7 +276,7 @@ fn tink_len_byte(key: &TinkKey) -> u8 {
 
 /// The Tink stream's sealing core and layout from its header: length byte,
 /// salt (derived key size), nonce prefix.
-fn tink_stream(key: &TinkKey, aad: &[u8], header: &[u8]) -> Stream {
+fn tink_stream(key: &TinkKey, aad: &[u8], header: &[u8], provider: Provider) -> Stream {
     let p = key.params();
     let (salt, prefix) = header[1..].split_at(p.derived_key_size());
     let derived = seal::derive_key(
@@ -275,7 +289,7 @@ fn tink_stream(key: &TinkKey, aad: &[u8], header: &[u8]) -> Stream {
     let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
     nonce_prefix.copy_from_slice(prefix);
     Stream {
-        cipher: SegmentCipher::new(p.algorithm(), &derived, nonce_prefix),
+        cipher: SegmentCipher::new(provider, p.algorithm(), &derived, nonce_prefix),
         layout: Layout {
             first: p.first_segment_plaintext(),
             rest: p.segment_plaintext(),
@@ -284,7 +298,12 @@ fn tink_stream(key: &TinkKey, aad: &[u8], header: &[u8]) -> Stream {
     }
 }
 
-fn tink_write(key: &TinkKey, aad: &[u8], capacity: usize) -> Result<(Vec<u8>, Stream), Error> {
+fn tink_write(
+    key: &TinkKey,
+    aad: &[u8],
+    capacity: usize,
+    provider: Provider,
+) -> Result<(Vec<u8>, Stream), Error> {
     let p = key.params();
     if capacity != p.segment_plaintext() {
         return Err(Error::InvalidCapacity(capacity));
@@ -292,11 +311,16 @@ fn tink_write(key: &TinkKey, aad: &[u8], capacity: usize) -> Result<(Vec<u8>, St
     let mut header = vec![0u8; p.header_len()];
     header[0] = tink_len_byte(key);
     fresh(&mut header[1..])?;
-    let stream = tink_stream(key, aad, &header);
+    let stream = tink_stream(key, aad, &header, provider);
     Ok((header, stream))
 }
 
-fn tink_read(key: &TinkKey, aad: &[u8], bytes: &[u8]) -> Result<Option<(usize, Stream)>, Error> {
+fn tink_read(
+    key: &TinkKey,
+    aad: &[u8],
+    bytes: &[u8],
+    provider: Provider,
+) -> Result<Option<(usize, Stream)>, Error> {
     let expected = tink_len_byte(key);
     let Some(&found) = bytes.first() else {
         return Ok(None);
@@ -307,7 +331,10 @@ fn tink_read(key: &TinkKey, aad: &[u8], bytes: &[u8]) -> Result<Option<(usize, S
     let Some(header) = bytes.get(..usize::from(expected)) else {
         return Ok(None);
     };
-    Ok(Some((header.len(), tink_stream(key, aad, header))))
+    Ok(Some((
+        header.len(),
+        tink_stream(key, aad, header, provider),
+    )))
 }
 
 #[cfg(test)]

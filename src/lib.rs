@@ -95,6 +95,7 @@ pub mod backend;
 mod error;
 pub mod format;
 mod key;
+mod provider;
 mod read;
 mod seal;
 pub mod tink;
@@ -102,6 +103,7 @@ mod write;
 
 pub use error::Error;
 pub use key::{Algorithm, Key, StreamKey};
+pub use provider::Provider;
 pub use read::{CipherReader, ReaderBuilder};
 pub use write::{CipherWriter, DEFAULT_CAPACITY, WriterBuilder};
 

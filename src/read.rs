@@ -11,7 +11,7 @@ use crate::format::{self, DEFAULT_MAX_SEGMENT_SIZE, Layout, Stream, TAG_LEN};
 use crate::key::sealed::Profile;
 use crate::seal::SegmentCipher;
 use crate::write::DEFAULT_CAPACITY;
-use crate::{Error, StreamKey};
+use crate::{Error, Provider, StreamKey};
 
 /// Where the reader is in the stream.
 enum Stage {
@@ -92,6 +92,7 @@ pub struct CipherReader<R> {
     pend: usize,
     capacity: usize,
     max_segment: usize,
+    provider: Provider,
     inner: R,
     /// Ciphertext bytes moved to the front of the read-ahead (tests of the
     /// aligned reads).
@@ -111,6 +112,7 @@ pub struct ReaderBuilder {
     capacity: usize,
     aad: Vec<u8>,
     max_segment: usize,
+    provider: Provider,
 }
 
 impl ReaderBuilder {
@@ -139,6 +141,14 @@ impl ReaderBuilder {
         self
     }
 
+    /// Which library opens the segments (default: [`Provider::default`],
+    /// AWS-LC when the `aws-lc` feature is on). Any provider reads what
+    /// any other wrote.
+    pub fn provider(mut self, provider: Provider) -> Self {
+        self.provider = provider;
+        self
+    }
+
     /// The reader over `inner`. Does no I/O.
     pub fn build<R: Read>(self, inner: R) -> CipherReader<R> {
         CipherReader {
@@ -156,6 +166,7 @@ impl ReaderBuilder {
             pend: 0,
             capacity: self.capacity,
             max_segment: self.max_segment,
+            provider: self.provider,
             inner,
             #[cfg(test)]
             moved: 0,
@@ -180,6 +191,7 @@ impl fmt::Debug for ReaderBuilder {
             .field("capacity", &self.capacity)
             .field("associated_data_len", &self.aad.len())
             .field("max_segment_size", &self.max_segment)
+            .field("provider", &self.provider)
             .finish()
     }
 }
@@ -206,6 +218,7 @@ impl CipherReader<io::Empty> {
             capacity: DEFAULT_CAPACITY,
             aad: Vec::new(),
             max_segment: DEFAULT_MAX_SEGMENT_SIZE,
+            provider: Provider::default(),
         }
     }
 }
@@ -224,6 +237,11 @@ impl<R: Read> CipherReader<R> {
     /// The configured read-ahead.
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Which library opens this stream's segments.
+    pub fn provider(&self) -> Provider {
+        self.provider
     }
 
     /// The inner reader.
@@ -322,7 +340,7 @@ impl<R: Read> CipherReader<R> {
                 unreachable!("header is read at the start")
             };
             let bytes = &self.cipher[self.pos..self.end];
-            match format::begin_read(key, aad, bytes, self.max_segment) {
+            match format::begin_read(key, aad, bytes, self.max_segment, self.provider) {
                 Ok(Some(begun)) => break begun,
                 Ok(None) if !self.eof => self.read_more(header_len)?,
                 Ok(None) => return Err(self.fail(Error::Truncated)),
@@ -566,6 +584,7 @@ impl<R: fmt::Debug> fmt::Debug for CipherReader<R> {
         f.debug_struct("CipherReader")
             .field("inner", &self.inner)
             .field("capacity", &self.capacity)
+            .field("provider", &self.provider)
             .field("stage", &stage)
             .field("read_ahead", &(self.end - self.pos))
             .field("buffered", &(self.pend - self.ppos))

@@ -6,6 +6,7 @@
 //! buffers or I/O: the format module builds it, the reader and writer feed
 //! it slices.
 
+use aead::consts::{U12, U16};
 use aead::{AeadInOut, KeyInit};
 use aes_gcm::{Aes128Gcm, Aes256Gcm};
 use chacha20poly1305::ChaCha20Poly1305;
@@ -16,7 +17,7 @@ use sha2::{Sha256, Sha512};
 use zeroize::Zeroizing;
 
 use crate::tink::HkdfHash;
-use crate::{Algorithm, Error};
+use crate::{Algorithm, Error, Provider};
 
 /// Bytes of authentication tag after each segment's ciphertext.
 pub const TAG_LEN: usize = 16;
@@ -47,27 +48,72 @@ pub(crate) fn derive_key(
 }
 
 /// One algorithm's AEAD instance, keyed with a derived stream key.
-/// Each wrapped type wipes its key schedule on drop (`zeroize` feature).
+/// Each RustCrypto type wipes its key schedule on drop (`zeroize`
+/// feature); AWS-LC cleanses its context when it frees it
+/// (`OPENSSL_free`).
 enum SegmentAead {
     Aes128(Box<Aes128Gcm>),
     Aes256(Box<Aes256Gcm>),
     ChaCha(Box<ChaCha20Poly1305>),
-}
-
-macro_rules! with_aead {
-    ($self:expr, $a:ident => $body:expr) => {
-        match $self {
-            SegmentAead::Aes128($a) => $body,
-            SegmentAead::Aes256($a) => $body,
-            SegmentAead::ChaCha($a) => $body,
-        }
-    };
+    #[cfg(feature = "aws-lc")]
+    AwsLc(aws_lc_rs::aead::LessSafeKey),
 }
 
 fn keyed<A: KeyInit>(key: &[u8]) -> Box<A> {
     let a = A::new_from_slice(key)
         .unwrap_or_else(|_| unreachable!("derived key length matches the algorithm"));
     Box::new(a)
+}
+
+#[cfg(feature = "aws-lc")]
+fn aws_lc_key(alg: Algorithm, key: &[u8]) -> aws_lc_rs::aead::LessSafeKey {
+    use aws_lc_rs::aead;
+    let a = match alg {
+        Algorithm::Aes128Gcm => &aead::AES_128_GCM,
+        Algorithm::Aes256Gcm => &aead::AES_256_GCM,
+        Algorithm::ChaCha20Poly1305 => &aead::CHACHA20_POLY1305,
+    };
+    let k = aead::UnboundKey::new(a, key)
+        .unwrap_or_else(|_| unreachable!("derived key length matches the algorithm"));
+    aead::LessSafeKey::new(k)
+}
+
+/// Seals `plaintext` into `body` (same length) and `tag` with a RustCrypto
+/// AEAD, out of place.
+fn rc_seal<A: AeadInOut<NonceSize = U12, TagSize = U16>>(
+    a: &A,
+    nonce: &[u8; NONCE_LEN],
+    plaintext: &[u8],
+    body: &mut [u8],
+    tag: &mut [u8],
+) -> Result<(), Error> {
+    let buf = InOutBuf::new(plaintext, body).map_err(|_| Error::StreamTooLong)?;
+    let t = a
+        .encrypt_inout_detached(nonce.into(), &[], buf)
+        // The AEADs refuse only messages above their length limit (2^36
+        // bytes for GCM), far beyond any segment.
+        .map_err(|_| Error::StreamTooLong)?;
+    tag.copy_from_slice(&t);
+    Ok(())
+}
+
+/// Opens `body` (ciphertext) and `tag` into `out` (same length) with a
+/// RustCrypto AEAD, out of place.
+fn rc_open<A: AeadInOut<NonceSize = U12, TagSize = U16>>(
+    a: &A,
+    nonce: &[u8; NONCE_LEN],
+    body: &[u8],
+    tag: &[u8],
+    out: &mut [u8],
+) -> bool {
+    let Ok(tag) = <&[u8; TAG_LEN]>::try_from(tag) else {
+        return false;
+    };
+    let Ok(buf) = InOutBuf::new(body, out) else {
+        return false;
+    };
+    a.decrypt_inout_detached(nonce.into(), &[], buf, tag.into())
+        .is_ok()
 }
 
 /// Seals or opens the segments of one stream, in order.
@@ -80,11 +126,20 @@ pub(crate) struct SegmentCipher {
 
 impl SegmentCipher {
     /// A cipher for one stream from its derived key and nonce prefix.
-    pub(crate) fn new(alg: Algorithm, derived: &[u8], prefix: [u8; NONCE_PREFIX_LEN]) -> Self {
-        let aead = match alg {
-            Algorithm::Aes128Gcm => SegmentAead::Aes128(keyed(derived)),
-            Algorithm::Aes256Gcm => SegmentAead::Aes256(keyed(derived)),
-            Algorithm::ChaCha20Poly1305 => SegmentAead::ChaCha(keyed(derived)),
+    pub(crate) fn new(
+        provider: Provider,
+        alg: Algorithm,
+        derived: &[u8],
+        prefix: [u8; NONCE_PREFIX_LEN],
+    ) -> Self {
+        let aead = match (provider, alg) {
+            (Provider::RustCrypto, Algorithm::Aes128Gcm) => SegmentAead::Aes128(keyed(derived)),
+            (Provider::RustCrypto, Algorithm::Aes256Gcm) => SegmentAead::Aes256(keyed(derived)),
+            (Provider::RustCrypto, Algorithm::ChaCha20Poly1305) => {
+                SegmentAead::ChaCha(keyed(derived))
+            }
+            #[cfg(feature = "aws-lc")]
+            (Provider::AwsLc, alg) => SegmentAead::AwsLc(aws_lc_key(alg, derived)),
         };
         SegmentCipher {
             aead,
@@ -129,15 +184,28 @@ impl SegmentCipher {
     ) -> Result<(), Error> {
         debug_assert_eq!(out.len(), plaintext.len() + TAG_LEN);
         let nonce = self.nonce(last).ok_or(Error::StreamTooLong)?;
-        let (body, tag_out) = out.split_at_mut(plaintext.len());
-        let buf = InOutBuf::new(plaintext, body).map_err(|_| Error::Authentication)?;
-        let tag = with_aead!(&self.aead, a => a
-            .encrypt_inout_detached(&nonce.into(), &[], buf)
-            .map(|t| t.into()));
-        // The AEADs refuse only messages above their length limit (2^36
-        // bytes for GCM), far beyond any segment.
-        let tag: [u8; TAG_LEN] = tag.map_err(|_| Error::StreamTooLong)?;
-        tag_out.copy_from_slice(&tag);
+        let (body, tag) = out.split_at_mut(plaintext.len());
+        match &self.aead {
+            SegmentAead::Aes128(a) => rc_seal(&**a, &nonce, plaintext, body, tag)?,
+            SegmentAead::Aes256(a) => rc_seal(&**a, &nonce, plaintext, body, tag)?,
+            SegmentAead::ChaCha(a) => rc_seal(&**a, &nonce, plaintext, body, tag)?,
+            #[cfg(feature = "aws-lc")]
+            SegmentAead::AwsLc(k) => {
+                use aws_lc_rs::aead::{Aad, Nonce};
+                // Out of place, no copy: plaintext -> body, tag -> tag.
+                k.seal_out_of_place_scatter(
+                    Nonce::assume_unique_for_key(nonce),
+                    Aad::empty(),
+                    plaintext,
+                    body,
+                    &[],
+                    tag,
+                )
+                // Only wrong lengths (ruled out above) or a message over
+                // the AEAD's limit fail.
+                .map_err(|_| Error::StreamTooLong)?;
+            }
+        }
         self.index += 1;
         Ok(())
     }
@@ -153,17 +221,32 @@ impl SegmentCipher {
         debug_assert_eq!(out.len(), body_len);
         let nonce = self.nonce(last).ok_or(Error::TooManySegments)?;
         let (body, tag) = sealed.split_at(body_len);
-        let tag: [u8; TAG_LEN] = tag.try_into().map_err(|_| Error::Authentication)?;
-        let buf = InOutBuf::new(body, out).map_err(|_| Error::Authentication)?;
-        let ok = with_aead!(&self.aead, a => a
-            .decrypt_inout_detached(&nonce.into(), &[], buf, &tag.into())
-            .is_ok());
+        let ok = match &self.aead {
+            SegmentAead::Aes128(a) => rc_open(&**a, &nonce, body, tag, out),
+            SegmentAead::Aes256(a) => rc_open(&**a, &nonce, body, tag, out),
+            SegmentAead::ChaCha(a) => rc_open(&**a, &nonce, body, tag, out),
+            #[cfg(feature = "aws-lc")]
+            SegmentAead::AwsLc(k) => {
+                use aws_lc_rs::aead::{Aad, Nonce};
+                // Out of place with the tag apart, no copy. AWS-LC
+                // decrypts as it authenticates: on failure `out` holds
+                // unverified bytes until the wipe below.
+                k.open_separate_gather(
+                    Nonce::assume_unique_for_key(nonce),
+                    Aad::empty(),
+                    body,
+                    tag,
+                    out,
+                )
+                .is_ok()
+            }
+        };
         if ok {
             self.index += 1;
             Ok(())
         } else {
-            // The RustCrypto AEADs verify before they decrypt, but a
-            // backend is free not to: never leave unverified bytes behind.
+            // The RustCrypto AEADs verify before they decrypt; AWS-LC
+            // does not: never leave unverified bytes behind.
             zeroize::Zeroize::zeroize(out);
             Err(Error::Authentication)
         }
@@ -174,8 +257,17 @@ impl SegmentCipher {
 mod tests {
     use super::*;
 
+    fn cipher_with(provider: Provider, alg: Algorithm) -> SegmentCipher {
+        SegmentCipher::new(
+            provider,
+            alg,
+            &vec![7u8; alg.key_len()],
+            [1; NONCE_PREFIX_LEN],
+        )
+    }
+
     fn cipher(alg: Algorithm) -> SegmentCipher {
-        SegmentCipher::new(alg, &vec![7u8; alg.key_len()], [1; NONCE_PREFIX_LEN])
+        cipher_with(Provider::default(), alg)
     }
 
     #[test]
@@ -188,7 +280,11 @@ mod tests {
 
     #[test]
     fn counter_overflow_is_an_error_not_a_wrap() {
-        for alg in Algorithm::ALL {
+        for (&p, alg) in Provider::ALL
+            .iter()
+            .flat_map(|p| Algorithm::ALL.map(|a| (p, a)))
+        {
+            let cipher = |alg| cipher_with(p, alg);
             let mut c = cipher(alg);
             c.index = u64::from(u32::MAX) - 1;
             let mut out = [0u8; 1 + TAG_LEN];
@@ -212,7 +308,13 @@ mod tests {
 
     #[test]
     fn failed_open_wipes_output_and_keeps_index() {
-        for alg in Algorithm::ALL {
+        // AWS-LC writes plaintext before it checks the tag: the wipe is
+        // what keeps it from the caller.
+        for (&p, alg) in Provider::ALL
+            .iter()
+            .flat_map(|p| Algorithm::ALL.map(|a| (p, a)))
+        {
+            let cipher = |alg| cipher_with(p, alg);
             let mut s = cipher(alg);
             let mut sealed = [0u8; 5 + TAG_LEN];
             s.seal(b"hello", &mut sealed, false).expect("seal");
@@ -224,6 +326,35 @@ mod tests {
             o.open(&sealed, &mut out, false).expect("open");
             assert_eq!(&out, b"hello");
             assert_eq!(o.index(), 1);
+        }
+    }
+
+    /// Every provider seals the same bytes and opens every other's.
+    #[test]
+    fn providers_agree() {
+        for alg in Algorithm::ALL {
+            for len in [0usize, 1, 15, 16, 17, 255, 4096, 65_537] {
+                let pt: Vec<u8> = (0..len).map(|i| i.to_le_bytes()[0] ^ 0x5a).collect();
+                let sealed: Vec<Vec<u8>> = Provider::ALL
+                    .iter()
+                    .map(|&p| {
+                        let mut c = cipher_with(p, alg);
+                        let mut out = vec![0u8; len + TAG_LEN];
+                        c.seal(&pt, &mut out, len % 2 == 0).expect("seal");
+                        out
+                    })
+                    .collect();
+                for (i, s) in sealed.iter().enumerate() {
+                    assert_eq!(s, &sealed[0], "{alg:?} {len}: provider {i} differs");
+                    for &p in Provider::ALL {
+                        let mut out = vec![0u8; len];
+                        cipher_with(p, alg)
+                            .open(s, &mut out, len % 2 == 0)
+                            .expect("open");
+                        assert_eq!(out, pt);
+                    }
+                }
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use zeroize::Zeroizing;
 use crate::format::{self, Layout, Stream, TAG_LEN};
 use crate::key::sealed::Profile;
 use crate::seal::SegmentCipher;
-use crate::{Error, StreamKey};
+use crate::{Error, Provider, StreamKey};
 
 /// The default buffer size of [`CipherWriter`] and [`CipherReader`](crate::CipherReader).
 pub const DEFAULT_CAPACITY: usize = 8 * 1024;
@@ -88,6 +88,7 @@ pub struct CipherWriter<W: Write> {
     /// Sealed bytes not yet accepted by `inner`.
     out: Pending,
     capacity: usize,
+    provider: Provider,
     inner: W,
     /// Plaintext bytes copied into `plain` (tests of the zero-copy path).
     #[cfg(test)]
@@ -112,6 +113,7 @@ pub struct WriterBuilder {
     key: Profile,
     capacity: Option<usize>,
     aad: Vec<u8>,
+    provider: Provider,
 }
 
 impl WriterBuilder {
@@ -134,6 +136,14 @@ impl WriterBuilder {
         self
     }
 
+    /// Which library seals the segments (default: [`Provider::default`],
+    /// AWS-LC when the `aws-lc` feature is on). The bytes written are the
+    /// same whichever it is.
+    pub fn provider(mut self, provider: Provider) -> Self {
+        self.provider = provider;
+        self
+    }
+
     /// The writer over `inner`. Does no I/O.
     pub fn build<W: Write>(self, inner: W) -> CipherWriter<W> {
         let capacity = self.capacity.unwrap_or_else(|| self.key.default_capacity());
@@ -145,6 +155,7 @@ impl WriterBuilder {
             plain: Zeroizing::new(Vec::new()),
             out: Pending::default(),
             capacity,
+            provider: self.provider,
             inner,
             #[cfg(test)]
             copied: 0,
@@ -158,6 +169,7 @@ impl fmt::Debug for WriterBuilder {
             .field("key", &self.key)
             .field("capacity", &self.capacity)
             .field("associated_data_len", &self.aad.len())
+            .field("provider", &self.provider)
             .finish()
     }
 }
@@ -172,6 +184,7 @@ impl CipherWriter<io::Sink> {
             key: key.profile(),
             capacity: None,
             aad: Vec::new(),
+            provider: Provider::default(),
         }
     }
 }
@@ -194,6 +207,11 @@ impl<W: Write> CipherWriter<W> {
     /// first, which also carries the header).
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Which library seals this stream's segments.
+    pub fn provider(&self) -> Provider {
+        self.provider
     }
 
     /// The inner writer.
@@ -253,7 +271,7 @@ impl<W: Write> CipherWriter<W> {
         let Stage::Start { key, aad } = std::mem::replace(&mut self.stage, Stage::Sealed) else {
             unreachable!("checked above")
         };
-        match format::begin_write(&key, &aad, self.capacity) {
+        match format::begin_write(&key, &aad, self.capacity, self.provider) {
             Ok((header, Stream { cipher, layout })) => {
                 let seg = layout.first.max(layout.rest);
                 // A Tink key may ask for segments up to 2 GiB: fail
@@ -446,6 +464,7 @@ impl<W: Write + fmt::Debug> fmt::Debug for CipherWriter<W> {
         f.debug_struct("CipherWriter")
             .field("inner", &self.inner)
             .field("capacity", &self.capacity)
+            .field("provider", &self.provider)
             .field("stage", &stage)
             .field("buffered", &self.plain.len())
             .field("pending", &self.out.pending())
@@ -482,7 +501,7 @@ mod tests {
         let out = w.finish().unwrap();
 
         let header = Header::parse(&out).unwrap();
-        let mut opener = header.cipher(&key, b"").unwrap();
+        let mut opener = header.cipher(&key, b"", Provider::default()).unwrap();
         opener.set_index(u64::from(u32::MAX) - 1);
         let body = &out[HEADER_LEN..];
         assert_eq!(body.len(), 2 * (4 + TAG_LEN));
