@@ -54,8 +54,7 @@ use std::hint::black_box;
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
-use aead::consts::U12;
-use aead::{AeadInOut, KeyInit, Nonce, Tag};
+use aead::{AeadInOut, KeyInit, Tag};
 use aes_gcm::{Aes128Gcm, Aes256Gcm};
 use chacha20poly1305::ChaCha20Poly1305;
 use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Key, backend};
@@ -173,11 +172,15 @@ fn payload(len: usize) -> Vec<u8> {
     v
 }
 
-/// The one-shot AEAD of the same crate, keyed once.
+/// The one-shot AEAD of the library the streams use, keyed once: the
+/// RustCrypto crates, or AWS-LC when the `aws-lc` feature is on (the
+/// streams then seal with it: `Provider::default()`).
 enum Raw {
     Aes128(Box<Aes128Gcm>),
     Aes256(Box<Aes256Gcm>),
     ChaCha(Box<ChaCha20Poly1305>),
+    #[cfg(feature = "aws-lc")]
+    AwsLc(Box<aws::LessSafeKey>),
 }
 
 macro_rules! with_raw {
@@ -186,14 +189,97 @@ macro_rules! with_raw {
             Raw::Aes128($a) => $body,
             Raw::Aes256($a) => $body,
             Raw::ChaCha($a) => $body,
+            #[cfg(feature = "aws-lc")]
+            Raw::AwsLc($a) => $body,
         }
     };
+}
+
+/// The one-shot calls of `aws-lc-rs`, out of place as `seal.rs` makes
+/// them (`seal_out_of_place_scatter`, `open_separate_gather`), behind the
+/// same helpers as the RustCrypto AEADs.
+#[cfg(feature = "aws-lc")]
+mod aws {
+    pub use aws_lc_rs::aead::LessSafeKey;
+    use aws_lc_rs::aead::{self, Aad, Nonce};
+    use cipherio::Algorithm;
+
+    pub fn key(alg: Algorithm, k: &[u8]) -> LessSafeKey {
+        let a = match alg {
+            Algorithm::Aes128Gcm => &aead::AES_128_GCM,
+            Algorithm::Aes256Gcm => &aead::AES_256_GCM,
+            _ => &aead::CHACHA20_POLY1305,
+        };
+        LessSafeKey::new(aead::UnboundKey::new(a, k).expect("key length matches the algorithm"))
+    }
+
+    pub fn seal(k: &LessSafeKey, n: [u8; 12], m: &[u8], body: &mut [u8], tag: &mut [u8]) {
+        k.seal_out_of_place_scatter(
+            Nonce::assume_unique_for_key(n),
+            Aad::empty(),
+            m,
+            body,
+            &[],
+            tag,
+        )
+        .expect("message within the AEAD's limit");
+    }
+
+    pub fn open(k: &LessSafeKey, n: [u8; 12], body: &[u8], tag: &[u8], out: &mut [u8]) -> bool {
+        k.open_separate_gather(Nonce::assume_unique_for_key(n), Aad::empty(), body, tag, out)
+            .is_ok()
+    }
+}
+
+/// One message at a time, out of place: what the benchmark asks of a raw
+/// AEAD.
+trait OneShot {
+    fn seal_msg(&self, i: usize, m: &[u8], body: &mut [u8], tag: &mut [u8]);
+    fn open_msg(&self, i: usize, body: &[u8], tag: &[u8], out: &mut [u8]) -> bool;
+}
+
+macro_rules! one_shot_rustcrypto {
+    ($($t:ty),*) => {$(
+        impl OneShot for $t {
+            fn seal_msg(&self, i: usize, m: &[u8], body: &mut [u8], tag: &mut [u8]) {
+                let buf = InOutBuf::new(m, body).expect("same lengths");
+                let t = self
+                    .encrypt_inout_detached(&nonce(i).into(), &[], buf)
+                    .expect("message within the AEAD's limit");
+                tag.copy_from_slice(&t);
+            }
+
+            fn open_msg(&self, i: usize, body: &[u8], tag: &[u8], out: &mut [u8]) -> bool {
+                let tag = Tag::<$t>::try_from(tag).expect("16-byte tag");
+                let buf = InOutBuf::new(body, out).expect("same lengths");
+                self.decrypt_inout_detached(&nonce(i).into(), &[], buf, &tag)
+                    .is_ok()
+            }
+        }
+    )*};
+}
+
+one_shot_rustcrypto!(Aes128Gcm, Aes256Gcm, ChaCha20Poly1305);
+
+#[cfg(feature = "aws-lc")]
+impl OneShot for aws::LessSafeKey {
+    fn seal_msg(&self, i: usize, m: &[u8], body: &mut [u8], tag: &mut [u8]) {
+        aws::seal(self, nonce(i), m, body, tag);
+    }
+
+    fn open_msg(&self, i: usize, body: &[u8], tag: &[u8], out: &mut [u8]) -> bool {
+        aws::open(self, nonce(i), body, tag, out)
+    }
 }
 
 impl Raw {
     fn new(key: &Key) -> Raw {
         let k = key.as_bytes();
         let bad = "key length matches the algorithm";
+        #[cfg(feature = "aws-lc")]
+        if cipherio::Provider::default() == cipherio::Provider::AwsLc {
+            return Raw::AwsLc(Box::new(aws::key(key.algorithm(), k)));
+        }
         match key.algorithm() {
             Algorithm::Aes128Gcm => Raw::Aes128(Box::new(Aes128Gcm::new_from_slice(k).expect(bad))),
             Algorithm::Aes256Gcm => Raw::Aes256(Box::new(Aes256Gcm::new_from_slice(k).expect(bad))),
@@ -226,15 +312,15 @@ impl Raw {
 }
 
 /// Message `i`'s nonce: distinct per message, as in a stream.
-fn nonce<A: AeadInOut<NonceSize = U12>>(i: usize) -> Nonce<A> {
+fn nonce(i: usize) -> [u8; 12] {
     let mut n = [0u8; 12];
     n[4..].copy_from_slice(&(i as u64).to_be_bytes());
-    n.into()
+    n
 }
 
 /// Seals each `msg`-byte message of `input` into `out`, then hands the
 /// sealed bytes to `then`.
-fn seal_each<A: AeadInOut<NonceSize = U12>>(
+fn seal_each<A: OneShot>(
     a: &A,
     input: &[u8],
     msg: usize,
@@ -243,23 +329,18 @@ fn seal_each<A: AeadInOut<NonceSize = U12>>(
 ) {
     for (i, m) in input.chunks(msg).enumerate() {
         let (body, tag) = out[..m.len() + TAG].split_at_mut(m.len());
-        let buf = InOutBuf::new(m, body).expect("same lengths");
-        let t = a
-            .encrypt_inout_detached(&nonce::<A>(i), &[], buf)
-            .expect("message within the AEAD's limit");
-        tag.copy_from_slice(&t);
+        a.seal_msg(i, m, body, tag);
         then(i, &out[..m.len() + TAG]);
     }
     black_box(&out[..]);
 }
 
-fn open_each<A: AeadInOut<NonceSize = U12>>(a: &A, sealed: &[u8], msg: usize, out: &mut [u8]) {
+fn open_each<A: OneShot>(a: &A, sealed: &[u8], msg: usize, out: &mut [u8]) {
     for (i, m) in sealed.chunks(msg + TAG).enumerate() {
         let (body, tag) = m.split_at(m.len() - TAG);
-        let tag = Tag::<A>::try_from(tag).expect("16-byte tag");
-        let buf = InOutBuf::new(body, &mut out[..body.len()]).expect("same lengths");
-        a.decrypt_inout_detached(&nonce::<A>(i), &[], buf, &tag)
-            .unwrap_or_else(|_| panic!("raw message {i} must open"));
+        if !a.open_msg(i, body, tag, &mut out[..body.len()]) {
+            panic!("raw message {i} must open");
+        }
         black_box(&out[..]);
     }
 }
