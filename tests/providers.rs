@@ -1,0 +1,951 @@
+//! The providers are interchangeable: a stream sealed by any provider
+//! opens with any provider (every pair of [`Provider::ALL`]), in both
+//! formats, for every algorithm, writer capacity, plaintext length around
+//! the segment boundaries, write chunking, reader capacity and read
+//! pattern; over slices, a real file and a TCP socket. And tamper
+//! detection holds across them: a stream sealed by provider A with any
+//! single byte flipped fails under provider B, releasing only the
+//! segments before the damaged one, and a failed open leaves no
+//! unverified plaintext in the caller's buffer (AWS-LC decrypts before it
+//! checks the tag; the wipe after a failed open is what this catches).
+//!
+//! Byte identity of the two providers' output needs the salt injected and
+//! is checked by the unit tests in `src/`; here only the public API is
+//! used.
+//!
+//! Without the `aws-lc` feature `Provider::ALL` is `[RustCrypto]` and
+//! every test still runs, with that one pair.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{self, BufRead, ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use cipherio::format::{HEADER_LEN, TAG_LEN};
+use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::{
+    Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key, Provider, StreamKey,
+};
+
+const T: usize = TAG_LEN;
+const MIB: usize = 1 << 20;
+
+/// Writer capacities (native segment sizes).
+const WRITER_CAPS: [usize; 5] = [1, 17, 4096, 8192, 65536];
+/// Reader capacities, used in rotation.
+const READER_CAPS: [usize; 4] = [1, 100, DEFAULT_CAPACITY, MIB];
+
+/// Every (writer provider, reader provider) pair.
+fn pairs() -> Vec<(Provider, Provider)> {
+    let mut v = Vec::new();
+    for &w in Provider::ALL {
+        for &r in Provider::ALL {
+            v.push((w, r));
+        }
+    }
+    v
+}
+
+/// Deterministic plaintext without 0x00 (what a wipe leaves) and 0xAA
+/// (what caller buffers are filled with), so that a leak shows.
+fn plaintext(len: usize, seed: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| {
+            let b = u8::try_from((i * 131 + seed * 17 + i / 251) % 251).unwrap();
+            if b == 0 || b == 0xAA { 0x3c } else { b }
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------
+// Layout: where each segment lies, for both formats.
+// ---------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug)]
+struct Lay {
+    /// Header bytes.
+    h: usize,
+    /// Plaintext bytes of segment 0.
+    first: usize,
+    /// Plaintext bytes of every later segment.
+    rest: usize,
+}
+
+impl Lay {
+    fn native(cap: usize) -> Lay {
+        Lay {
+            h: HEADER_LEN,
+            first: cap,
+            rest: cap,
+        }
+    }
+
+    fn tink(p: &TinkParams) -> Lay {
+        // From the format description: H = 1 + derived key size + 7.
+        let h = 1 + p.derived_key_size() + 7;
+        let css = p.ciphertext_segment_size();
+        Lay {
+            h,
+            first: css - h - T,
+            rest: css - T,
+        }
+    }
+
+    fn segments(&self, len: usize) -> usize {
+        if len <= self.first {
+            1
+        } else {
+            1 + (len - self.first).div_ceil(self.rest)
+        }
+    }
+
+    fn ct_len(&self, len: usize) -> usize {
+        self.h + len + T * self.segments(len)
+    }
+
+    fn plain_before(&self, i: usize) -> usize {
+        if i == 0 {
+            0
+        } else {
+            self.first + (i - 1) * self.rest
+        }
+    }
+
+    fn seg_start(&self, i: usize) -> usize {
+        if i == 0 {
+            self.h
+        } else {
+            self.h + self.first + T + (i - 1) * (self.rest + T)
+        }
+    }
+
+    /// The segment holding stream byte `pos` (at least `h`).
+    fn seg_of(&self, pos: usize) -> usize {
+        let second = self.h + self.first + T;
+        if pos < second {
+            0
+        } else {
+            1 + (pos - second) / (self.rest + T)
+        }
+    }
+
+    /// Lengths around the segment boundaries: 0, 1, first ± 1,
+    /// first + rest ± 1, and several segments with a short final one.
+    fn lengths(&self) -> Vec<usize> {
+        let (f, r) = (self.first, self.rest);
+        let mut v = vec![
+            0,
+            1,
+            f - 1,
+            f,
+            f + 1,
+            f + r - 1,
+            f + r,
+            f + r + 1,
+            f + 2 * r + 5,
+        ];
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+// ---------------------------------------------------------------------
+// Writing and reading.
+// ---------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug)]
+enum WriteMode {
+    AllAtOnce,
+    Fixed(usize),
+    /// Sizes around the segment size (below, at, above, several), with
+    /// empty writes between.
+    Varied,
+}
+
+const WRITE_MODES: [WriteMode; 3] = [WriteMode::AllAtOnce, WriteMode::Fixed(7), WriteMode::Varied];
+
+fn write_in<W: Write>(w: &mut W, pt: &[u8], mode: WriteMode, seg: usize) {
+    let varied = [1, seg.saturating_sub(1).max(1), seg, seg + 1, 2 * seg + 3];
+    let mut pos = 0;
+    let mut i = 0;
+    while pos < pt.len() {
+        let size = match mode {
+            WriteMode::AllAtOnce => pt.len(),
+            WriteMode::Fixed(n) => n,
+            WriteMode::Varied => {
+                if i % 2 == 1 {
+                    assert_eq!(w.write(&[]).unwrap(), 0, "empty write");
+                }
+                varied[i % varied.len()]
+            }
+        };
+        let n = size.min(pt.len() - pos);
+        w.write_all(&pt[pos..pos + n]).unwrap();
+        pos += n;
+        i += 1;
+    }
+}
+
+/// Seals `pt` with provider `p` (native: segments of `cap`; Tink: the
+/// key's, `cap` = None).
+fn seal<K: StreamKey>(
+    p: Provider,
+    key: &K,
+    cap: Option<usize>,
+    aad: &[u8],
+    pt: &[u8],
+    mode: WriteMode,
+    seg: usize,
+) -> Vec<u8> {
+    let mut b = CipherWriter::builder(key).provider(p).associated_data(aad);
+    if let Some(c) = cap {
+        b = b.capacity(c);
+    }
+    let mut w = b.build(Vec::new());
+    assert_eq!(w.provider(), p, "the writer reports its provider");
+    write_in(&mut w, pt, mode, seg);
+    w.finish().unwrap()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ReadMode {
+    ToEnd,
+    /// `read` calls of this many bytes.
+    Small(usize),
+    /// `read` calls of 2 MiB: the zero-copy path, several segments a call.
+    Big,
+    /// `fill_buf`, consuming 5 bytes and everything in turn.
+    Buf,
+}
+
+fn read_modes(seg: usize) -> [ReadMode; 5] {
+    [
+        ReadMode::ToEnd,
+        ReadMode::Small(7),
+        ReadMode::Small(seg.saturating_sub(1).max(1)),
+        ReadMode::Big,
+        ReadMode::Buf,
+    ]
+}
+
+/// Reads to the end (or the first error) in `mode`; returns what came out.
+fn drive<R: Read>(r: &mut CipherReader<R>, mode: ReadMode) -> (Vec<u8>, io::Result<()>) {
+    let mut got = Vec::new();
+    let chunked = |r: &mut CipherReader<R>, got: &mut Vec<u8>, n: usize| {
+        let mut b = vec![0u8; n];
+        loop {
+            match r.read(&mut b) {
+                Ok(0) => return Ok(()),
+                Ok(k) => got.extend_from_slice(&b[..k]),
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    let res = match mode {
+        ReadMode::ToEnd => r.read_to_end(&mut got).map(|_| ()),
+        ReadMode::Small(n) => chunked(r, &mut got, n),
+        ReadMode::Big => chunked(r, &mut got, 2 * MIB),
+        ReadMode::Buf => {
+            let mut i = 0;
+            loop {
+                match r.fill_buf() {
+                    Ok([]) => break Ok(()),
+                    Ok(b) => {
+                        let k = if i % 2 == 0 { b.len().min(5) } else { b.len() };
+                        got.extend_from_slice(&b[..k]);
+                        r.consume(k);
+                        i += 1;
+                    }
+                    Err(e) => break Err(e),
+                }
+            }
+        }
+    };
+    (got, res)
+}
+
+/// Opens `ct` with provider `p` and checks it reads back `pt`, with a
+/// stable end.
+#[allow(clippy::too_many_arguments)]
+fn open_ok<K: StreamKey>(
+    ctx: &str,
+    p: Provider,
+    key: &K,
+    rcap: usize,
+    aad: &[u8],
+    ct: &[u8],
+    pt: &[u8],
+    mode: ReadMode,
+) {
+    let mut r = CipherReader::builder(key)
+        .provider(p)
+        .capacity(rcap)
+        .associated_data(aad)
+        .build(ct);
+    assert_eq!(r.provider(), p, "{ctx}: the reader reports its provider");
+    let (got, res) = drive(&mut r, mode);
+    res.unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    assert!(
+        got == pt,
+        "{ctx}: wrong plaintext ({} bytes, want {})",
+        got.len(),
+        pt.len()
+    );
+    assert_eq!(
+        r.read(&mut [0u8; 16]).unwrap(),
+        0,
+        "{ctx}: read after the end"
+    );
+    assert!(
+        r.fill_buf().unwrap().is_empty(),
+        "{ctx}: fill_buf after the end"
+    );
+}
+
+// ---------------------------------------------------------------------
+// Round trips across providers.
+// ---------------------------------------------------------------------
+
+#[test]
+fn native_round_trips_across_providers() {
+    let aad = b"providers";
+    for (ai, alg) in Algorithm::ALL.into_iter().enumerate() {
+        let key = Key::generate(alg);
+        for &wp in Provider::ALL {
+            for (ci, cap) in WRITER_CAPS.into_iter().enumerate() {
+                let lay = Lay::native(cap);
+                let mut lens = vec![0, 1, cap - 1, cap, cap + 1, 3 * cap + 5];
+                lens.dedup();
+                for (li, len) in lens.into_iter().enumerate() {
+                    let pt = plaintext(len, ai + li);
+                    for (wi, wmode) in WRITE_MODES.into_iter().enumerate() {
+                        let ct = seal(wp, &key, Some(cap), aad, &pt, wmode, cap);
+                        assert_eq!(ct.len(), lay.ct_len(len), "{alg} cap {cap} len {len}");
+                        for &rp in Provider::ALL {
+                            for (ri, rmode) in read_modes(cap).into_iter().enumerate() {
+                                let rcap =
+                                    READER_CAPS[(ai + ci + li + wi + ri) % READER_CAPS.len()];
+                                let ctx = format!(
+                                    "{alg}, sealed by {} (cap {cap}, {wmode:?}), opened by {} \
+                                     (cap {rcap}, {rmode:?}), len {len}",
+                                    wp.name(),
+                                    rp.name()
+                                );
+                                open_ok(&ctx, rp, &key, rcap, aad, &ct, &pt, rmode);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn native_one_mebibyte_across_providers() {
+    let len = MIB + 3;
+    let pt = plaintext(len, 5);
+    let mut turn = 0;
+    for alg in Algorithm::ALL {
+        let key = Key::generate(alg);
+        for cap in [4096, 8192, 65536] {
+            for (wp, rp) in pairs() {
+                let wmode = WRITE_MODES[turn % WRITE_MODES.len()];
+                let ct = seal(wp, &key, Some(cap), b"", &pt, wmode, cap);
+                assert_eq!(ct.len(), Lay::native(cap).ct_len(len));
+                // Two read patterns and a reader capacity per case, in
+                // rotation: every pair meets every pattern.
+                for k in 0..2 {
+                    let modes = read_modes(cap);
+                    let rmode = modes[(2 * turn + k) % modes.len()];
+                    let rcap = READER_CAPS[(turn + k) % READER_CAPS.len()];
+                    let ctx = format!(
+                        "{alg} 1 MiB, sealed by {} (cap {cap}, {wmode:?}), opened by {} \
+                         (cap {rcap}, {rmode:?})",
+                        wp.name(),
+                        rp.name()
+                    );
+                    open_ok(&ctx, rp, &key, rcap, b"", &ct, &pt, rmode);
+                }
+                turn += 1;
+            }
+        }
+    }
+}
+
+/// Tink parameter sets: Tink's AES128 4 KiB template (SHA256), AES256
+/// with SHA512 and an odd segment size, and the minimal segments for
+/// both key sizes.
+fn tink_sets() -> Vec<TinkParams> {
+    vec![
+        TinkParams::AES128_GCM_HKDF_4KB,
+        TinkParams::new(32, 4113, HkdfHash::Sha512).unwrap(),
+        TinkParams::new(16, 41, HkdfHash::Sha256).unwrap(),
+        TinkParams::new(32, 57, HkdfHash::Sha512).unwrap(),
+        TinkParams::new(16, 100, HkdfHash::Sha1).unwrap(),
+    ]
+}
+
+fn tink_key(p: TinkParams, seed: u8) -> TinkKey {
+    let raw: Vec<u8> = (0..p.derived_key_size())
+        .map(|i| u8::try_from(i).unwrap().wrapping_mul(29) ^ seed)
+        .collect();
+    TinkKey::new(p, &raw).unwrap()
+}
+
+#[test]
+fn tink_round_trips_across_providers() {
+    let aad = b"tink providers";
+    for (si, params) in tink_sets().into_iter().enumerate() {
+        let key = tink_key(params, u8::try_from(si).unwrap());
+        let lay = Lay::tink(&params);
+        assert_eq!(lay.first, params.first_segment_plaintext());
+        assert_eq!(lay.rest, params.segment_plaintext());
+        for (li, len) in lay.lengths().into_iter().enumerate() {
+            let pt = plaintext(len, si + li);
+            for &wp in Provider::ALL {
+                for (wi, wmode) in WRITE_MODES.into_iter().enumerate() {
+                    let ct = seal(wp, &key, None, aad, &pt, wmode, lay.rest);
+                    assert_eq!(ct.len(), lay.ct_len(len), "{params:?} len {len}");
+                    assert_eq!(usize::from(ct[0]), lay.h, "header length byte");
+                    for &rp in Provider::ALL {
+                        for (ri, rmode) in read_modes(lay.rest).into_iter().enumerate() {
+                            let rcap = READER_CAPS[(si + li + wi + ri) % READER_CAPS.len()];
+                            let ctx = format!(
+                                "{params:?}, sealed by {} ({wmode:?}), opened by {} \
+                                 (cap {rcap}, {rmode:?}), len {len}",
+                                wp.name(),
+                                rp.name()
+                            );
+                            open_ok(&ctx, rp, &key, rcap, aad, &ct, &pt, rmode);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn tink_one_mebibyte_across_providers() {
+    let len = MIB + 11;
+    let pt = plaintext(len, 9);
+    let mut turn = 0;
+    for (si, params) in tink_sets().into_iter().take(2).enumerate() {
+        let key = tink_key(params, 0x40 + u8::try_from(si).unwrap());
+        let lay = Lay::tink(&params);
+        for (wp, rp) in pairs() {
+            let wmode = WRITE_MODES[turn % WRITE_MODES.len()];
+            let ct = seal(wp, &key, None, b"", &pt, wmode, lay.rest);
+            assert_eq!(ct.len(), lay.ct_len(len));
+            for rmode in read_modes(lay.rest) {
+                let rcap = READER_CAPS[turn % READER_CAPS.len()];
+                let ctx = format!(
+                    "{params:?} 1 MiB, sealed by {} ({wmode:?}), opened by {} (cap {rcap}, {rmode:?})",
+                    wp.name(),
+                    rp.name()
+                );
+                open_ok(&ctx, rp, &key, rcap, b"", &ct, &pt, rmode);
+            }
+            turn += 1;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// Tamper detection across providers.
+// ---------------------------------------------------------------------
+
+/// The crate error inside `e`, of a damaged stream's kind.
+fn crate_error(ctx: &str, e: &io::Error) -> Error {
+    let ce = Error::from_io(e)
+        .unwrap_or_else(|| panic!("{ctx}: {e:?} carries no cipherio::Error"))
+        .clone();
+    assert_eq!(e.kind(), ce.kind(), "{ctx}");
+    assert!(
+        matches!(e.kind(), ErrorKind::InvalidData | ErrorKind::UnexpectedEof),
+        "{ctx}: kind {:?}",
+        e.kind()
+    );
+    ce
+}
+
+/// `bad` (stream `pt` with byte `pos` damaged) fails under provider `p`
+/// in `mode`, releasing exactly the segments before the damaged one.
+#[allow(clippy::too_many_arguments)]
+fn open_fails<K: StreamKey>(
+    ctx: &str,
+    p: Provider,
+    key: &K,
+    bad: &[u8],
+    pt: &[u8],
+    lay: &Lay,
+    pos: usize,
+    mode: ReadMode,
+) {
+    let mut r = CipherReader::builder(key).provider(p).build(bad);
+    let (got, res) = drive(&mut r, mode);
+    let Err(e) = res else {
+        panic!(
+            "{ctx}: damaged stream read to a clean end ({} bytes)",
+            got.len()
+        )
+    };
+    let ce = crate_error(ctx, &e);
+    let before = if pos < lay.h {
+        0
+    } else {
+        let seg = lay.seg_of(pos);
+        assert_eq!(ce, Error::Authentication, "{ctx}");
+        lay.plain_before(seg)
+    };
+    assert!(
+        got.len() == before && got == pt[..before],
+        "{ctx}: released {} bytes, want the {before} before the damaged segment",
+        got.len()
+    );
+    // Sticky.
+    let e2 = r.read(&mut [0u8; 64]).unwrap_err();
+    assert_eq!(crate_error(ctx, &e2), ce, "{ctx}: error again");
+}
+
+/// Positions to damage in a stream of `len` bytes: all of them for small
+/// streams; else the header, both ends of every segment's body, every tag
+/// byte, and a pseudo-random sample.
+fn positions(lay: &Lay, ct_len: usize, pt_len: usize) -> Vec<usize> {
+    if ct_len <= 400 {
+        return (0..ct_len).collect();
+    }
+    let mut v: Vec<usize> = (0..lay.h).collect();
+    for i in 0..lay.segments(pt_len) {
+        let start = lay.seg_start(i);
+        let end = (start + if i == 0 { lay.first } else { lay.rest } + T).min(ct_len);
+        let body_end = end - T;
+        v.extend(start..(start + 3).min(body_end));
+        v.extend(body_end.saturating_sub(3).max(start)..body_end);
+        v.extend(body_end..end);
+    }
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.push(usize::try_from(x % u64::try_from(ct_len).unwrap()).unwrap());
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Sealed by `wp`, every chosen single-byte flip fails under every reader
+/// provider, and the intact stream opens under each.
+fn flips_fail_across<K: StreamKey>(what: &str, key: &K, cap: Option<usize>, lay: &Lay, pt: &[u8]) {
+    let modes = [
+        ReadMode::ToEnd,
+        ReadMode::Big,
+        ReadMode::Small(7),
+        ReadMode::Buf,
+    ];
+    for (wp, rp) in pairs() {
+        let ct = seal(wp, key, cap, b"", pt, WriteMode::Fixed(7), lay.rest);
+        open_ok(
+            what,
+            rp,
+            key,
+            DEFAULT_CAPACITY,
+            b"",
+            &ct,
+            pt,
+            ReadMode::ToEnd,
+        );
+        for (k, pos) in positions(lay, ct.len(), pt.len()).into_iter().enumerate() {
+            // Header bytes get 0x01 (0x80 in the segment-size field would
+            // ask for megabyte segments); segment bytes every bit in turn.
+            let mask = if pos < lay.h { 0x01 } else { 1u8 << (pos % 8) };
+            let mut bad = ct.clone();
+            bad[pos] ^= mask;
+            let mode = modes[k % modes.len()];
+            let ctx = format!(
+                "{what} len {}: sealed by {}, byte {pos} ^ {mask:#04x}, opened by {} ({mode:?})",
+                pt.len(),
+                wp.name(),
+                rp.name()
+            );
+            open_fails(&ctx, rp, key, &bad, pt, lay, pos, mode);
+            if mode != ReadMode::ToEnd {
+                open_fails(&ctx, rp, key, &bad, pt, lay, pos, ReadMode::ToEnd);
+            }
+        }
+    }
+}
+
+#[test]
+fn native_flips_fail_across_providers() {
+    for alg in Algorithm::ALL {
+        let key = Key::generate(alg);
+        // Small: every byte. Larger: sampled.
+        for (cap, len) in [
+            (16, 3 * 16 + 5),
+            (16, 3 * 16),
+            (16, 0),
+            (4096, 3 * 4096 + 5),
+        ] {
+            let pt = plaintext(len, cap);
+            flips_fail_across(
+                &format!("{alg} cap {cap}"),
+                &key,
+                Some(cap),
+                &Lay::native(cap),
+                &pt,
+            );
+        }
+    }
+}
+
+#[test]
+fn tink_flips_fail_across_providers() {
+    let sets = [
+        TinkParams::new(16, 48, HkdfHash::Sha256).unwrap(),
+        TinkParams::new(32, 64, HkdfHash::Sha512).unwrap(),
+        TinkParams::AES128_GCM_HKDF_4KB,
+    ];
+    for (si, params) in sets.into_iter().enumerate() {
+        let key = tink_key(params, 0x70 + u8::try_from(si).unwrap());
+        let lay = Lay::tink(&params);
+        for len in [lay.first + 2 * lay.rest + 5, lay.first + lay.rest, 0] {
+            let pt = plaintext(len, si);
+            flips_fail_across(&format!("{params:?}"), &key, None, &lay, &pt);
+        }
+    }
+}
+
+fn no_plaintext(b: &[u8]) -> bool {
+    b.iter().all(|&x| x == 0x00 || x == 0xAA)
+}
+
+/// Reads `bad` with provider `rp` in `buf_len`-byte reads into buffers
+/// filled with 0xAA. Every returned byte is the plaintext's, the rest of
+/// each buffer holds none, and the buffer of the read that fails holds no
+/// plaintext at all: AWS-LC writes the damaged segment's unverified
+/// plaintext into it before it checks the tag. Returns the bytes released.
+fn read_watching<K: StreamKey>(
+    ctx: &str,
+    rp: Provider,
+    key: &K,
+    bad: &[u8],
+    pt: &[u8],
+    buf_len: usize,
+) -> usize {
+    let mut r = CipherReader::builder(key).provider(rp).build(bad);
+    let mut done = 0;
+    loop {
+        let mut buf = vec![0xAAu8; buf_len];
+        match r.read(&mut buf) {
+            Ok(0) => panic!("{ctx}: clean end after {done} bytes"),
+            Ok(n) => {
+                assert_eq!(&buf[..n], &pt[done..done + n], "{ctx}");
+                assert!(
+                    no_plaintext(&buf[n..]),
+                    "{ctx}: plaintext past the {n} returned"
+                );
+                done += n;
+            }
+            Err(e) => {
+                assert_eq!(crate_error(ctx, &e), Error::Authentication, "{ctx}");
+                assert!(
+                    no_plaintext(&buf),
+                    "{ctx}: unverified plaintext left in the caller's buffer"
+                );
+                // And again, into a fresh buffer.
+                let mut again = vec![0xAAu8; buf_len];
+                assert!(r.read(&mut again).is_err(), "{ctx}: error is sticky");
+                assert!(no_plaintext(&again), "{ctx}: plaintext after the error");
+                return done;
+            }
+        }
+    }
+}
+
+/// A segment whose tag is damaged (its ciphertext intact, so an open that
+/// decrypts first produces its exact plaintext) releases nothing of it:
+/// not through the return value, not in the caller's buffer. Reads of a
+/// segment or more decrypt straight into that buffer.
+#[test]
+fn failed_open_leaves_no_unverified_plaintext_in_the_callers_buffer() {
+    const SEG: usize = 64;
+    let lay = Lay::native(SEG);
+    for alg in Algorithm::ALL {
+        let key = Key::generate(alg);
+        let pt = plaintext(3 * SEG + 5, 2);
+        for (wp, rp) in pairs() {
+            let ct = seal(wp, &key, Some(SEG), b"", &pt, WriteMode::AllAtOnce, SEG);
+            for i in 0..lay.segments(pt.len()) {
+                let end = (lay.seg_start(i) + SEG + T).min(ct.len());
+                for pos in [end - 1, end - T, lay.seg_start(i)] {
+                    let mut bad = ct.clone();
+                    bad[pos] ^= 0x04;
+                    for buf_len in [SEG, 2 * SEG + 1, 8 * SEG, SEG - 1] {
+                        let ctx = format!(
+                            "{alg}: sealed by {}, segment {i} byte {pos} damaged, opened by {} \
+                             in reads of {buf_len}",
+                            wp.name(),
+                            rp.name()
+                        );
+                        let done = read_watching(&ctx, rp, &key, &bad, &pt, buf_len);
+                        assert_eq!(done, lay.plain_before(i), "{ctx}");
+                    }
+                }
+            }
+        }
+    }
+    let params = TinkParams::new(16, 80, HkdfHash::Sha256).unwrap();
+    let lay = Lay::tink(&params);
+    let key = tink_key(params, 3);
+    let pt = plaintext(lay.first + 2 * lay.rest + 5, 4);
+    for (wp, rp) in pairs() {
+        let ct = seal(wp, &key, None, b"", &pt, WriteMode::AllAtOnce, lay.rest);
+        for i in 0..lay.segments(pt.len()) {
+            let next = if i == 0 { lay.first } else { lay.rest };
+            let end = (lay.seg_start(i) + next + T).min(ct.len());
+            let mut bad = ct.clone();
+            bad[end - 1] ^= 0x04;
+            for buf_len in [lay.first, lay.rest, 4 * lay.rest, lay.first - 1] {
+                let ctx = format!(
+                    "Tink: sealed by {}, tag of segment {i} damaged, opened by {} in reads of \
+                     {buf_len}",
+                    wp.name(),
+                    rp.name()
+                );
+                let done = read_watching(&ctx, rp, &key, &bad, &pt, buf_len);
+                assert_eq!(done, lay.plain_before(i), "{ctx}");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// Over real I/O.
+// ---------------------------------------------------------------------
+
+/// A unique temporary file, removed on drop (also when a test panics).
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(what: &str) -> TempFile {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let name = format!("cipherio-providers-{}-{what}-{n}.bin", std::process::id());
+        TempFile(std::env::temp_dir().join(name))
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn through_file<K: StreamKey>(what: &str, key: &K, cap: Option<usize>, seg: usize, pt: &[u8]) {
+    for (wp, rp) in pairs() {
+        let ctx = format!(
+            "{what}: file sealed by {}, opened by {}",
+            wp.name(),
+            rp.name()
+        );
+        let tmp = TempFile::new(&format!("{}-{}", wp.name(), rp.name()));
+        let file = std::fs::File::create_new(&tmp.0).unwrap();
+        let mut b = CipherWriter::builder(key).provider(wp);
+        if let Some(c) = cap {
+            b = b.capacity(c);
+        }
+        let mut w = b.build(file);
+        write_in(&mut w, pt, WriteMode::Varied, seg);
+        w.finish().unwrap().sync_all().unwrap();
+        for mode in [ReadMode::ToEnd, ReadMode::Small(1000), ReadMode::Buf] {
+            let file = std::fs::File::open(&tmp.0).unwrap();
+            let mut r = CipherReader::builder(key).provider(rp).build(file);
+            assert_eq!(r.provider(), rp, "{ctx}");
+            let (got, res) = drive(&mut r, mode);
+            res.unwrap_or_else(|e| panic!("{ctx} {mode:?}: {e}"));
+            assert!(got == pt, "{ctx} {mode:?}: wrong plaintext");
+        }
+        // The same file with its last byte damaged fails.
+        let mut bytes = std::fs::read(&tmp.0).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        std::fs::write(&tmp.0, &bytes).unwrap();
+        let mut r = CipherReader::builder(key)
+            .provider(rp)
+            .build(std::fs::File::open(&tmp.0).unwrap());
+        let mut got = Vec::new();
+        let e = r.read_to_end(&mut got).unwrap_err();
+        assert_eq!(crate_error(&ctx, &e), Error::Authentication, "{ctx}");
+        assert!(got.len() < pt.len() && got == pt[..got.len()], "{ctx}");
+    }
+}
+
+#[test]
+fn real_file_across_providers() {
+    let pt = plaintext(300_000 + 7, 11);
+    for alg in Algorithm::ALL {
+        let key = Key::generate(alg);
+        through_file(&format!("{alg}"), &key, Some(4096), 4096, &pt);
+    }
+    let params = TinkParams::AES128_GCM_HKDF_4KB;
+    let key = tink_key(params, 0x21);
+    through_file("Tink", &key, None, params.segment_plaintext(), &pt);
+}
+
+/// Nothing here should take more than seconds: a hang fails the test.
+const SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn through_tcp<K: StreamKey + Clone + Send + 'static>(
+    what: &str,
+    key: &K,
+    cap: Option<usize>,
+    seg: usize,
+    pt: &[u8],
+) {
+    for (wp, rp) in pairs() {
+        let ctx = format!(
+            "{what}: TCP, sealed by {}, opened by {}",
+            wp.name(),
+            rp.name()
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (wkey, wpt) = (key.clone(), pt.to_vec());
+        let writer = std::thread::spawn(move || {
+            let sock = TcpStream::connect(addr).unwrap();
+            sock.set_write_timeout(Some(SOCKET_TIMEOUT)).unwrap();
+            let mut b = CipherWriter::builder(&wkey).provider(wp);
+            if let Some(c) = cap {
+                b = b.capacity(c);
+            }
+            let mut w = b.build(sock);
+            write_in(&mut w, &wpt, WriteMode::Varied, seg);
+            let sock = w.finish().unwrap();
+            sock.shutdown(Shutdown::Write).unwrap();
+        });
+        let (sock, _) = listener.accept().unwrap();
+        sock.set_read_timeout(Some(SOCKET_TIMEOUT)).unwrap();
+        let mut r = CipherReader::builder(key).provider(rp).build(sock);
+        let (got, res) = drive(&mut r, ReadMode::Small(1500));
+        res.unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        assert!(got == pt, "{ctx}: wrong plaintext ({} bytes)", got.len());
+        writer.join().unwrap();
+    }
+}
+
+#[test]
+fn tcp_across_providers() {
+    let pt = plaintext(200_000 + 3, 13);
+    for alg in Algorithm::ALL {
+        let key = Key::generate(alg);
+        through_tcp(&format!("{alg}"), &key, Some(8192), 8192, &pt);
+    }
+    let params = TinkParams::new(32, 4113, HkdfHash::Sha512).unwrap();
+    let key = tink_key(params, 0x31);
+    through_tcp("Tink", &key, None, params.segment_plaintext(), &pt);
+}
+
+// ---------------------------------------------------------------------
+// Which provider a stream reports.
+// ---------------------------------------------------------------------
+
+#[test]
+fn default_provider_is_aws_lc_exactly_when_the_feature_is_on() {
+    #[cfg(feature = "aws-lc")]
+    {
+        assert_eq!(Provider::default(), Provider::AwsLc);
+        assert_eq!(Provider::ALL, &[Provider::RustCrypto, Provider::AwsLc]);
+    }
+    #[cfg(not(feature = "aws-lc"))]
+    {
+        assert_eq!(Provider::default(), Provider::RustCrypto);
+        assert_eq!(Provider::ALL, &[Provider::RustCrypto]);
+    }
+    assert_eq!(
+        Provider::ALL.last(),
+        Some(&Provider::default()),
+        "default last"
+    );
+    assert_eq!(Provider::RustCrypto.name(), "rustcrypto");
+    #[cfg(feature = "aws-lc")]
+    assert_eq!(Provider::AwsLc.name(), "aws-lc");
+}
+
+#[test]
+fn writer_and_reader_report_the_builders_provider() {
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    let tkey = tink_key(TinkParams::AES256_GCM_HKDF_4KB, 1);
+    let d = Provider::default();
+    // Every constructor without a choice gives the default.
+    assert_eq!(CipherWriter::new(&key, Vec::new()).provider(), d);
+    assert_eq!(
+        CipherWriter::with_capacity(64, &key, Vec::new()).provider(),
+        d
+    );
+    assert_eq!(CipherWriter::builder(&key).build(Vec::new()).provider(), d);
+    assert_eq!(CipherWriter::new(&tkey, Vec::new()).provider(), d);
+    assert_eq!(CipherReader::new(&key, &[][..]).provider(), d);
+    assert_eq!(CipherReader::with_capacity(64, &key, &[][..]).provider(), d);
+    assert_eq!(CipherReader::builder(&key).build(&[][..]).provider(), d);
+    assert_eq!(CipherReader::new(&tkey, &[][..]).provider(), d);
+    for &p in Provider::ALL {
+        // The choice, whatever else the builder is told, and in either order.
+        let w = CipherWriter::builder(&key)
+            .provider(p)
+            .capacity(100)
+            .associated_data(b"x")
+            .build(Vec::new());
+        assert_eq!(w.provider(), p);
+        let w2 = CipherWriter::builder(&key)
+            .capacity(100)
+            .provider(p)
+            .build(Vec::new());
+        assert_eq!(w2.provider(), p);
+        assert!(format!("{w:?}").contains(&format!("{p:?}")), "{w:?}");
+        let tw = CipherWriter::builder(&tkey).provider(p).build(Vec::new());
+        assert_eq!(tw.provider(), p);
+        let ct = {
+            let mut w = w;
+            w.write_all(b"reported").unwrap();
+            assert_eq!(w.provider(), p, "after writing");
+            w.try_finish().unwrap();
+            assert_eq!(w.provider(), p, "after finishing");
+            w.finish().unwrap()
+        };
+        let mut r = CipherReader::builder(&key)
+            .max_segment_size(1000)
+            .provider(p)
+            .capacity(10)
+            .associated_data(b"x")
+            .build(&ct[..]);
+        assert_eq!(r.provider(), p);
+        assert!(format!("{r:?}").contains(&format!("{p:?}")), "{r:?}");
+        let mut s = String::new();
+        r.read_to_string(&mut s).unwrap();
+        assert_eq!(s, "reported");
+        assert_eq!(r.provider(), p, "after reading");
+        assert_eq!(
+            CipherReader::builder(&tkey)
+                .provider(p)
+                .build(&[][..])
+                .provider(),
+            p
+        );
+        // A builder's choice is its own: a clone re-targeted does not
+        // change the original.
+        let b = CipherReader::builder(&key).provider(p);
+        let other = *Provider::ALL.iter().find(|&&q| q != p).unwrap_or(&p);
+        let _ = b.clone().provider(other);
+        assert_eq!(b.build(&[][..]).provider(), p);
+        assert!(
+            format!("{:?}", CipherReader::builder(&key).provider(p)).contains(&format!("{p:?}"))
+        );
+    }
+}
