@@ -14,6 +14,10 @@
 //! * stay failed: three more reads (of 0, 1 and many bytes) and a `fill_buf`
 //!   all return the same error, never `Ok`.
 //!
+//! Every stream is sealed by each provider in `Provider::ALL` and every
+//! damaged stream read by each (so with the `aws-lc` feature all four
+//! pairs; without it RustCrypto alone).
+//!
 //! Streams use tiny segments (16 bytes, 32 for some cases) so that looping
 //! over every byte stays cheap.
 
@@ -23,7 +27,7 @@ use std::io::{self, BufRead, ErrorKind, Read, Write};
 use std::ops::Range;
 
 use cipherio::format::{DEFAULT_MAX_SEGMENT_SIZE, HEADER_LEN, Header, SALT_LEN, TAG_LEN};
-use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key};
+use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key, Provider};
 
 const H: usize = HEADER_LEN;
 const T: usize = TAG_LEN;
@@ -38,8 +42,9 @@ fn plaintext(len: usize) -> Vec<u8> {
         .collect()
 }
 
-fn seal_with(key: &Key, seg: usize, aad: &[u8], pt: &[u8]) -> Vec<u8> {
+fn seal_with(wp: Provider, key: &Key, seg: usize, aad: &[u8], pt: &[u8]) -> Vec<u8> {
     let mut w = CipherWriter::builder(key)
+        .provider(wp)
         .capacity(seg)
         .associated_data(aad)
         .build(Vec::new());
@@ -49,8 +54,8 @@ fn seal_with(key: &Key, seg: usize, aad: &[u8], pt: &[u8]) -> Vec<u8> {
     w.finish().unwrap()
 }
 
-fn seal(key: &Key, seg: usize, pt: &[u8]) -> Vec<u8> {
-    seal_with(key, seg, b"", pt)
+fn seal(wp: Provider, key: &Key, seg: usize, pt: &[u8]) -> Vec<u8> {
+    seal_with(wp, key, seg, b"", pt)
 }
 
 /// Number of segments of a stream of `pt_len` plaintext bytes.
@@ -252,26 +257,29 @@ fn expect_failure_in(
     want: &Want,
     upto: Upto,
 ) {
-    for &(cap, chunk) in configs {
-        for &pattern in pats {
-            let ctx = format!("{ctx} [cap {cap}, chunk {chunk}, {pattern:?}]");
-            let mut r = CipherReader::builder(key)
-                .capacity(cap)
-                .associated_data(aad)
-                .build(Source::new(stream, chunk));
-            let (got, res) = drive(&mut r, pattern);
-            let Err(e) = res else {
-                panic!("{ctx}: clean end of stream after {} bytes", got.len())
-            };
-            let ce = crate_error(&ctx, &e);
-            match want {
-                Want::Is(w) => assert_eq!(&ce, w, "{ctx}"),
-                Want::InvalidData => {
-                    assert_eq!(e.kind(), ErrorKind::InvalidData, "{ctx}: {ce:?}");
+    for &rp in Provider::ALL {
+        for &(cap, chunk) in configs {
+            for &pattern in pats {
+                let ctx = format!("{ctx} [read by {rp:?}, cap {cap}, chunk {chunk}, {pattern:?}]");
+                let mut r = CipherReader::builder(key)
+                    .provider(rp)
+                    .capacity(cap)
+                    .associated_data(aad)
+                    .build(Source::new(stream, chunk));
+                let (got, res) = drive(&mut r, pattern);
+                let Err(e) = res else {
+                    panic!("{ctx}: clean end of stream after {} bytes", got.len())
+                };
+                let ce = crate_error(&ctx, &e);
+                match want {
+                    Want::Is(w) => assert_eq!(&ce, w, "{ctx}"),
+                    Want::InvalidData => {
+                        assert_eq!(e.kind(), ErrorKind::InvalidData, "{ctx}: {ce:?}");
+                    }
                 }
+                check_delivered(&ctx, &got, pt, seg, upto);
+                assert_sticky(&ctx, &mut r, &ce);
             }
-            check_delivered(&ctx, &got, pt, seg, upto);
-            assert_sticky(&ctx, &mut r, &ce);
         }
     }
 }
@@ -317,21 +325,32 @@ fn expect_failure(
 /// The untampered stream reads back in every configuration and pattern
 /// (so a failure elsewhere is the tampering's doing, not the harness's).
 fn expect_clean(ctx: &str, key: &Key, aad: &[u8], stream: &[u8], seg: usize, pt: &[u8]) {
-    for (cap, chunk) in CONFIGS {
-        for pattern in patterns(seg) {
-            let mut r = CipherReader::builder(key)
-                .capacity(cap)
-                .associated_data(aad)
-                .build(Source::new(stream, chunk));
-            let (got, res) = drive(&mut r, pattern);
-            res.unwrap_or_else(|e| panic!("{ctx} [cap {cap}, chunk {chunk}, {pattern:?}]: {e}"));
-            assert_eq!(got, pt, "{ctx} [cap {cap}, chunk {chunk}, {pattern:?}]");
+    for &rp in Provider::ALL {
+        for (cap, chunk) in CONFIGS {
+            for pattern in patterns(seg) {
+                let ctx = format!("{ctx} [read by {rp:?}, cap {cap}, chunk {chunk}, {pattern:?}]");
+                let mut r = CipherReader::builder(key)
+                    .provider(rp)
+                    .capacity(cap)
+                    .associated_data(aad)
+                    .build(Source::new(stream, chunk));
+                let (got, res) = drive(&mut r, pattern);
+                res.unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                assert_eq!(got, pt, "{ctx}");
+            }
         }
     }
 }
 
-fn keys() -> impl Iterator<Item = (Algorithm, Key)> {
+/// A fresh key for every algorithm.
+fn algs() -> impl Iterator<Item = (Algorithm, Key)> {
     Algorithm::ALL.into_iter().map(|a| (a, Key::generate(a)))
+}
+
+/// A fresh key for every algorithm, with every provider to seal with
+/// (every reader in this file then opens with every provider too).
+fn keys() -> impl Iterator<Item = (Algorithm, Key, Provider)> {
+    algs().flat_map(|(a, k)| Provider::ALL.iter().map(move |&p| (a, k.clone(), p)))
 }
 
 /// Plaintext lengths: 3 full segments plus a partial one; 3 full segments
@@ -340,16 +359,23 @@ const LENGTHS: [usize; 3] = [3 * S + 5, 3 * S, 0];
 
 #[test]
 fn stream_untampered_reads_back_in_every_pattern() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in LENGTHS {
             let pt = plaintext(len);
-            let ct = seal(&key, S, &pt);
+            let ct = seal(wp, &key, S, &pt);
             assert_eq!(
                 ct.len(),
                 H + len + segment_count(len, S) * T,
                 "{alg}: layout"
             );
-            expect_clean(&format!("{alg} len {len}"), &key, b"", &ct, S, &pt);
+            expect_clean(
+                &format!("{alg} by {wp:?} len {len}"),
+                &key,
+                b"",
+                &ct,
+                S,
+                &pt,
+            );
         }
     }
 }
@@ -389,10 +415,10 @@ fn flip_expectation(alg: Algorithm, ct: &[u8], pos: usize, mask: u8) -> (Error, 
 
 #[test]
 fn stream_every_single_byte_flip_fails_before_the_damaged_segment() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in LENGTHS {
             let pt = plaintext(len);
-            let ct = seal(&key, S, &pt);
+            let ct = seal(wp, &key, S, &pt);
             for pos in 0..ct.len() {
                 for mask in [0x01u8, 0x80] {
                     let mut bad = ct.clone();
@@ -411,7 +437,7 @@ fn stream_every_single_byte_flip_fails_before_the_damaged_segment() {
                     expect_failure_in(
                         configs,
                         pats,
-                        &format!("{alg} len {len}: byte {pos} ^ {mask:#04x}"),
+                        &format!("{alg} by {wp:?} len {len}: byte {pos} ^ {mask:#04x}"),
                         &key,
                         b"",
                         &bad,
@@ -428,10 +454,10 @@ fn stream_every_single_byte_flip_fails_before_the_damaged_segment() {
 
 #[test]
 fn stream_every_truncation_fails() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in LENGTHS {
             let pt = plaintext(len);
-            let ct = seal(&key, S, &pt);
+            let ct = seal(wp, &key, S, &pt);
             for cut in 0..ct.len() {
                 let (err, delivered) = if cut < H {
                     (Error::Truncated, 0)
@@ -448,7 +474,7 @@ fn stream_every_truncation_fails() {
                     (err, k * S)
                 };
                 expect_failure(
-                    &format!("{alg} len {len}: cut at {cut} of {}", ct.len()),
+                    &format!("{alg} by {wp:?} len {len}: cut at {cut} of {}", ct.len()),
                     &key,
                     &ct[..cut],
                     S,
@@ -462,16 +488,16 @@ fn stream_every_truncation_fails() {
 }
 
 fn bad_tag(segment: usize) {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in [3 * S + 5, 3 * S] {
             let pt = plaintext(len);
-            let ct = seal(&key, S, &pt);
+            let ct = seal(wp, &key, S, &pt);
             let r = seg_range(S, ct.len(), segment);
             for pos in [r.end - T, r.end - 1] {
                 let mut bad = ct.clone();
                 bad[pos] ^= 0x10;
                 expect_failure(
-                    &format!("{alg} len {len}: tag of segment {segment}, byte {pos}"),
+                    &format!("{alg} by {wp:?} len {len}: tag of segment {segment}, byte {pos}"),
                     &key,
                     &bad,
                     S,
@@ -496,8 +522,11 @@ fn stream_bad_tag_in_later_segment() {
 
 /// The bytes an unfinished writer left in its `Vec` after `pt` was written
 /// (as one `write_all` or byte by byte, with or without `flush`).
-fn unfinished(key: &Key, pt: &[u8], bytewise: bool, flush: bool) -> Vec<u8> {
-    let mut w = CipherWriter::with_capacity(S, key, Vec::new());
+fn unfinished(wp: Provider, key: &Key, pt: &[u8], bytewise: bool, flush: bool) -> Vec<u8> {
+    let mut w = CipherWriter::builder(key)
+        .provider(wp)
+        .capacity(S)
+        .build(Vec::new());
     if bytewise {
         for b in pt {
             w.write_all(std::slice::from_ref(b)).unwrap();
@@ -514,11 +543,11 @@ fn unfinished(key: &Key, pt: &[u8], bytewise: bool, flush: bool) -> Vec<u8> {
 }
 
 fn check_unfinished(len: usize, sealed_segments: usize) {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         let pt = plaintext(len);
         for bytewise in [false, true] {
             for flush in [false, true] {
-                let ct = unfinished(&key, &pt, bytewise, flush);
+                let ct = unfinished(wp, &key, &pt, bytewise, flush);
                 let ctx = format!(
                     "{alg}: unfinished after {len} bytes (bytewise {bytewise}, flush {flush})"
                 );
@@ -565,10 +594,10 @@ fn stream_unfinished_writer_mid_segment_is_truncated() {
 
 #[test]
 fn stream_dropped_segment() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in [3 * S + 5, 3 * S] {
             let pt = plaintext(len);
-            let (header, segs) = split(&seal(&key, S, &pt), S);
+            let (header, segs) = split(&seal(wp, &key, S, &pt), S);
             let n = segs.len();
             for i in 0..n {
                 let mut s = segs.clone();
@@ -581,7 +610,7 @@ fn stream_dropped_segment() {
                     Error::Authentication
                 };
                 expect_failure(
-                    &format!("{alg} len {len}: segment {i} dropped"),
+                    &format!("{alg} by {wp:?} len {len}: segment {i} dropped"),
                     &key,
                     &join(&header, &s),
                     S,
@@ -596,16 +625,16 @@ fn stream_dropped_segment() {
 
 #[test]
 fn stream_swapped_segments() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in [3 * S + 5, 3 * S] {
             let pt = plaintext(len);
-            let (header, segs) = split(&seal(&key, S, &pt), S);
+            let (header, segs) = split(&seal(wp, &key, S, &pt), S);
             for i in 0..segs.len() {
                 for j in i + 1..segs.len() {
                     let mut s = segs.clone();
                     s.swap(i, j);
                     expect_failure(
-                        &format!("{alg} len {len}: segments {i} and {j} swapped"),
+                        &format!("{alg} by {wp:?} len {len}: segments {i} and {j} swapped"),
                         &key,
                         &join(&header, &s),
                         S,
@@ -621,16 +650,16 @@ fn stream_swapped_segments() {
 
 #[test]
 fn stream_duplicated_segment() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in [3 * S + 5, 3 * S] {
             let pt = plaintext(len);
-            let (header, segs) = split(&seal(&key, S, &pt), S);
+            let (header, segs) = split(&seal(wp, &key, S, &pt), S);
             // Non-final segments (a repeated final one is the next test).
             for i in 0..segs.len() - 1 {
                 let mut s = segs.clone();
                 s.insert(i + 1, segs[i].clone());
                 expect_failure(
-                    &format!("{alg} len {len}: segment {i} duplicated"),
+                    &format!("{alg} by {wp:?} len {len}: segment {i} duplicated"),
                     &key,
                     &join(&header, &s),
                     S,
@@ -645,11 +674,11 @@ fn stream_duplicated_segment() {
 
 #[test]
 fn stream_two_final_segments() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in [3 * S + 5, 3 * S, S] {
             let pt = plaintext(len);
-            let ct = seal(&key, S, &pt);
-            let other = seal(&key, S, &pt);
+            let ct = seal(wp, &key, S, &pt);
+            let other = seal(wp, &key, S, &pt);
             let n = segment_count(len, S);
             let own_final = ct[seg_range(S, ct.len(), n - 1)].to_vec();
             let other_final = other[seg_range(S, other.len(), n - 1)].to_vec();
@@ -659,7 +688,7 @@ fn stream_two_final_segments() {
             ] {
                 let mut bad = ct.clone();
                 bad.extend_from_slice(&extra);
-                let ctx = format!("{alg} len {len}: {what} segment appended");
+                let ctx = format!("{alg} by {wp:?} len {len}: {what} segment appended");
                 expect_bytes_after_final(&ctx, &key, &bad, &pt);
             }
         }
@@ -687,10 +716,10 @@ fn expect_bytes_after_final(ctx: &str, key: &Key, bad: &[u8], pt: &[u8]) {
 
 #[test]
 fn stream_trailing_bytes_after_final_segment() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in [3 * S + 5, 3 * S, S, 0] {
             let pt = plaintext(len);
-            let ct = seal(&key, S, &pt);
+            let ct = seal(wp, &key, S, &pt);
             let whole = ct[seg_range(S, ct.len(), 0)].to_vec();
             let trailers: [(&str, Vec<u8>); 4] = [
                 ("1 zero byte", vec![0]),
@@ -701,7 +730,7 @@ fn stream_trailing_bytes_after_final_segment() {
             for (what, extra) in trailers {
                 let mut bad = ct.clone();
                 bad.extend_from_slice(&extra);
-                let ctx = format!("{alg} len {len}: {what} after the final segment");
+                let ctx = format!("{alg} by {wp:?} len {len}: {what} after the final segment");
                 expect_bytes_after_final(&ctx, &key, &bad, &pt);
             }
         }
@@ -710,15 +739,15 @@ fn stream_trailing_bytes_after_final_segment() {
 
 #[test]
 fn stream_spliced_header_from_another_stream() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in [3 * S + 5, 3 * S] {
             let pt = plaintext(len);
-            let a = seal(&key, S, &pt);
-            let b = seal(&key, S, &pt);
+            let a = seal(wp, &key, S, &pt);
+            let b = seal(wp, &key, S, &pt);
             let mut bad = a[..H].to_vec();
             bad.extend_from_slice(&b[H..]);
             expect_failure(
-                &format!("{alg} len {len}: header of A, segments of B"),
+                &format!("{alg} by {wp:?} len {len}: header of A, segments of B"),
                 &key,
                 &bad,
                 S,
@@ -732,16 +761,16 @@ fn stream_spliced_header_from_another_stream() {
 
 #[test]
 fn stream_spliced_segment_from_another_stream() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in [3 * S + 5, 3 * S] {
             let pt = plaintext(len);
-            let (ha, sa) = split(&seal(&key, S, &pt), S);
-            let (_, sb) = split(&seal(&key, S, &pt), S);
+            let (ha, sa) = split(&seal(wp, &key, S, &pt), S);
+            let (_, sb) = split(&seal(wp, &key, S, &pt), S);
             for i in 0..sa.len() {
                 let mut s = sa.clone();
                 s[i] = sb[i].clone();
                 expect_failure(
-                    &format!("{alg} len {len}: segment {i} of B in A"),
+                    &format!("{alg} by {wp:?} len {len}: segment {i} of B in A"),
                     &key,
                     &join(&ha, &s),
                     S,
@@ -756,12 +785,12 @@ fn stream_spliced_segment_from_another_stream() {
 
 #[test]
 fn stream_wrong_key_same_algorithm() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         let pt = plaintext(3 * S + 5);
-        let ct = seal(&key, S, &pt);
+        let ct = seal(wp, &key, S, &pt);
         let wrong = Key::generate(alg);
         expect_failure(
-            &format!("{alg}: wrong key"),
+            &format!("{alg} by {wp:?}: wrong key"),
             &wrong,
             &ct,
             S,
@@ -773,7 +802,7 @@ fn stream_wrong_key_same_algorithm() {
         // byte before any segment is tried.
         for other in Algorithm::ALL.into_iter().filter(|&o| o != alg) {
             expect_failure(
-                &format!("{alg}: key for {other}"),
+                &format!("{alg} by {wp:?}: key for {other}"),
                 &Key::generate(other),
                 &ct,
                 S,
@@ -794,10 +823,17 @@ fn stream_key_of_another_algorithm_with_the_same_bytes() {
     let k256 = Key::new(Algorithm::Aes256Gcm, &bytes).unwrap();
     let kcha = Key::new(Algorithm::ChaCha20Poly1305, &bytes).unwrap();
     let pt = plaintext(2 * S + 1);
-    for (sealer, opener) in [(&k256, &kcha), (&kcha, &k256)] {
-        let ct = seal(sealer, S, &pt);
+    for (sealer, opener, wp) in [(&k256, &kcha), (&kcha, &k256)]
+        .into_iter()
+        .flat_map(|(s, o)| Provider::ALL.iter().map(move |&p| (s, o, p)))
+    {
+        let ct = seal(wp, sealer, S, &pt);
         expect_failure(
-            &format!("{} stream, {} key", sealer.algorithm(), opener.algorithm()),
+            &format!(
+                "{} stream by {wp:?}, {} key",
+                sealer.algorithm(),
+                opener.algorithm()
+            ),
             opener,
             &ct,
             S,
@@ -813,12 +849,12 @@ fn stream_key_of_another_algorithm_with_the_same_bytes() {
 
 #[test]
 fn stream_wrong_or_missing_associated_data() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         let pt = plaintext(3 * S + 5);
-        let with = seal_with(&key, S, b"context-A", &pt);
-        let without = seal(&key, S, &pt);
+        let with = seal_with(wp, &key, S, b"context-A", &pt);
+        let without = seal(wp, &key, S, &pt);
         expect_clean(
-            &format!("{alg}: right aad"),
+            &format!("{alg} by {wp:?}: right aad"),
             &key,
             b"context-A",
             &with,
@@ -832,7 +868,7 @@ fn stream_wrong_or_missing_associated_data() {
             ("unexpected aad", &without, &b"context-A"[..]),
         ] {
             expect_failure_aad(
-                &format!("{alg}: {what}"),
+                &format!("{alg} by {wp:?}: {what}"),
                 &key,
                 aad,
                 stream,
@@ -853,7 +889,7 @@ fn stream_segment_size_above_limit_is_refused_before_allocating() {
         u32::try_from(DEFAULT_MAX_SEGMENT_SIZE).unwrap() + 1,
         u32::MAX,
     ];
-    for (alg, key) in keys() {
+    for (alg, key) in algs() {
         for size in sizes {
             let header = Header {
                 algorithm: alg,
@@ -864,10 +900,19 @@ fn stream_segment_size_above_limit_is_refused_before_allocating() {
             .to_bytes();
             let mut input = header.to_vec();
             input.extend(std::iter::repeat_n(0x5c, 64 * 1024));
-            for cap in [1, 64, DEFAULT_CAPACITY] {
-                for chunk in [usize::MAX, 1] {
-                    let ctx = format!("{alg}: segment size {size}, cap {cap}, chunk {chunk}");
-                    let mut r = CipherReader::with_capacity(cap, &key, Source::new(&input, chunk));
+            for (&rp, cap, chunk) in Provider::ALL.iter().flat_map(|p| {
+                [1, 64, DEFAULT_CAPACITY]
+                    .into_iter()
+                    .flat_map(move |c| [usize::MAX, 1].map(|k| (p, c, k)))
+            }) {
+                {
+                    let ctx = format!(
+                        "{alg} read by {rp:?}: segment size {size}, cap {cap}, chunk {chunk}"
+                    );
+                    let mut r = CipherReader::builder(&key)
+                        .provider(rp)
+                        .capacity(cap)
+                        .build(Source::new(&input, chunk));
                     let mut buf = vec![0u8; 4096];
                     let e = r.read(&mut buf).unwrap_err();
                     let ce = crate_error(&ctx, &e);
@@ -908,13 +953,17 @@ fn stream_segment_size_above_limit_is_refused_before_allocating() {
 #[test]
 fn stream_custom_max_segment_size() {
     const SEG: usize = 2048;
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         let pt = plaintext(2 * SEG + 7);
-        let ct = seal(&key, SEG, &pt);
+        let ct = seal(wp, &key, SEG, &pt);
         for limit in [1024, SEG - 1] {
-            for cap in [64, DEFAULT_CAPACITY] {
-                let ctx = format!("{alg}: limit {limit}, cap {cap}");
+            for (&rp, cap) in Provider::ALL
+                .iter()
+                .flat_map(|p| [64, DEFAULT_CAPACITY].map(|c| (p, c)))
+            {
+                let ctx = format!("{alg} by {wp:?}, read by {rp:?}: limit {limit}, cap {cap}");
                 let mut r = CipherReader::builder(&key)
+                    .provider(rp)
                     .capacity(cap)
                     .max_segment_size(limit)
                     .build(Source::new(&ct, usize::MAX));
@@ -940,15 +989,20 @@ fn stream_custom_max_segment_size() {
             }
         }
         for limit in [SEG, 4096] {
-            for cap in [64, DEFAULT_CAPACITY] {
+            for (&rp, cap) in Provider::ALL
+                .iter()
+                .flat_map(|p| [64, DEFAULT_CAPACITY].map(|c| (p, c)))
+            {
+                let ctx = format!("{alg} by {wp:?}, read by {rp:?}: limit {limit}, cap {cap}");
                 let mut r = CipherReader::builder(&key)
+                    .provider(rp)
                     .capacity(cap)
                     .max_segment_size(limit)
                     .build(&ct[..]);
                 let mut out = Vec::new();
                 r.read_to_end(&mut out)
-                    .unwrap_or_else(|e| panic!("{alg}: limit {limit}, cap {cap}: {e}"));
-                assert_eq!(out, pt, "{alg}: limit {limit}, cap {cap}");
+                    .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                assert_eq!(out, pt, "{ctx}");
             }
         }
     }
@@ -956,10 +1010,10 @@ fn stream_custom_max_segment_size() {
 
 #[test]
 fn stream_short_non_final_segment() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in [3 * S + 5, 3 * S] {
             let pt = plaintext(len);
-            let ct = seal(&key, S, &pt);
+            let ct = seal(wp, &key, S, &pt);
             for i in [1, 2] {
                 for cut in [1, 5, S / 2, S] {
                     let r = seg_range(S, ct.len(), i);
@@ -967,7 +1021,7 @@ fn stream_short_non_final_segment() {
                     let mut bad = ct.clone();
                     bad.drain(mid..mid + cut);
                     expect_failure(
-                        &format!("{alg} len {len}: {cut} bytes cut from segment {i}"),
+                        &format!("{alg} by {wp:?} len {len}: {cut} bytes cut from segment {i}"),
                         &key,
                         &bad,
                         S,
@@ -984,12 +1038,12 @@ fn stream_short_non_final_segment() {
 /// Replaces header bytes of an otherwise valid stream and expects `err`
 /// before any plaintext.
 fn header_patch(patch: impl Fn(&mut [u8]), err: impl Fn(Algorithm) -> Error, what: &str) {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         let pt = plaintext(3 * S + 5);
-        let mut bad = seal(&key, S, &pt);
+        let mut bad = seal(wp, &key, S, &pt);
         patch(&mut bad[..H]);
         expect_failure(
-            &format!("{alg}: {what}"),
+            &format!("{alg} by {wp:?}: {what}"),
             &key,
             &bad,
             S,
@@ -1040,7 +1094,7 @@ fn stream_zero_segment_size() {
 
 #[test]
 fn stream_empty_input() {
-    for (alg, key) in keys() {
+    for (alg, key) in algs() {
         expect_failure(
             &format!("{alg}: empty input"),
             &key,
@@ -1055,13 +1109,13 @@ fn stream_empty_input() {
 
 #[test]
 fn stream_header_only_and_header_plus_15_bytes() {
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         for len in [0, 3 * S + 5] {
             let pt = plaintext(len);
-            let ct = seal(&key, S, &pt);
+            let ct = seal(wp, &key, S, &pt);
             for extra in [0, 1, 15] {
                 expect_failure(
-                    &format!("{alg} len {len}: header + {extra} bytes"),
+                    &format!("{alg} by {wp:?} len {len}: header + {extra} bytes"),
                     &key,
                     &ct[..H + extra],
                     S,
@@ -1081,14 +1135,16 @@ fn no_plaintext(b: &[u8]) -> bool {
 /// Reads `stream` with `buf_len`-byte reads into buffers pre-filled with
 /// 0xAA; every byte not returned as plaintext must be 0x00 or 0xAA, also in
 /// the call that fails. Returns how much plaintext came out and the error.
-fn read_watching_buffer(
+fn read_watching_buffer_with(
     ctx: &str,
+    rp: Provider,
     key: &Key,
     stream: &[u8],
     pt: &[u8],
     buf_len: usize,
 ) -> (usize, Error) {
-    let mut r = CipherReader::new(key, stream);
+    let ctx = &format!("{ctx} [read by {rp:?}]");
+    let mut r = CipherReader::builder(key).provider(rp).build(stream);
     let mut delivered = 0;
     loop {
         let mut buf = vec![0xAAu8; buf_len];
@@ -1115,12 +1171,32 @@ fn read_watching_buffer(
     }
 }
 
+/// [`read_watching_buffer_with`] every provider, which must agree. (AWS-LC
+/// decrypts a segment into the caller's buffer before it checks the tag:
+/// only the wipe after a failed open keeps that plaintext from the caller.)
+fn read_watching_buffer(
+    ctx: &str,
+    key: &Key,
+    stream: &[u8],
+    pt: &[u8],
+    buf_len: usize,
+) -> (usize, Error) {
+    let mut results = Provider::ALL
+        .iter()
+        .map(|&rp| read_watching_buffer_with(ctx, rp, key, stream, pt, buf_len));
+    let first = results.next().unwrap();
+    for other in results {
+        assert_eq!(other, first, "{ctx}: providers disagree");
+    }
+    first
+}
+
 #[test]
 fn stream_failed_read_leaves_no_plaintext_in_callers_buffer() {
     const SEG: usize = 32;
-    for (alg, key) in keys() {
+    for (alg, key, wp) in keys() {
         let pt = plaintext(3 * SEG + 5);
-        let ct = seal(&key, SEG, &pt);
+        let ct = seal(wp, &key, SEG, &pt);
         for i in 0..segment_count(pt.len(), SEG) {
             let r = seg_range(SEG, ct.len(), i);
             // A bad tag leaves the ciphertext intact: a reader that
@@ -1131,7 +1207,9 @@ fn stream_failed_read_leaves_no_plaintext_in_callers_buffer() {
                 bad[pos] ^= 0x01;
                 // Zero-copy (at least a segment) and small reads.
                 for buf_len in [SEG, 4 * SEG + 1, SEG - 1] {
-                    let ctx = format!("{alg}: {what} of segment {i} flipped, reads of {buf_len}");
+                    let ctx = format!(
+                        "{alg} by {wp:?}: {what} of segment {i} flipped, reads of {buf_len}"
+                    );
                     let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
                     assert_eq!(e, Error::Authentication, "{ctx}");
                     assert_eq!(delivered, i * SEG, "{ctx}");
@@ -1143,10 +1221,10 @@ fn stream_failed_read_leaves_no_plaintext_in_callers_buffer() {
         // left in the caller's buffer either.
         for len in [SEG, 3 * SEG] {
             let pt = plaintext(len);
-            let mut bad = seal(&key, SEG, &pt);
+            let mut bad = seal(wp, &key, SEG, &pt);
             bad.push(0x5c);
             for buf_len in [SEG, 4 * SEG + 1, SEG - 1] {
-                let ctx = format!("{alg} len {len}: trailing byte, reads of {buf_len}");
+                let ctx = format!("{alg} by {wp:?} len {len}: trailing byte, reads of {buf_len}");
                 let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
                 assert_eq!(e, Error::TrailingData, "{ctx}");
                 assert_eq!(delivered, len - SEG, "{ctx}");
