@@ -226,8 +226,14 @@ mod aws {
     }
 
     pub fn open(k: &LessSafeKey, n: [u8; 12], body: &[u8], tag: &[u8], out: &mut [u8]) -> bool {
-        k.open_separate_gather(Nonce::assume_unique_for_key(n), Aad::empty(), body, tag, out)
-            .is_ok()
+        k.open_separate_gather(
+            Nonce::assume_unique_for_key(n),
+            Aad::empty(),
+            body,
+            tag,
+            out,
+        )
+        .is_ok()
     }
 }
 
@@ -371,8 +377,14 @@ fn stream_decrypt(
     sealed: &[u8],
     out: &mut [u8],
     chunk: usize,
+    from_buf: bool,
 ) -> usize {
-    let mut r = CipherReader::with_capacity(capacity, key, sealed);
+    let b = CipherReader::builder(key).capacity(capacity);
+    let mut r = if from_buf {
+        b.build_from_buf_read(sealed)
+    } else {
+        b.build(sealed)
+    };
     let mut total = 0;
     loop {
         let window = if chunk < out.len() {
@@ -544,7 +556,7 @@ fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs) {
         for &s in &cfg.sizes {
             let stream = sealed_stream(&key, s, &plain);
             let sealed = raw.seal_all(&plain, s);
-            let n = stream_decrypt(&key, s, &stream, &mut out, usize::MAX);
+            let n = stream_decrypt(&key, s, &stream, &mut out, usize::MAX, false);
             assert_eq!(&out[..n], &plain[..], "stream round trip at {s}");
             // Two outputs, so the two closures need not share one.
             let mut raw_out = vec![0u8; s];
@@ -556,7 +568,34 @@ fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs) {
                         iters,
                         &mut flip,
                         &mut || {
-                            stream_decrypt(&key, s, &stream, &mut out, s);
+                            stream_decrypt(&key, s, &stream, &mut out, s, false);
+                        },
+                        &mut || raw.open_each(&sealed, s, &mut raw_out),
+                    )
+                });
+            });
+        }
+        g.finish();
+
+        // Decrypt, by buffer size, opening segments where they lie in the
+        // `&[u8]` (`build_from_buf_read`): no copy of the ciphertext.
+        let group_name = format!("{name}-decrypt-bufread");
+        let mut g = group(c, cfg, group_name.clone());
+        for &s in &cfg.sizes {
+            let stream = sealed_stream(&key, s, &plain);
+            let sealed = raw.seal_all(&plain, s);
+            let n = stream_decrypt(&key, s, &stream, &mut out, usize::MAX, true);
+            assert_eq!(&out[..n], &plain[..], "stream round trip at {s}");
+            let mut raw_out = vec![0u8; s];
+            g.bench_function(BenchmarkId::new("stream", s), |b| {
+                b.iter_custom(|iters| {
+                    pairs.measure(
+                        &group_name,
+                        s,
+                        iters,
+                        &mut flip,
+                        &mut || {
+                            stream_decrypt(&key, s, &stream, &mut out, s, true);
                         },
                         &mut || raw.open_each(&sealed, s, &mut raw_out),
                     )
@@ -605,7 +644,7 @@ fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs) {
                         iters,
                         &mut flip,
                         &mut || {
-                            stream_decrypt(&key, cap, &stream, &mut out, chunk);
+                            stream_decrypt(&key, cap, &stream, &mut out, chunk, false);
                         },
                         &mut || raw.open_each(&sealed, cap, &mut raw_out),
                     )

@@ -13,6 +13,22 @@ use crate::seal::SegmentCipher;
 use crate::write::DEFAULT_CAPACITY;
 use crate::{Error, Provider, StreamKey};
 
+/// `BufRead::fill_buf` and `consume` of the inner reader, captured where
+/// `R: BufRead` is known ([`ReaderBuilder::build_from_buf_read`]), so that
+/// `CipherReader<R>` keeps its one `R: Read` bound.
+struct InnerBuf<R> {
+    fill: for<'a> fn(&'a mut R) -> io::Result<&'a [u8]>,
+    consume: fn(&mut R, usize),
+}
+
+impl<R> Clone for InnerBuf<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for InnerBuf<R> {}
+
 /// Where the reader is in the stream.
 enum Stage {
     /// The header has not been read yet.
@@ -93,6 +109,9 @@ pub struct CipherReader<R> {
     capacity: usize,
     max_segment: usize,
     provider: Provider,
+    /// Set by [`ReaderBuilder::build_from_buf_read`]: `inner`'s own buffer,
+    /// from which whole segments are opened where they lie.
+    inner_buf: Option<InnerBuf<R>>,
     inner: R,
     /// Ciphertext bytes moved to the front of the read-ahead (tests of the
     /// aligned reads).
@@ -151,6 +170,55 @@ impl ReaderBuilder {
 
     /// The reader over `inner`. Does no I/O.
     pub fn build<R: Read>(self, inner: R) -> CipherReader<R> {
+        self.build_with(inner, None)
+    }
+
+    /// The reader over a buffered `inner`, opening segments where they lie
+    /// in `inner`'s own buffer: whenever [`fill_buf`](BufRead::fill_buf)
+    /// shows a whole segment with more bytes after it, the segment is
+    /// decrypted from there (into the caller's buffer if the read has room
+    /// for it) and [`consume`](BufRead::consume)d, without being copied
+    /// into the read-ahead first. Anything else (the header, the final
+    /// segment, a segment split across `inner`'s refills) takes the
+    /// copying path of [`build`](Self::build), which reads through
+    /// `inner`'s `Read`. The stream and the errors are the same; only the
+    /// copy of the ciphertext is saved.
+    ///
+    /// It pays where the ciphertext is in memory already — `&[u8]`,
+    /// `io::Cursor<Vec<u8>>`, a memory map — or comes through a
+    /// `BufReader` whose capacity holds several segments. (Over a plain
+    /// `BufReader<File>` the copy merely moves into the `BufReader`.)
+    ///
+    /// ```
+    /// # use cipherio::{Algorithm, CipherReader, CipherWriter, Key};
+    /// # use std::io::{Read, Write};
+    /// # let key = Key::generate(Algorithm::Aes128Gcm);
+    /// # let mut w = CipherWriter::with_capacity(64 * 1024, &key, Vec::new());
+    /// # w.write_all(&[7u8; 300_000])?;
+    /// # let sealed: Vec<u8> = w.finish()?;
+    /// let mut r = CipherReader::builder(&key)
+    ///     .capacity(64 * 1024)
+    ///     .build_from_buf_read(&sealed[..]);
+    /// let mut out = vec![0u8; 64 * 1024];
+    /// let mut total = 0;
+    /// loop {
+    ///     match r.read(&mut out)? {
+    ///         0 => break,
+    ///         n => total += n, // `out[..n]` is authenticated plaintext
+    ///     }
+    /// }
+    /// assert_eq!(total, 300_000);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn build_from_buf_read<R: BufRead>(self, inner: R) -> CipherReader<R> {
+        let inner_buf = InnerBuf {
+            fill: R::fill_buf,
+            consume: R::consume,
+        };
+        self.build_with(inner, Some(inner_buf))
+    }
+
+    fn build_with<R: Read>(self, inner: R, inner_buf: Option<InnerBuf<R>>) -> CipherReader<R> {
         CipherReader {
             stage: Stage::Start {
                 key: self.key,
@@ -167,6 +235,7 @@ impl ReaderBuilder {
             capacity: self.capacity,
             max_segment: self.max_segment,
             provider: self.provider,
+            inner_buf,
             inner,
             #[cfg(test)]
             moved: 0,
@@ -479,6 +548,20 @@ impl<R: Read> CipherReader<R> {
     /// has made complete and found to hold up to `cap` plaintext bytes, into
     /// the internal plaintext buffer.
     fn fill_plain(&mut self, cap: usize) -> io::Result<()> {
+        self.plain_room(cap)?;
+        let mut plain = std::mem::take(&mut self.plain);
+        let r = self.open_next(&mut plain);
+        self.plain = plain;
+        let n = self.after_open(r)?;
+        self.ppos = 0;
+        self.pend = n;
+        Ok(())
+    }
+}
+
+impl<R: Read> CipherReader<R> {
+    /// Makes the internal plaintext buffer hold at least `cap` bytes.
+    fn plain_room(&mut self, cap: usize) -> io::Result<()> {
         if self.plain.len() < cap {
             // Allocated once, at the segment size, so no copy is left
             // behind unwiped by a reallocation.
@@ -488,13 +571,70 @@ impl<R: Read> CipherReader<R> {
             }
             self.plain = Zeroizing::new(v);
         }
-        let mut plain = std::mem::take(&mut self.plain);
-        let r = self.open_next(&mut plain);
-        self.plain = plain;
-        let n = self.after_open(r)?;
-        self.ppos = 0;
-        self.pend = n;
         Ok(())
+    }
+
+    /// Opens whole segments where they lie in the inner reader's buffer
+    /// (built by [`ReaderBuilder::build_from_buf_read`]; between segments,
+    /// with nothing read ahead): every segment there that has more bytes
+    /// after it (so it is not the final one) and fits in `buf` goes
+    /// straight into `buf`; if `buf` cannot hold the next one, that one
+    /// segment goes into the internal plaintext buffer instead. Returns the
+    /// bytes put in `buf`. Nothing opened (0, internal buffer empty): the
+    /// copying path takes over, and it also settles a segment that failed
+    /// here, with the full rules (final flag, trailing data).
+    fn open_in_inner_buf(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(src) = self.inner_buf else {
+            return Ok(0);
+        };
+        if self.pos != self.end || self.eof || self.ppos != self.pend {
+            return Ok(0);
+        }
+        let Stage::Body { cipher, layout } = &self.stage else {
+            return Ok(0);
+        };
+        let first_plain = layout.plain(cipher.index());
+        let into_plain = buf.len() < first_plain;
+        if into_plain {
+            self.plain_room(first_plain)?;
+        }
+        let Stage::Body { cipher, layout } = &mut self.stage else {
+            unreachable!("checked above")
+        };
+        let avail = (src.fill)(&mut self.inner)?;
+        let (mut used, mut n) = (0, 0);
+        loop {
+            let index = cipher.index();
+            let (plain, sealed) = (layout.plain(index), layout.sealed(index));
+            // `<=`: a segment with nothing after it may be the final one.
+            if avail.len() - used <= sealed {
+                break;
+            }
+            let ciphertext = &avail[used..used + sealed];
+            let opened = if into_plain {
+                cipher.open(ciphertext, &mut self.plain[..plain], false)
+            } else if buf.len() - n >= plain {
+                cipher.open(ciphertext, &mut buf[n..n + plain], false)
+            } else {
+                break;
+            };
+            #[cfg(test)]
+            {
+                self.opens += 1;
+            }
+            if opened.is_err() {
+                break;
+            }
+            used += sealed;
+            if into_plain {
+                self.ppos = 0;
+                self.pend = plain;
+                break;
+            }
+            n += plain;
+        }
+        (src.consume)(&mut self.inner, used);
+        Ok(n)
     }
 }
 
@@ -516,6 +656,15 @@ impl<R: Read> Read for CipherReader<R> {
             }
             if let Some(r) = self.settle() {
                 return r.map(|()| 0);
+            }
+            if self.inner_buf.is_some() {
+                let n = self.open_in_inner_buf(buf)?;
+                if n > 0 {
+                    return Ok(n);
+                }
+                if self.ppos < self.pend {
+                    continue;
+                }
             }
             let cap = self.fill_segment()?;
             if buf.len() < cap {
@@ -560,6 +709,12 @@ impl<R: Read> BufRead for CipherReader<R> {
             if let Some(r) = self.settle() {
                 r?;
                 return Ok(&[]);
+            }
+            if self.inner_buf.is_some() {
+                self.open_in_inner_buf(&mut [])?;
+                if self.ppos < self.pend {
+                    break;
+                }
             }
             let cap = self.fill_segment()?;
             self.fill_plain(cap)?;
