@@ -11,6 +11,9 @@
 //! inner-read sizes, and every read must end in a sticky error (never a
 //! clean end), having released only a prefix of the plaintext that ends on
 //! a segment boundary before the damaged segment.
+//! Every tampered, truncated or reordered stream is sealed by each
+//! provider in `Provider::ALL` and read by each (all four pairs with the
+//! `aws-lc` feature).
 //!
 //! The layout here is computed from the format description, not from
 //! `TinkParams`: header H = 1 + derived key size + 7; segment 0 holds
@@ -25,7 +28,7 @@ use aes_gcm::aead::{AeadCore, AeadInOut, KeyInit, Nonce, Tag};
 use aes_gcm::{Aes128Gcm, Aes256Gcm};
 use cipherio::format::{HEADER_LEN, Header};
 use cipherio::tink::{HkdfHash, MAX_CIPHERTEXT_SEGMENT_SIZE, TinkKey, TinkParams};
-use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key};
+use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key, Provider};
 use hkdf::Hkdf;
 use sha1::Sha1;
 use sha2::{Sha256, Sha512};
@@ -464,7 +467,20 @@ fn write_all_in<W: Write>(w: &mut W, pt: &[u8], mode: WriteMode, lay: &Lay) {
 }
 
 fn encrypt_aad(key: &TinkKey, lay: &Lay, aad: &[u8], pt: &[u8], mode: WriteMode) -> Vec<u8> {
+    encrypt_aad_by(Provider::default(), key, lay, aad, pt, mode)
+}
+
+/// [`encrypt_aad`] sealed by provider `wp`.
+fn encrypt_aad_by(
+    wp: Provider,
+    key: &TinkKey,
+    lay: &Lay,
+    aad: &[u8],
+    pt: &[u8],
+    mode: WriteMode,
+) -> Vec<u8> {
     let mut w = CipherWriter::builder(key)
+        .provider(wp)
         .associated_data(aad)
         .build(Vec::new());
     assert_eq!(w.capacity(), lay.rest, "a Tink writer's default capacity");
@@ -482,6 +498,10 @@ fn encrypt_aad(key: &TinkKey, lay: &Lay, aad: &[u8], pt: &[u8], mode: WriteMode)
 
 fn encrypt(key: &TinkKey, lay: &Lay, pt: &[u8]) -> Vec<u8> {
     encrypt_aad(key, lay, b"", pt, WriteMode::Fixed(7))
+}
+
+fn encrypt_by(wp: Provider, key: &TinkKey, lay: &Lay, pt: &[u8]) -> Vec<u8> {
+    encrypt_aad_by(wp, key, lay, b"", pt, WriteMode::Fixed(7))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -918,10 +938,17 @@ impl Case<'_> {
         want: &Want,
         upto: Upto,
     ) {
-        for &(cap, chunk) in configs {
+        for (&rp, &(cap, chunk)) in Provider::ALL
+            .iter()
+            .flat_map(|p| configs.iter().map(move |c| (p, c)))
+        {
             for &pattern in pats {
-                let ctx = format!("{} [cap {cap}, chunk {chunk}, {pattern:?}]", self.ctx);
+                let ctx = format!(
+                    "{} [read by {rp:?}, cap {cap}, chunk {chunk}, {pattern:?}]",
+                    self.ctx
+                );
                 let mut r = CipherReader::builder(self.key)
+                    .provider(rp)
                     .capacity(cap)
                     .associated_data(self.aad)
                     .build(Source::new(stream, chunk));
@@ -949,10 +976,14 @@ impl Case<'_> {
 
     /// `stream` reads back to the plaintext in every configuration.
     fn clean(&self, stream: &[u8]) {
-        for (cap, chunk) in CONFIGS {
+        for (&rp, (cap, chunk)) in Provider::ALL.iter().flat_map(|p| CONFIGS.map(|c| (p, c))) {
             for pattern in patterns(self.lay) {
-                let ctx = format!("{} [cap {cap}, chunk {chunk}, {pattern:?}]", self.ctx);
+                let ctx = format!(
+                    "{} [read by {rp:?}, cap {cap}, chunk {chunk}, {pattern:?}]",
+                    self.ctx
+                );
                 let mut r = CipherReader::builder(self.key)
+                    .provider(rp)
                     .capacity(cap)
                     .associated_data(self.aad)
                     .build(Source::new(stream, chunk));
@@ -965,10 +996,10 @@ impl Case<'_> {
     }
 }
 
-/// (layout, raw key, key, plaintext, stream).
-type TamperStream = (Lay, Vec<u8>, TinkKey, Vec<u8>, Vec<u8>);
+/// (layout, raw key, key, plaintext, stream, the provider that sealed it).
+type TamperStream = (Lay, Vec<u8>, TinkKey, Vec<u8>, Vec<u8>, Provider);
 
-/// A stream for every tamper layout and length.
+/// A stream for every tamper layout and length, sealed by every provider.
 fn tamper_streams() -> Vec<TamperStream> {
     let mut v = Vec::new();
     for (si, lay) in tamper_sets().into_iter().enumerate() {
@@ -976,8 +1007,10 @@ fn tamper_streams() -> Vec<TamperStream> {
         let key = tink_key(&lay, &raw);
         for len in tamper_lengths(&lay) {
             let pt = plaintext(len, si);
-            let ct = encrypt(&key, &lay, &pt);
-            v.push((lay, raw.clone(), key.clone(), pt, ct));
+            for &wp in Provider::ALL {
+                let ct = encrypt_by(wp, &key, &lay, &pt);
+                v.push((lay, raw.clone(), key.clone(), pt.clone(), ct, wp));
+            }
         }
     }
     v
@@ -989,8 +1022,8 @@ fn tamper_streams() -> Vec<TamperStream> {
 
 #[test]
 fn tamper_baseline_streams_read_back_in_every_pattern() {
-    for (lay, _, key, pt, ct) in tamper_streams() {
-        let ctx = format!("{lay:?} len {}", pt.len());
+    for (lay, _, key, pt, ct, wp) in tamper_streams() {
+        let ctx = format!("{lay:?} by {wp:?} len {}", pt.len());
         Case {
             ctx: &ctx,
             key: &key,
@@ -1004,7 +1037,7 @@ fn tamper_baseline_streams_read_back_in_every_pattern() {
 
 #[test]
 fn every_single_byte_flip_fails_before_the_damaged_segment() {
-    for (lay, _, key, pt, ct) in tamper_streams() {
+    for (lay, _, key, pt, ct, wp) in tamper_streams() {
         for pos in 0..ct.len() {
             for mask in [0x01u8, 0x80] {
                 let mut bad = ct.clone();
@@ -1021,7 +1054,10 @@ fn every_single_byte_flip_fails_before_the_damaged_segment() {
                 } else {
                     (Error::Authentication, lay.plain_before(lay.seg_of(pos)))
                 };
-                let ctx = format!("{lay:?} len {}: byte {pos} ^ {mask:#04x}", pt.len());
+                let ctx = format!(
+                    "{lay:?} by {wp:?} len {}: byte {pos} ^ {mask:#04x}",
+                    pt.len()
+                );
                 let case = Case {
                     ctx: &ctx,
                     key: &key,
@@ -1037,7 +1073,7 @@ fn every_single_byte_flip_fails_before_the_damaged_segment() {
 
 #[test]
 fn every_truncation_fails() {
-    for (lay, _, key, pt, ct) in tamper_streams() {
+    for (lay, _, key, pt, ct, wp) in tamper_streams() {
         for cut in 0..ct.len() {
             let (err, delivered) = if cut < lay.h {
                 (Error::Truncated, 0)
@@ -1054,7 +1090,11 @@ fn every_truncation_fails() {
                 };
                 (err, lay.plain_before(i))
             };
-            let ctx = format!("{lay:?} len {}: cut at {cut} of {}", pt.len(), ct.len());
+            let ctx = format!(
+                "{lay:?} by {wp:?} len {}: cut at {cut} of {}",
+                pt.len(),
+                ct.len()
+            );
             let case = Case {
                 ctx: &ctx,
                 key: &key,
@@ -1078,7 +1118,7 @@ fn every_truncation_fails() {
 
 #[test]
 fn dropped_segment() {
-    for (lay, _, key, pt, ct) in tamper_streams() {
+    for (lay, _, key, pt, ct, wp) in tamper_streams() {
         let (header, segs) = lay.split(&ct);
         let n = segs.len();
         for i in 0..n {
@@ -1091,7 +1131,10 @@ fn dropped_segment() {
             } else {
                 Error::Authentication
             };
-            let ctx = format!("{lay:?} len {}: segment {i} of {n} dropped", pt.len());
+            let ctx = format!(
+                "{lay:?} by {wp:?} len {}: segment {i} of {n} dropped",
+                pt.len()
+            );
             let case = Case {
                 ctx: &ctx,
                 key: &key,
@@ -1106,14 +1149,17 @@ fn dropped_segment() {
 
 #[test]
 fn swapped_segments() {
-    for (lay, _, key, pt, ct) in tamper_streams() {
+    for (lay, _, key, pt, ct, wp) in tamper_streams() {
         let (header, segs) = lay.split(&ct);
         for i in 0..segs.len() {
             for j in i + 1..segs.len() {
                 let mut s = segs.clone();
                 s.swap(i, j);
                 let bad = [header.clone(), s.concat()].concat();
-                let ctx = format!("{lay:?} len {}: segments {i}, {j} swapped", pt.len());
+                let ctx = format!(
+                    "{lay:?} by {wp:?} len {}: segments {i}, {j} swapped",
+                    pt.len()
+                );
                 let case = Case {
                     ctx: &ctx,
                     key: &key,
@@ -1133,14 +1179,14 @@ fn swapped_segments() {
 
 #[test]
 fn duplicated_segment() {
-    for (lay, _, key, pt, ct) in tamper_streams() {
+    for (lay, _, key, pt, ct, wp) in tamper_streams() {
         let (header, segs) = lay.split(&ct);
         // Every segment, the final one too (a repeated final is junk after it).
         for i in 0..segs.len() {
             let mut s = segs.clone();
             s.insert(i + 1, segs[i].clone());
             let bad = [header.clone(), s.concat()].concat();
-            let ctx = format!("{lay:?} len {}: segment {i} duplicated", pt.len());
+            let ctx = format!("{lay:?} by {wp:?} len {}: segment {i} duplicated", pt.len());
             let case = Case {
                 ctx: &ctx,
                 key: &key,
@@ -1185,12 +1231,12 @@ fn expect_bytes_after_final(case: &Case<'_>, bad: &[u8]) {
 
 #[test]
 fn trailing_bytes_after_the_final_segment_are_refused() {
-    for (lay, raw, key, pt, ct) in tamper_streams() {
+    for (lay, raw, key, pt, ct, wp) in tamper_streams() {
         let n = lay.segments(pt.len());
         // A correctly sealed empty final segment after the real final one.
         let empty_after = Spec::tink(&lay, &raw, b"", &ct[..lay.h]).seal(n, true, &[]);
         let whole = ct[lay.seg_range(ct.len(), 0)].to_vec();
-        let other = encrypt(&key, &lay, &pt);
+        let other = encrypt_by(wp, &key, &lay, &pt);
         let other_final = other[lay.seg_range(other.len(), n - 1)].to_vec();
         let trailers: [(&str, Vec<u8>); 6] = [
             ("1 zero byte", vec![0]),
@@ -1202,7 +1248,10 @@ fn trailing_bytes_after_the_final_segment_are_refused() {
         ];
         for (what, extra) in trailers {
             let bad = [ct.clone(), extra].concat();
-            let ctx = format!("{lay:?} len {}: {what} after the final segment", pt.len());
+            let ctx = format!(
+                "{lay:?} by {wp:?} len {}: {what} after the final segment",
+                pt.len()
+            );
             let case = Case {
                 ctx: &ctx,
                 key: &key,
@@ -1232,13 +1281,13 @@ fn resealed(lay: &Lay, raw: &[u8], ct: &[u8], pt: &[u8], empty_final: bool) -> V
 
 #[test]
 fn full_last_segment_sealed_as_non_final_is_truncated() {
-    for (lay, raw, key, pt, ct) in tamper_streams() {
+    for (lay, raw, key, pt, ct, wp) in tamper_streams() {
         if !lay.full_final(pt.len()) {
             continue;
         }
         let bad = resealed(&lay, &raw, &ct, &pt, false);
         assert_eq!(bad.len(), ct.len());
-        let ctx = format!("{lay:?} len {}: last segment non-final", pt.len());
+        let ctx = format!("{lay:?} by {wp:?} len {}: last segment non-final", pt.len());
         let case = Case {
             ctx: &ctx,
             key: &key,
@@ -1262,7 +1311,7 @@ fn full_last_segment_sealed_as_non_final_is_truncated() {
 #[test]
 fn extra_empty_final_segment_after_full_ones_is_accepted() {
     let mut checked = 0;
-    for (lay, raw, key, pt, ct) in tamper_streams() {
+    for (lay, raw, key, pt, ct, wp) in tamper_streams() {
         if !lay.full_final(pt.len()) {
             continue;
         }
@@ -1271,7 +1320,10 @@ fn extra_empty_final_segment_after_full_ones_is_accepted() {
         // Not the one encoding the writer makes...
         assert!(spec_decode(&lay, &raw, b"", &odd).is_err());
         // ...but read back exactly, in every pattern.
-        let ctx = format!("{lay:?} len {}: extra empty final segment", pt.len());
+        let ctx = format!(
+            "{lay:?} by {wp:?} len {}: extra empty final segment",
+            pt.len()
+        );
         Case {
             ctx: &ctx,
             key: &key,
@@ -1303,7 +1355,10 @@ fn extra_empty_final_segment_after_full_ones_is_accepted() {
             .collect();
         segs.push((&[], false));
         let bad = spec_build(&lay, &raw, b"", &ct[..lay.h], &segs);
-        let ctx = format!("{lay:?} len {}: extra empty non-final segment", pt.len());
+        let ctx = format!(
+            "{lay:?} by {wp:?} len {}: extra empty non-final segment",
+            pt.len()
+        );
         let case = Case {
             ctx: &ctx,
             key: &key,
@@ -1363,10 +1418,18 @@ fn native_format_still_refuses_an_empty_final_segment() {
     // stream cut at a boundary.
     for (with_empty, want) in [(false, Error::Truncated), (true, Error::EmptyFinalSegment)] {
         let stream = build(with_empty);
-        for cap in [1, DEFAULT_CAPACITY] {
+        for (&rp, cap) in Provider::ALL
+            .iter()
+            .flat_map(|p| [1, DEFAULT_CAPACITY].map(|c| (p, c)))
+        {
             for chunk in [1, usize::MAX] {
-                let ctx = format!("native, empty final {with_empty}, cap {cap}, chunk {chunk}");
-                let mut r = CipherReader::with_capacity(cap, &key, Source::new(&stream, chunk));
+                let ctx = format!(
+                    "native, empty final {with_empty}, read by {rp:?}, cap {cap}, chunk {chunk}"
+                );
+                let mut r = CipherReader::builder(&key)
+                    .provider(rp)
+                    .capacity(cap)
+                    .build(Source::new(&stream, chunk));
                 let mut got = Vec::new();
                 let e = r.read_to_end(&mut got).unwrap_err();
                 assert_eq!(crate_error(&ctx, &e), want, "{ctx}");
@@ -1391,8 +1454,11 @@ fn unfinished_writer_is_truncated() {
         lens.push(lay.first + 2 * lay.rest + lay.rest / 2);
         for len in lens {
             let pt = plaintext(len, si);
-            for bytewise in [false, true] {
-                let mut w = CipherWriter::new(&key, Vec::new());
+            for (&wp, bytewise) in Provider::ALL
+                .iter()
+                .flat_map(|p| [false, true].map(|b| (p, b)))
+            {
+                let mut w = CipherWriter::builder(&key).provider(wp).build(Vec::new());
                 if bytewise {
                     for b in &pt {
                         w.write_all(std::slice::from_ref(b)).unwrap();
@@ -1415,7 +1481,9 @@ fn unfinished_writer_is_truncated() {
                 } else {
                     lay.h + lay.plain_before(sealed) + sealed * TAG
                 };
-                let ctx = format!("{lay:?}: unfinished after {len} bytes (bytewise {bytewise})");
+                let ctx = format!(
+                    "{lay:?} by {wp:?}: unfinished after {len} bytes (bytewise {bytewise})"
+                );
                 assert_eq!(out.len(), want_len, "{ctx}");
                 let case = Case {
                     ctx: &ctx,
@@ -1436,10 +1504,13 @@ fn unfinished_writer_is_truncated() {
 
 #[test]
 fn short_inputs_and_header_length_byte() {
-    for lay in tamper_sets() {
+    for (&wp, lay) in Provider::ALL
+        .iter()
+        .flat_map(|p| tamper_sets().map(|l| (p, l)))
+    {
         let key = tink_key(&lay, &raw_key(lay.dks, 1));
         let pt = plaintext(lay.first + lay.rest + 3, 0);
-        let ct = encrypt(&key, &lay, &pt);
+        let ct = encrypt_by(wp, &key, &lay, &pt);
         let case = |ctx: &str, stream: &[u8], want: Error| {
             Case {
                 ctx,
@@ -1450,9 +1521,13 @@ fn short_inputs_and_header_length_byte() {
             }
             .fail(stream, &Want::Is(want), Upto::Exactly(0));
         };
-        case(&format!("{lay:?}: empty input"), &[], Error::Truncated);
+        case(
+            &format!("{lay:?} by {wp:?}: empty input"),
+            &[],
+            Error::Truncated,
+        );
         for extra in [0, 1, 15] {
-            let ctx = format!("{lay:?}: header + {extra}");
+            let ctx = format!("{lay:?} by {wp:?}: header + {extra}");
             case(&ctx, &ct[..lay.h + extra], Error::Truncated);
         }
         let expected = u8::try_from(lay.h).unwrap();
@@ -1460,7 +1535,7 @@ fn short_inputs_and_header_length_byte() {
             if found == expected {
                 continue;
             }
-            let ctx = format!("{lay:?}: header length byte {found}");
+            let ctx = format!("{lay:?} by {wp:?}: header length byte {found}");
             let mut bad = ct.clone();
             bad[0] = found;
             case(&ctx, &bad, Error::HeaderLength { expected, found });
@@ -1472,10 +1547,13 @@ fn short_inputs_and_header_length_byte() {
 
 #[test]
 fn spliced_header_or_segment_from_another_stream() {
-    for (lay, _, key, pt, a) in tamper_streams() {
-        let b = encrypt(&key, &lay, &pt);
+    for (lay, _, key, pt, a, wp) in tamper_streams() {
+        let b = encrypt_by(wp, &key, &lay, &pt);
         let bad = [&a[..lay.h], &b[lay.h..]].concat();
-        let ctx = format!("{lay:?} len {}: header of A, segments of B", pt.len());
+        let ctx = format!(
+            "{lay:?} by {wp:?} len {}: header of A, segments of B",
+            pt.len()
+        );
         let case = Case {
             ctx: &ctx,
             key: &key,
@@ -1490,7 +1568,7 @@ fn spliced_header_or_segment_from_another_stream() {
             let mut s = sa.clone();
             s[i] = sb[i].clone();
             let bad = [ha.clone(), s.concat()].concat();
-            let ctx = format!("{lay:?} len {}: segment {i} of B in A", pt.len());
+            let ctx = format!("{lay:?} by {wp:?} len {}: segment {i} of B in A", pt.len());
             let case = Case {
                 ctx: &ctx,
                 key: &key,
@@ -1509,11 +1587,18 @@ fn spliced_header_or_segment_from_another_stream() {
 
 #[test]
 fn wrong_key_aad_or_parameters_fail() {
+    for &wp in Provider::ALL {
+        wrong_key_aad_or_parameters_fail_by(wp);
+    }
+}
+
+/// Sealed by `wp`; every `Case` reads with every provider.
+fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
     let lay = Lay::new(16, 48, HkdfHash::Sha256);
     let raw = raw_key(32, 5);
     let key = tink_key(&lay, &raw);
     let pt = plaintext(lay.first + 2 * lay.rest + 5, 2);
-    let ct = encrypt_aad(&key, &lay, b"context-A", &pt, WriteMode::Fixed(7));
+    let ct = encrypt_aad_by(wp, &key, &lay, b"context-A", &pt, WriteMode::Fixed(7));
     let auth = Want::Is(Error::Authentication);
     Case {
         ctx: "right key",
@@ -1538,7 +1623,7 @@ fn wrong_key_aad_or_parameters_fail() {
         }
         .fail(&ct, &auth, Upto::Exactly(0));
     }
-    let plain = encrypt(&key, &lay, &pt);
+    let plain = encrypt_by(wp, &key, &lay, &pt);
     Case {
         ctx: "unexpected aad",
         key: &key,
@@ -1603,7 +1688,7 @@ fn wrong_key_aad_or_parameters_fail() {
     // And the other way round.
     let lay32 = Lay::new(32, 64, HkdfHash::Sha256);
     let k32 = tink_key(&lay32, &raw);
-    let ct32 = encrypt(&k32, &lay32, &pt);
+    let ct32 = encrypt_by(wp, &k32, &lay32, &pt);
     let k16 = tink_key(&Lay::new(16, 64, HkdfHash::Sha256), &raw);
     let want = Want::Is(Error::HeaderLength {
         expected: 24,
@@ -1641,7 +1726,29 @@ fn read_watching_buffer(
     pt: &[u8],
     buf_len: usize,
 ) -> (usize, Error) {
-    let mut rd = CipherReader::new(key, stream);
+    let mut results = Provider::ALL
+        .iter()
+        .map(|&rp| read_watching_buffer_with(ctx, rp, key, stream, pt, buf_len));
+    let first = results.next().unwrap();
+    for other in results {
+        assert_eq!(other, first, "{ctx}: providers disagree");
+    }
+    first
+}
+
+/// [`read_watching_buffer`] with provider `rp`. (AWS-LC decrypts a
+/// segment into the caller's buffer before it checks the tag: only the
+/// wipe after a failed open keeps that plaintext from the caller.)
+fn read_watching_buffer_with(
+    ctx: &str,
+    rp: Provider,
+    key: &TinkKey,
+    stream: &[u8],
+    pt: &[u8],
+    buf_len: usize,
+) -> (usize, Error) {
+    let ctx = &format!("{ctx} [read by {rp:?}]");
+    let mut rd = CipherReader::builder(key).provider(rp).build(stream);
     let mut delivered = 0;
     loop {
         let mut buf = vec![0xAAu8; buf_len];
@@ -1670,6 +1777,13 @@ fn read_watching_buffer(
 /// the segments before it.
 #[test]
 fn failed_read_leaves_no_plaintext_in_callers_buffer() {
+    for &wp in Provider::ALL {
+        failed_read_leaves_no_plaintext_in_callers_buffer_by(wp);
+    }
+}
+
+/// Sealed by `wp`; [`read_watching_buffer`] reads with every provider.
+fn failed_read_leaves_no_plaintext_in_callers_buffer_by(wp: Provider) {
     let lay = Lay::new(16, 64, HkdfHash::Sha256);
     let key = tink_key(&lay, &raw_key(16, 8));
     let buf_lens = [
@@ -1680,7 +1794,7 @@ fn failed_read_leaves_no_plaintext_in_callers_buffer() {
         lay.rest - 1,
     ];
     let pt = plaintext(lay.first + 2 * lay.rest + 5, 3);
-    let ct = encrypt(&key, &lay, &pt);
+    let ct = encrypt_by(wp, &key, &lay, &pt);
     for i in 0..lay.segments(pt.len()) {
         let r = lay.seg_range(ct.len(), i);
         for (what, pos) in [("tag", r.end - 1), ("body", r.start)] {
@@ -1698,7 +1812,7 @@ fn failed_read_leaves_no_plaintext_in_callers_buffer() {
     // the reader already holds: refused before its plaintext is released.
     for len in [lay.first, lay.first + 2 * lay.rest] {
         let pt = plaintext(len, 4);
-        let bad = [encrypt(&key, &lay, &pt), vec![0x5c]].concat();
+        let bad = [encrypt_by(wp, &key, &lay, &pt), vec![0x5c]].concat();
         for buf_len in buf_lens {
             let ctx = format!("len {len}: trailing byte, reads of {buf_len}");
             let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
