@@ -405,6 +405,21 @@ fn stream_decrypt(
 /// `cipherio::backend` sees them) and the target features compiled in.
 fn write_backends(path: &str) {
     let b = backend::detect();
+    // With aws-lc the streams and the ceiling seal with AWS-LC, which
+    // picks its own assembly at run time; cipherio cannot see which.
+    #[cfg(feature = "aws-lc")]
+    let b = match cipherio::Provider::default() {
+        cipherio::Provider::AwsLc => {
+            let aws = "AWS-LC (its own CPU dispatch)";
+            backend::Backends {
+                aes: aws,
+                ghash: aws,
+                chacha20: aws,
+                poly1305: aws,
+            }
+        }
+        _ => b,
+    };
     let cpu: Vec<String> = backend::cpu_features()
         .into_iter()
         .map(|(n, on)| format!("{n}{}", if on { "+" } else { "-" }))
@@ -425,7 +440,8 @@ fn write_backends(path: &str) {
         "neon"
     );
     let text = format!(
-        "aes={}\nghash={}\nchacha20={}\npoly1305={}\ncpu={}\ncompiled={}\n",
+        "provider={}\naes={}\nghash={}\nchacha20={}\npoly1305={}\ncpu={}\ncompiled={}\n",
+        cipherio::Provider::default().name(),
         b.aes,
         b.ghash,
         b.chacha20,
@@ -661,6 +677,21 @@ fn main() {
         write_backends(&path);
     }
     let b = backend::detect();
+    // With aws-lc the streams and the ceiling seal with AWS-LC, which
+    // picks its own assembly at run time; cipherio cannot see which.
+    #[cfg(feature = "aws-lc")]
+    let b = match cipherio::Provider::default() {
+        cipherio::Provider::AwsLc => {
+            let aws = "AWS-LC (its own CPU dispatch)";
+            backend::Backends {
+                aes: aws,
+                ghash: aws,
+                chacha20: aws,
+                poly1305: aws,
+            }
+        }
+        _ => b,
+    };
     eprintln!(
         "cipherio sweep: AES {}, GHASH {}, ChaCha20 {}, Poly1305 {}; payload {} B, sizes {:?}, chunks {:?}",
         b.aes, b.ghash, b.chacha20, b.poly1305, cfg.payload, cfg.sizes, cfg.chunks

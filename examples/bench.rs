@@ -51,6 +51,8 @@ const DEFAULT_BUFFER: usize = cipherio::DEFAULT_CAPACITY;
 struct Build {
     name: &'static str,
     rustflags: &'static str,
+    /// Cargo features of cipherio it turns on.
+    features: &'static str,
     /// CPU features it needs to run at all.
     needs: &'static [&'static str],
     /// Algorithms it changes (the others would repeat `default`).
@@ -85,24 +87,32 @@ impl Alg {
     }
 }
 
-const DIRS: [&str; 2] = ["encrypt", "decrypt"];
+/// Directions of the buffer sweep: `decrypt` reads through `Read` (the
+/// ciphertext is copied out of the `&[u8]`), `decrypt-bufread` through
+/// `build_from_buf_read` (segments opened where they lie).
+const DIRS: [&str; 3] = ["encrypt", "decrypt", "decrypt-bufread"];
+/// Directions of the caller-granularity sweep.
+const CHUNK_DIRS: [&str; 2] = ["encrypt", "decrypt"];
 
-const BUILDS: [Build; 4] = [
+const BUILDS: [Build; 5] = [
     Build {
         name: "default",
         rustflags: "",
+        features: "",
         needs: &[],
         algs: &Alg::ALL,
     },
     Build {
         name: "native",
         rustflags: "-C target-cpu=native",
+        features: "",
         needs: &[],
         algs: &Alg::ALL,
     },
     Build {
         name: "chacha20-avx512",
         rustflags: "--cfg chacha20_avx512",
+        features: "",
         needs: &["avx512f", "avx512vl"],
         algs: &[Alg::ChaCha],
     },
@@ -110,6 +120,14 @@ const BUILDS: [Build; 4] = [
         name: "soft",
         rustflags: "--cfg aes_backend=\"soft\" --cfg polyval_backend=\"soft\" \
                     --cfg chacha20_backend=\"soft\" --cfg poly1305_backend=\"soft\"",
+        features: "",
+        needs: &[],
+        algs: &Alg::ALL,
+    },
+    Build {
+        name: "aws-lc",
+        rustflags: "",
+        features: "aws-lc",
         needs: &[],
         algs: &Alg::ALL,
     },
@@ -209,7 +227,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--bench" => {} // passed by `cargo bench`-style runners; ignored
             "-h" | "--help" => {
-                return Err("usage: bench [--smoke | --quick | --full] [--backend default,native,chacha20-avx512,soft] [--rounds N]".into());
+                return Err("usage: bench [--smoke | --quick | --full] [--backend default,native,chacha20-avx512,soft,aws-lc] [--rounds N]".into());
             }
             _ => return Err(format!("unknown argument {a:?} (try --help)")),
         }
@@ -337,6 +355,11 @@ impl Driver {
         let mut c = Command::new(&self.cargo);
         c.current_dir(&self.root)
             .args(["bench", "--bench", "sweep"])
+            .args(if b.features.is_empty() {
+                vec![]
+            } else {
+                vec!["--features", b.features]
+            })
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .env_remove("CARGO_BUILD_RUSTFLAGS")
             .env("RUSTFLAGS", b.rustflags)
@@ -409,7 +432,9 @@ impl Driver {
                     let key = (b.name.to_string(), alg, dir_name, Sweep::Buffer, s);
                     results.entry(key).or_default().push(point(&group, s)?);
                 }
-                let group = format!("{group}-chunk");
+            }
+            for dir_name in CHUNK_DIRS {
+                let group = format!("{}-{dir_name}-chunk", alg.id());
                 for &c in &self.mode.chunks {
                     let key = (b.name.to_string(), alg, dir_name, Sweep::Chunk, c);
                     results.entry(key).or_default().push(point(&group, c)?);
@@ -593,7 +618,7 @@ fn report(
     let _ = writeln!(o, "## Builds and the backends they ran\n");
     let _ = writeln!(
         o,
-        "| build | RUSTFLAGS | AES | GHASH | ChaCha20 | Poly1305 | target features compiled in | build time |"
+        "| build | RUSTFLAGS; cargo features | AES | GHASH | ChaCha20 | Poly1305 | target features compiled in | build time |"
     );
     let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
     for r in ran {
@@ -606,10 +631,11 @@ fn report(
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {:.0} s |",
             r.build.name,
-            if r.build.rustflags.is_empty() {
-                "(none)".to_string()
-            } else {
-                format!("`{}`", r.build.rustflags)
+            match (r.build.rustflags, r.build.features) {
+                ("", "") => "(none)".to_string(),
+                ("", f) => format!("(none); `--features {f}`"),
+                (fl, "") => format!("`{fl}`"),
+                (fl, f) => format!("`{fl}`; `--features {f}`"),
             },
             g("aes"),
             g("ghash"),
@@ -655,8 +681,50 @@ fn report(
              ciphertext out of its source (`read` on a `&[u8]` is a memcpy, on a `File` a copy from \
              the page cache), while the raw AEAD opens the messages in place where they lie. With a \
              fast AES-GCM and a stream larger than the caches that copy is a memory-bound pass of \
-             its own."
+             its own. `decrypt-bufread` reads the same `&[u8]` through \
+             `ReaderBuilder::build_from_buf_read`, which opens whole segments where they lie in \
+             the source's buffer: that copy is gone."
         );
+        let _ = writeln!(o);
+    }
+
+    // Issue 6's targets: AES-128-GCM with the aws-lc provider against
+    // aws-lc-rs's own one-shot AEAD.
+    if ran.iter().any(|r| r.build.name == "aws-lc") {
+        let _ = writeln!(
+            o,
+            "## Targets (aws-lc build, AES-128-GCM, stream ÷ aws-lc-rs one-shot)\n"
+        );
+        let _ = writeln!(
+            o,
+            "| direction | at 64 KiB (target ≥ 85 %) | at 8 KiB (target ≥ 75 %) | aws-lc-rs one-shot at 64 KiB |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|");
+        for d in DIRS {
+            let mut cells = Vec::new();
+            for (s, target) in [(64 * KIB, 0.85), (8 * KIB, 0.75)] {
+                let key = ("aws-lc".to_string(), Alg::Aes128, d, Sweep::Buffer, s);
+                cells.push(match cell(results, mode.payload, &key) {
+                    Some(c) => format!(
+                        "{:.2} GB/s · {} {}",
+                        c.gbps,
+                        spread(c.ratio, mode.rounds),
+                        if c.ratio.0 >= target { "✅" } else { "❌" }
+                    ),
+                    None => "not measured".to_string(),
+                });
+            }
+            let key = (
+                "aws-lc".to_string(),
+                Alg::Aes128,
+                d,
+                Sweep::Buffer,
+                64 * KIB,
+            );
+            let raw = cell(results, mode.payload, &key)
+                .map_or("–".to_string(), |c| format!("{:.2} GB/s", c.raw_gbps));
+            let _ = writeln!(o, "| {d} | {} | {} | {raw} |", cells[0], cells[1]);
+        }
         let _ = writeln!(o);
     }
 
@@ -718,7 +786,17 @@ fn report(
                 size_label(DEFAULT_BUFFER),
                 size_label(DEFAULT_BUFFER)
             );
-            header(&mut o, "chunk");
+            let cols: Vec<(Alg, &str)> = cols
+                .iter()
+                .copied()
+                .filter(|(_, d)| CHUNK_DIRS.contains(d))
+                .collect();
+            let _ = write!(o, "| chunk |");
+            for (a, d) in &cols {
+                let _ = write!(o, " {} {d} |", a.title());
+            }
+            let _ = writeln!(o);
+            let _ = writeln!(o, "|---|{}", "---|".repeat(cols.len()));
             for &c in &mode.chunks {
                 let _ = write!(o, "| {} |", size_label(c));
                 for &(a, d) in &cols {
@@ -939,7 +1017,8 @@ fn plot(mode: &Mode, ran: &[Ran<'_>], results: &Results) -> String {
         }
         // The raw AEAD of the first build, thin and grey, as the ceiling.
         let lines = ran.iter().enumerate().flat_map(|(bi, r)| {
-            let raw = (bi == 0).then_some((r, true, "#999", 1.0));
+            // aws-lc's ceiling is its own one-shot AEAD: drawn too.
+            let raw = (bi == 0 || r.build.features == "aws-lc").then_some((r, true, "#999", 1.0));
             std::iter::once((r, false, COLORS[bi % COLORS.len()], 2.0)).chain(raw)
         });
         for (r, raw, color, width) in lines {
@@ -958,10 +1037,10 @@ fn plot(mode: &Mode, ran: &[Ran<'_>], results: &Results) -> String {
                 if pts.is_empty() {
                     continue;
                 }
-                let dash = if d == "decrypt" {
-                    r#" stroke-dasharray="6 4""#
-                } else {
-                    ""
+                let dash = match d {
+                    "decrypt" => r#" stroke-dasharray="6 4""#,
+                    "decrypt-bufread" => r#" stroke-dasharray="2 3""#,
+                    _ => "",
                 };
                 let _ = writeln!(
                     s,
@@ -988,12 +1067,24 @@ fn plot(mode: &Mode, ran: &[Ran<'_>], results: &Results) -> String {
         .iter()
         .enumerate()
         .map(|(bi, r)| {
-            let label = format!("{} build: encrypt (solid), decrypt (dashed)", r.build.name);
+            let label = format!(
+                "{} build: encrypt (solid), decrypt via Read (dashed), via BufRead (dotted)",
+                r.build.name
+            );
             (COLORS[bi % COLORS.len()], label)
         })
         .collect();
-    if let Some(first) = ran.first() {
-        let label = format!("raw AEAD, {} build (the ceiling)", first.build.name);
+    let ceilings: Vec<&str> = ran
+        .iter()
+        .enumerate()
+        .filter(|(bi, r)| *bi == 0 || r.build.features == "aws-lc")
+        .map(|(_, r)| r.build.name)
+        .collect();
+    if !ceilings.is_empty() {
+        let label = format!(
+            "raw AEAD, {} build(s) (the ceilings)",
+            ceilings.join(" and ")
+        );
         legend.push(("#999", label));
     }
     for (i, (c, label)) in legend.iter().enumerate() {
@@ -1091,7 +1182,17 @@ fn run(args: Args) -> Result<(), String> {
             b.rustflags,
             driver.target(b).display()
         );
-        let secs = driver.build(b)?;
+        let secs = match driver.build(b) {
+            Ok(secs) => secs,
+            // A build with cargo features needs what they need (aws-lc: a
+            // C compiler): report it and go on with the others.
+            Err(e) if !b.features.is_empty() => {
+                println!("skipping build {}: {e}", b.name);
+                skipped.push((b.name.to_string(), format!("build failed: {e}")));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         ran.push(Ran {
             build: b,
             reported: Reported::new(),
