@@ -85,3 +85,167 @@ impl Default for Provider {
         }
     }
 }
+
+/// The providers write the same bytes: streams with the salt and nonce
+/// prefix injected (`format::FIXED_RANDOM`) compared byte for byte, each
+/// read back by every provider, with the segments counted to show that the
+/// chosen provider did the sealing and opening.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::Provider;
+    use crate::format::FIXED_RANDOM;
+    use crate::seal::USED;
+    use crate::tink::{HkdfHash, TinkKey, TinkParams};
+    use crate::{Algorithm, CipherReader, CipherWriter, Key, StreamKey};
+
+    /// Segments sealed or opened by each provider since the last call.
+    fn used() -> Vec<u64> {
+        USED.with(|u| std::mem::replace(&mut *u.borrow_mut(), vec![0; Provider::ALL.len()]))
+    }
+
+    fn only(p: Provider, n: u64) -> Vec<u64> {
+        Provider::ALL
+            .iter()
+            .map(|&q| if q == p { n } else { 0 })
+            .collect()
+    }
+
+    fn seal<K: StreamKey>(key: &K, p: Provider, cap: Option<usize>, pt: &[u8]) -> Vec<u8> {
+        FIXED_RANDOM.with(|f| *f.borrow_mut() = Some((0..64u8).map(|i| i ^ 0xa5).collect()));
+        let mut b = CipherWriter::builder(key)
+            .associated_data(b"cross-provider")
+            .provider(p);
+        if let Some(c) = cap {
+            b = b.capacity(c);
+        }
+        let mut w = b.build(Vec::new());
+        assert_eq!(w.provider(), p);
+        // Uneven pieces, so both the buffered and the zero-copy paths seal.
+        let mut rest = pt;
+        let mut step = 1;
+        while !rest.is_empty() {
+            let n = step.min(rest.len());
+            w.write_all(&rest[..n]).unwrap();
+            rest = &rest[n..];
+            step = step * 3 + 1;
+        }
+        let out = w.finish().unwrap();
+        FIXED_RANDOM.with(|f| *f.borrow_mut() = None);
+        out
+    }
+
+    fn open<K: StreamKey>(key: &K, p: Provider, sealed: &[u8]) -> Vec<u8> {
+        let mut r = CipherReader::builder(key)
+            .associated_data(b"cross-provider")
+            .provider(p)
+            .build(sealed);
+        assert_eq!(r.provider(), p);
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).unwrap();
+        out
+    }
+
+    /// Seals `pt` with every provider: identical bytes; each opens all.
+    fn check<K: StreamKey>(
+        key: &K,
+        cap: Option<usize>,
+        pt: &[u8],
+        segments: u64,
+        ctx: &str,
+    ) -> Vec<u8> {
+        used();
+        let sealed: Vec<Vec<u8>> = Provider::ALL
+            .iter()
+            .map(|&p| {
+                let s = seal(key, p, cap, pt);
+                assert_eq!(used(), only(p, segments), "{ctx}: {p:?} sealed");
+                s
+            })
+            .collect();
+        for (s, &p) in sealed.iter().zip(Provider::ALL) {
+            assert!(s == &sealed[0], "{ctx}: {p:?} wrote other bytes");
+            for &q in Provider::ALL {
+                assert!(open(key, q, s) == pt, "{ctx}: {p:?} -> {q:?}");
+                assert_eq!(used(), only(q, segments), "{ctx}: {q:?} opened");
+            }
+        }
+        sealed.into_iter().next().unwrap()
+    }
+
+    fn plaintext(len: usize) -> Vec<u8> {
+        (0..len).map(|i| i.to_le_bytes()[0] ^ 0x3c).collect()
+    }
+
+    #[test]
+    fn native_streams_are_identical_across_providers() {
+        for alg in Algorithm::ALL {
+            let key = Key::new(alg, &vec![0x42; alg.key_len()]).unwrap();
+            for cap in [1usize, 17, 4096, 8192, 65_536] {
+                for len in [0, 1, cap - 1, cap, cap + 1, 3 * cap + 5, 200_000] {
+                    let segments = len.div_ceil(cap).max(1) as u64;
+                    let ctx = format!("{alg:?} cap {cap} len {len}");
+                    check(&key, Some(cap), &plaintext(len), segments, &ctx);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tink_streams_are_identical_across_providers() {
+        let sets = [
+            (16, 4096, HkdfHash::Sha256),
+            (32, 4096, HkdfHash::Sha1),
+            (32, 4113, HkdfHash::Sha512),
+            (16, 16 + 24 + 1, HkdfHash::Sha256),
+            (32, 1 << 20, HkdfHash::Sha256),
+        ];
+        for (dks, seg, hash) in sets {
+            let params = TinkParams::new(dks, seg, hash).unwrap();
+            let key = TinkKey::new(params, &[0x17; 32]).unwrap();
+            let (first, rest) = (params.first_segment_plaintext(), params.segment_plaintext());
+            for len in [
+                0,
+                1,
+                first - 1,
+                first,
+                first + 1,
+                first + rest,
+                first + 2 * rest + 7,
+            ] {
+                // Tink: the first segment is shorter; a stream that fills
+                // its last segment exactly ends with it (no empty one).
+                let segments = if len <= first {
+                    1
+                } else {
+                    1 + (len - first).div_ceil(rest) as u64
+                };
+                let ctx = format!("Tink {dks}/{seg}/{hash:?} len {len}");
+                check(&key, None, &plaintext(len), segments, &ctx);
+            }
+        }
+    }
+
+    #[test]
+    fn the_default_is_the_fastest_compiled_in() {
+        let want = if cfg!(feature = "aws-lc") {
+            "aws-lc"
+        } else {
+            "rustcrypto"
+        };
+        assert_eq!(Provider::default().name(), want);
+        assert_eq!(Provider::ALL.last(), Some(&Provider::default()));
+        let key = Key::new(Algorithm::Aes128Gcm, &[1; 16]).unwrap();
+        used();
+        let w = CipherWriter::new(&key, Vec::new());
+        assert_eq!(w.provider(), Provider::default());
+        let sealed = w.finish().unwrap();
+        assert_eq!(used(), only(Provider::default(), 1));
+        let r = CipherReader::new(&key, &sealed[..]);
+        assert_eq!(r.provider(), Provider::default());
+        assert!(r.bytes().next().is_none());
+        assert_eq!(used(), only(Provider::default(), 1));
+    }
+}

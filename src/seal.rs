@@ -116,6 +116,30 @@ fn rc_open<A: AeadInOut<NonceSize = U12, TagSize = U16>>(
         .is_ok()
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Segments sealed or opened (failed trials not counted) on this
+    /// thread, by provider (index in
+    /// [`Provider::ALL`]): tests that the chosen provider does the work.
+    pub(crate) static USED: std::cell::RefCell<Vec<u64>> =
+        std::cell::RefCell::new(vec![0; Provider::ALL.len()]);
+}
+
+impl SegmentAead {
+    #[cfg(test)]
+    fn count(&self) {
+        let p = match self {
+            SegmentAead::Aes128(_) | SegmentAead::Aes256(_) | SegmentAead::ChaCha(_) => {
+                Provider::RustCrypto
+            }
+            #[cfg(feature = "aws-lc")]
+            SegmentAead::AwsLc(_) => Provider::AwsLc,
+        };
+        let i = Provider::ALL.iter().position(|&q| q == p).unwrap_or(0);
+        USED.with(|u| u.borrow_mut()[i] += 1);
+    }
+}
+
 /// Seals or opens the segments of one stream, in order.
 pub(crate) struct SegmentCipher {
     aead: SegmentAead,
@@ -185,6 +209,8 @@ impl SegmentCipher {
         debug_assert_eq!(out.len(), plaintext.len() + TAG_LEN);
         let nonce = self.nonce(last).ok_or(Error::StreamTooLong)?;
         let (body, tag) = out.split_at_mut(plaintext.len());
+        #[cfg(test)]
+        self.aead.count();
         match &self.aead {
             SegmentAead::Aes128(a) => rc_seal(&**a, &nonce, plaintext, body, tag)?,
             SegmentAead::Aes256(a) => rc_seal(&**a, &nonce, plaintext, body, tag)?,
@@ -242,6 +268,8 @@ impl SegmentCipher {
             }
         };
         if ok {
+            #[cfg(test)]
+            self.aead.count();
             self.index += 1;
             Ok(())
         } else {

@@ -313,8 +313,8 @@ mod vectors {
     use sha2::{Digest, Sha256};
 
     use super::*;
-    use crate::CipherWriter;
     use crate::format::FIXED_RANDOM;
+    use crate::{CipherWriter, Provider};
 
     fn field<'a>(v: &'a Value, name: &str) -> &'a str {
         v[name].as_str().unwrap()
@@ -334,11 +334,12 @@ mod vectors {
         aad: &[u8],
         fixed: Vec<u8>,
         plaintext: &[u8],
-        chunk: usize,
+        (chunk, provider): (usize, Provider),
     ) -> Vec<u8> {
         FIXED_RANDOM.with(|f| *f.borrow_mut() = Some(fixed));
         let mut w = CipherWriter::builder(key)
             .associated_data(aad)
+            .provider(provider)
             .build(Vec::new());
         for piece in plaintext.chunks(chunk) {
             w.write_all(piece).unwrap();
@@ -379,15 +380,23 @@ mod vectors {
                         .map(|i| u8::try_from(i % 251).unwrap())
                         .collect(),
                 };
-                for chunk in [usize::MAX, 1, 1000, params.segment_plaintext()] {
-                    let ct = encrypt(&key, &aad, fixed.clone(), &plaintext, chunk.max(1));
+                // Every provider reproduces Tink's bytes (the ways of
+                // writing cycle through the providers).
+                let ways = [usize::MAX, 1, 1000, params.segment_plaintext()];
+                for (i, &chunk) in ways.iter().enumerate() {
+                    let provider = Provider::ALL[i % Provider::ALL.len()];
+                    let how = (chunk.max(1), provider);
+                    let ct = encrypt(&key, &aad, fixed.clone(), &plaintext, how);
                     assert_eq!(ct.len(), num(case, "ciphertext_len"), "{id}");
                     match case["ciphertext"].as_str() {
-                        Some(want) => assert!(hex::encode(&ct) == want, "{id} (chunk {chunk})"),
+                        Some(want) => assert!(
+                            hex::encode(&ct) == want,
+                            "{id} (chunk {chunk}, {provider:?})"
+                        ),
                         None => assert_eq!(
                             hex::encode(Sha256::digest(&ct)),
                             field(case, "ciphertext_sha256"),
-                            "{id} (chunk {chunk})"
+                            "{id} (chunk {chunk}, {provider:?})"
                         ),
                     }
                 }
