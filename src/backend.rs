@@ -2,6 +2,10 @@
 //! `--cfg` flags and the CPU, exactly as the RustCrypto crates this crate
 //! resolves (aes 0.9, polyval 0.7, chacha20 0.10, poly1305 0.9) decide it.
 //!
+//! This is the [`Provider::RustCrypto`](crate::Provider::RustCrypto)
+//! provider's view; with [`Provider::AwsLc`](crate::Provider) (feature
+//! `aws-lc`) AWS-LC picks its own assembly at run time and reports nothing.
+//!
 //! For reports and diagnostics: nothing in the crate depends on it.
 //!
 //! ```

@@ -123,5 +123,6 @@ mod assertions {
         send_sync::<ReaderBuilder>();
         send_sync::<tink::TinkKey>();
         send_sync::<tink::TinkParams>();
+        send_sync::<Provider>();
     }
 }

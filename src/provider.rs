@@ -5,7 +5,7 @@
 /// feature `aws-lc`). Both write and read the same bytes: a stream
 /// written with one opens with the other, in either format.
 ///
-/// The default is the fastest one compiled in: [`AwsLc`](Self::AwsLc)
+/// The default is the fastest one compiled in: `AwsLc`
 /// when the `aws-lc` feature is on, else [`RustCrypto`](Self::RustCrypto).
 /// So turning the feature on speeds up every `CipherWriter::new` and
 /// `CipherReader::new` without a change to the code that calls them;
@@ -72,7 +72,7 @@ impl Provider {
 }
 
 impl Default for Provider {
-    /// [`AwsLc`](Self::AwsLc) when compiled in, else
+    /// `AwsLc` when compiled in, else
     /// [`RustCrypto`](Self::RustCrypto).
     fn default() -> Self {
         #[cfg(feature = "aws-lc")]
