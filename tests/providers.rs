@@ -802,6 +802,26 @@ fn real_file_across_providers() {
 /// Nothing here should take more than seconds: a hang fails the test.
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The first connection to `listener`, or a panic after `limit` (if the
+/// writer thread died before connecting, a plain `accept` would hang).
+fn accept_within(listener: &TcpListener, limit: Duration) -> TcpStream {
+    listener.set_nonblocking(true).unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        match listener.accept() {
+            Ok((sock, _)) => {
+                sock.set_nonblocking(false).unwrap();
+                return sock;
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                assert!(start.elapsed() < limit, "no connection within {limit:?}");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
 fn through_tcp<K: StreamKey + Clone + Send + 'static>(
     what: &str,
     key: &K,
@@ -830,7 +850,7 @@ fn through_tcp<K: StreamKey + Clone + Send + 'static>(
             let sock = w.finish().unwrap();
             sock.shutdown(Shutdown::Write).unwrap();
         });
-        let (sock, _) = listener.accept().unwrap();
+        let sock = accept_within(&listener, SOCKET_TIMEOUT);
         sock.set_read_timeout(Some(SOCKET_TIMEOUT)).unwrap();
         let mut r = CipherReader::builder(key).provider(rp).build(sock);
         let (got, res) = drive(&mut r, ReadMode::Small(1500));
