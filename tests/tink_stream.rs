@@ -1601,7 +1601,7 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
     let ct = encrypt_aad_by(wp, &key, &lay, b"context-A", &pt, WriteMode::Fixed(7));
     let auth = Want::Is(Error::Authentication);
     Case {
-        ctx: "right key",
+        ctx: &format!("right key, sealed by {wp:?}"),
         key: &key,
         aad: b"context-A",
         lay: &lay,
@@ -1615,7 +1615,7 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
         ("no aad", b""),
     ] {
         Case {
-            ctx: what,
+            ctx: &format!("{what}, sealed by {wp:?}"),
             key: &key,
             aad,
             lay: &lay,
@@ -1625,7 +1625,7 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
     }
     let plain = encrypt_by(wp, &key, &lay, &pt);
     Case {
-        ctx: "unexpected aad",
+        ctx: &format!("unexpected aad, sealed by {wp:?}"),
         key: &key,
         aad: b"x",
         lay: &lay,
@@ -1642,7 +1642,7 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
     ] {
         let k = tink_key(&lay, &raw);
         Case {
-            ctx: what,
+            ctx: &format!("{what}, sealed by {wp:?}"),
             key: &k,
             aad: b"context-A",
             lay: &lay,
@@ -1660,7 +1660,7 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
     ] {
         let k = tink_key(&wrong, &raw);
         Case {
-            ctx: what,
+            ctx: &format!("{what}, sealed by {wp:?}"),
             key: &k,
             aad: b"context-A",
             lay: &wrong,
@@ -1677,7 +1677,7 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
             found: 24,
         });
         Case {
-            ctx: "32-byte derived key",
+            ctx: &format!("32-byte derived key, sealed by {wp:?}"),
             key: &k,
             aad: b"context-A",
             lay: &wrong,
@@ -1695,7 +1695,7 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
         found: 40,
     });
     Case {
-        ctx: "16-byte derived key",
+        ctx: &format!("16-byte derived key, sealed by {wp:?}"),
         key: &k16,
         aad: b"",
         lay: &lay32,
