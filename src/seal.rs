@@ -255,8 +255,9 @@ impl SegmentCipher {
             SegmentAead::AwsLc(k) => {
                 use aws_lc_rs::aead::{Aad, Nonce};
                 // Out of place with the tag apart, no copy. AWS-LC
-                // decrypts as it authenticates: on failure `out` holds
-                // unverified bytes until the wipe below.
+                // decrypts as it authenticates, into `out`, and zeroes
+                // `out` itself when the tag fails (EVP_AEAD_CTX_open_gather);
+                // the wipe below does not rely on that.
                 k.open_separate_gather(
                     Nonce::assume_unique_for_key(nonce),
                     Aad::empty(),
@@ -274,7 +275,9 @@ impl SegmentCipher {
             Ok(())
         } else {
             // The RustCrypto AEADs verify before they decrypt; AWS-LC
-            // does not: never leave unverified bytes behind.
+            // decrypts first and clears its output on failure. Whatever a
+            // provider (or a later version of it) does: never leave
+            // unverified bytes behind.
             zeroize::Zeroize::zeroize(out);
             Err(Error::Authentication)
         }
@@ -336,8 +339,8 @@ mod tests {
 
     #[test]
     fn failed_open_wipes_output_and_keeps_index() {
-        // AWS-LC writes plaintext before it checks the tag: the wipe is
-        // what keeps it from the caller.
+        // AWS-LC writes plaintext before it checks the tag (and clears it
+        // itself on failure); either way no byte may be left.
         for (&p, alg) in Provider::ALL
             .iter()
             .flat_map(|p| Algorithm::ALL.map(|a| (p, a)))
