@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The Tink profile against real Google Tink, both directions.
 
-    python3 interop/tink_interop.py [--quick]
+    python3 interop/tink_interop.py [--quick] [--features aws-lc]
+
+With `--features aws-lc` the example is built with that cargo feature, so
+cipherio seals and opens with AWS-LC (its default provider then).
 
 1. Creates (once) a virtual environment under target/tink-venv with Tink from
    ../shared/interop/requirements.txt (that folder is read-only; set
@@ -108,9 +111,16 @@ def tink_params(p):
 
 def main():
     quick = "--quick" in sys.argv
+    features = []
+    if "--features" in sys.argv:
+        i = sys.argv.index("--features")
+        if i + 1 >= len(sys.argv):
+            sys.exit("--features needs a value")
+        features = ["--features", sys.argv[i + 1]]
     py = ensure_venv()
-    print("== building the example", flush=True)
-    subprocess.run(["cargo", "build", "--release", "--example", "tink"], cwd=ROOT, check=True)
+    print(f"== building the example {' '.join(features)}", flush=True)
+    subprocess.run(["cargo", "build", "--release", "--example", "tink", *features],
+                   cwd=ROOT, check=True)
     # Fresh every run: a stale ciphertext must never stand in for one that
     # a broken build failed to write.
     shutil.rmtree(WORK, ignore_errors=True)
