@@ -16,6 +16,9 @@ struct Cfg {
     aad: &'static [u8],
     sizes: [u8; 4],
     inject: u8,
+    /// Read through `build_from_buf_read`, the inner reader's refills
+    /// taking `sizes`.
+    buf_read: bool,
     ops: [u8; 8],
 }
 
@@ -24,6 +27,7 @@ impl Cfg {
         let mut b = [0u8; CONFIG_LEN];
         b[..2].copy_from_slice(&self.capacity.to_le_bytes());
         b[2..5].copy_from_slice(&(self.max_segment - 1).to_le_bytes()[..3]);
+        b[5] = u8::from(self.buf_read);
         b[6] = u8::try_from(self.aad.len()).expect("at most 8");
         b[7..7 + self.aad.len()].copy_from_slice(self.aad);
         b[15..19].copy_from_slice(&self.sizes);
@@ -32,12 +36,19 @@ impl Cfg {
         // The target must read back what was meant.
         let c = Config::parse(&b);
         assert_eq!(
-            (c.capacity, c.max_segment, c.aad.as_slice(), c.wrong_key),
+            (
+                c.capacity,
+                c.max_segment,
+                c.aad.as_slice(),
+                c.wrong_key,
+                c.buf_read
+            ),
             (
                 usize::from(self.capacity),
                 self.max_segment as usize,
                 self.aad,
-                false
+                false,
+                self.buf_read
             )
         );
         b
@@ -86,7 +97,7 @@ fn main() {
     let small = [0x01, 0x03, 0x82, 0x10, 0x00, 0x85, 0x40, 0x07];
     let large = [0xc0, 0x43, 0xff, 0x01, 0xc3, 0x80, 0x20, 0x41];
     let o = dir("open");
-    let seeds: [(&str, Algorithm, u32, usize, Cfg); 8] = [
+    let seeds: [(&str, Algorithm, u32, usize, Cfg); 10] = [
         (
             "aes128-seg1",
             Algorithm::Aes128Gcm,
@@ -98,6 +109,7 @@ fn main() {
                 aad: b"",
                 sizes: [0; 4],
                 inject: 0,
+                buf_read: false,
                 ops: small,
             },
         ),
@@ -112,6 +124,7 @@ fn main() {
                 aad: b"fuzz",
                 sizes: [5, 0, 1, 17],
                 inject: 0,
+                buf_read: false,
                 ops: small,
             },
         ),
@@ -126,6 +139,7 @@ fn main() {
                 aad: b"",
                 sizes: [0; 4],
                 inject: 0,
+                buf_read: false,
                 ops: large,
             },
         ),
@@ -140,6 +154,7 @@ fn main() {
                 aad: b"",
                 sizes: [0; 4],
                 inject: 0,
+                buf_read: false,
                 ops: small,
             },
         ),
@@ -154,6 +169,7 @@ fn main() {
                 aad: b"12345678",
                 sizes: [3, 3, 3, 3],
                 inject: 0,
+                buf_read: false,
                 ops: large,
             },
         ),
@@ -168,6 +184,7 @@ fn main() {
                 aad: b"",
                 sizes: [7, 0, 1, 64],
                 inject: 3,
+                buf_read: false,
                 ops: small,
             },
         ),
@@ -182,6 +199,7 @@ fn main() {
                 aad: b"ab",
                 sizes: [0, 21, 0, 2],
                 inject: 1,
+                buf_read: false,
                 ops: large,
             },
         ),
@@ -196,6 +214,40 @@ fn main() {
                 aad: b"",
                 sizes: [0; 4],
                 inject: 0,
+                buf_read: false,
+                ops: small,
+            },
+        ),
+        // build_from_buf_read: refills of 2.5 segments, a segment and a
+        // byte, 7 bytes, the rest; then refills that split segments, with
+        // injected errors (fill_buf's included).
+        (
+            "aes128-bufread-refills",
+            Algorithm::Aes128Gcm,
+            16,
+            12 * 16 + 5,
+            Cfg {
+                capacity: 20,
+                max_segment: 64,
+                aad: b"",
+                sizes: [80, 33, 7, 0],
+                inject: 0,
+                buf_read: true,
+                ops: large,
+            },
+        ),
+        (
+            "chacha-bufread-injected",
+            Algorithm::ChaCha20Poly1305,
+            40,
+            500,
+            Cfg {
+                capacity: 56,
+                max_segment: 64,
+                aad: b"buf",
+                sizes: [0, 56, 200, 3],
+                inject: 2,
+                buf_read: true,
                 ops: small,
             },
         ),
@@ -211,6 +263,7 @@ fn main() {
         aad: b"",
         sizes: [0; 4],
         inject: 0,
+        buf_read: false,
         ops: small,
     };
     let mut data = cfg.bytes().to_vec();
@@ -231,6 +284,7 @@ fn main() {
         aad: b"",
         sizes: [0; 4],
         inject: 0,
+        buf_read: false,
         ops: small,
     };
     let mut data = cfg.bytes().to_vec();
@@ -245,10 +299,27 @@ fn main() {
     ));
     write(&o, "chacha-empty-final-after-full", &data);
 
+    // A full-length final segment with a byte after it, all in one refill
+    // of build_from_buf_read: tried there as non-final, settled by the
+    // copying path (TrailingData).
+    let cfg = Cfg {
+        capacity: 8,
+        max_segment: 64,
+        aad: b"",
+        sizes: [0; 4],
+        inject: 0,
+        buf_read: true,
+        ops: large,
+    };
+    let mut data = cfg.bytes().to_vec();
+    data.extend_from_slice(&stream(Algorithm::Aes256Gcm, b"", 32, 96, 9));
+    data.push(0x5c);
+    write(&o, "aes256-bufread-trailing-byte", &data);
+
     // open_tink: the parameters are in the configuration's bytes 2..5
     // (see open::tink_params); plaintexts around the segment boundaries.
     let t = dir("open_tink");
-    let tink: [(&str, [u8; 3], usize, Cfg); 6] = [
+    let tink: [(&str, [u8; 3], usize, Cfg); 8] = [
         (
             "aes128-sha256-empty",
             [2, 0, 0],
@@ -259,6 +330,7 @@ fn main() {
                 aad: b"",
                 sizes: [0; 4],
                 inject: 0,
+                buf_read: false,
                 ops: small,
             },
         ),
@@ -272,6 +344,7 @@ fn main() {
                 aad: b"tink",
                 sizes: [9, 0, 1, 30],
                 inject: 0,
+                buf_read: false,
                 ops: small,
             },
         ),
@@ -285,6 +358,7 @@ fn main() {
                 aad: b"",
                 sizes: [0; 4],
                 inject: 0,
+                buf_read: false,
                 ops: large,
             },
         ),
@@ -298,6 +372,7 @@ fn main() {
                 aad: b"12",
                 sizes: [0, 50, 0, 7],
                 inject: 2,
+                buf_read: false,
                 ops: large,
             },
         ),
@@ -311,6 +386,7 @@ fn main() {
                 aad: b"",
                 sizes: [7, 0, 1, 64],
                 inject: 3,
+                buf_read: false,
                 ops: small,
             },
         ),
@@ -324,6 +400,39 @@ fn main() {
                 aad: b"",
                 sizes: [0; 4],
                 inject: 0,
+                buf_read: false,
+                ops: large,
+            },
+        ),
+        // build_from_buf_read. The header's read brings exactly the header
+        // (inner call 1 takes sizes[1]) and the read that would complete
+        // segment 0 fails (every second call does), so segment 0, shorter
+        // in Tink, is opened from the first refill (sizes[0]: everything).
+        (
+            "aes128-sha256-bufread-header-then-all",
+            [2, 30, 0],
+            400,
+            Cfg {
+                capacity: 100,
+                max_segment: 1,
+                aad: b"",
+                sizes: [0, 24, 0, 0],
+                inject: 6,
+                buf_read: true,
+                ops: large,
+            },
+        ),
+        (
+            "aes256-sha512-bufread-split-injected",
+            [5, 3, 0],
+            500,
+            Cfg {
+                capacity: 60,
+                max_segment: 1,
+                aad: b"t",
+                sizes: [45, 61, 7, 0],
+                inject: 3,
+                buf_read: true,
                 ops: large,
             },
         ),
@@ -351,6 +460,7 @@ fn main() {
         aad: b"",
         sizes: [0; 4],
         inject: 0,
+        buf_read: false,
         ops: large,
     };
     let mut data = cfg.bytes().to_vec();

@@ -29,13 +29,27 @@ fn is_injected(e: &io::Error) -> bool {
 
 /// An in-memory inner reader with a pattern of short reads and, if asked,
 /// an injected error every `period`-th call. It checks the reader's side of
-/// the contract: every call asks for at least `min_ask` bytes (the
+/// the contract: every `read` asks for at least `min_ask` bytes (the
 /// reader's capacity), the calls for the header included, except that a
 /// call may ask for less to complete a segment begun by an earlier read (so
 /// that later reads end on segment boundaries): at most once after the
 /// header's read and once after each short or failed call.
+///
+/// It is also a `BufRead` (for `build_from_buf_read`): a `fill_buf` with
+/// nothing buffered refills with the next of the same sizes (0: all the
+/// rest), and `read` then serves what is buffered before it reads on. Every
+/// `period`-th `fill_buf` fails too (counted apart from the `read` calls,
+/// so that a reader alternating the two cannot meet only failing reads);
+/// the ask-size checks apply to `read` calls only.
 pub struct Inner<'a> {
     data: &'a [u8],
+    /// `data[..buffered]` is the current refill.
+    buffered: usize,
+    refills: usize,
+    /// `fill_buf` calls.
+    fills: usize,
+    /// Bytes handed out through `consume`.
+    consumed: usize,
     sizes: [u8; 4],
     period: Option<usize>,
     min_ask: usize,
@@ -60,6 +74,10 @@ impl<'a> Inner<'a> {
     ) -> Self {
         Inner {
             data,
+            buffered: 0,
+            refills: 0,
+            fills: 0,
+            consumed: 0,
             sizes,
             period,
             min_ask,
@@ -69,6 +87,31 @@ impl<'a> Inner<'a> {
             small_asks: 0,
             shorts: 0,
         }
+    }
+
+    /// Bytes handed out through `BufRead::consume` so far.
+    pub fn consumed(&self) -> usize {
+        self.consumed
+    }
+
+    /// The injected error for call number `n` of its kind (`read` or
+    /// `fill_buf`): every `period`-th one fails.
+    fn inject(&self, n: usize) -> Option<io::Error> {
+        let p = self.period?;
+        if !n.is_multiple_of(p) {
+            return None;
+        }
+        let kinds = [
+            io::ErrorKind::Interrupted,
+            io::ErrorKind::WouldBlock,
+            io::ErrorKind::Other,
+        ];
+        Some(io::Error::new(kinds[(n / p) % 3], Injected))
+    }
+
+    fn advance(&mut self, n: usize) {
+        self.data = &self.data[n..];
+        self.delivered += n;
     }
 }
 
@@ -101,31 +144,61 @@ impl Read for Inner<'_> {
             );
         }
         self.calls += 1;
-        if let Some(p) = self.period
-            && self.calls.is_multiple_of(p)
-        {
-            let kinds = [
-                io::ErrorKind::Interrupted,
-                io::ErrorKind::WouldBlock,
-                io::ErrorKind::Other,
-            ];
+        if let Some(e) = self.inject(self.calls) {
             self.shorts += 1;
-            return Err(io::Error::new(kinds[(self.calls / p) % 3], Injected));
+            return Err(e);
         }
-        let size = usize::from(self.sizes[self.calls % 4]);
-        let n = if size == 0 {
-            buf.len()
+        let n = if self.buffered > 0 {
+            // What the last refill brought comes first, as from a
+            // `BufReader`.
+            let n = self.buffered.min(buf.len());
+            self.buffered -= n;
+            n
         } else {
-            size.min(buf.len())
+            let size = usize::from(self.sizes[self.calls % 4]);
+            let n = if size == 0 {
+                buf.len()
+            } else {
+                size.min(buf.len())
+            };
+            n.min(self.data.len())
         };
-        let n = n.min(self.data.len());
         if n < buf.len() {
             self.shorts += 1;
         }
         buf[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        self.delivered += n;
+        self.advance(n);
         Ok(n)
+    }
+}
+
+impl BufRead for Inner<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.fills += 1;
+        if let Some(e) = self.inject(self.fills) {
+            return Err(e);
+        }
+        if self.buffered == 0 {
+            let size = usize::from(self.sizes[self.refills % 4]);
+            self.refills += 1;
+            self.buffered = if size == 0 {
+                self.data.len()
+            } else {
+                size.min(self.data.len())
+            };
+        }
+        Ok(&self.data[..self.buffered])
+    }
+
+    fn consume(&mut self, amt: usize) {
+        assert!(
+            amt <= self.buffered,
+            "consumed {amt} bytes of a {}-byte refill",
+            self.buffered
+        );
+        self.buffered -= amt;
+        self.consumed += amt;
+        self.advance(amt);
     }
 }
 

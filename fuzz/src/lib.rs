@@ -46,6 +46,37 @@ mod tests {
         corpus("open_tink", crate::open::check_tink);
     }
 
+    /// The `build_from_buf_read` seeds (named so) open segments in the
+    /// inner reader's buffer; the others never touch it.
+    #[test]
+    fn bufread_seeds_consume_from_the_inner_buffer() {
+        for (target, check) in [
+            ("open", crate::open::check_counting as fn(&[u8]) -> usize),
+            ("open_tink", crate::open::check_tink_counting),
+        ] {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("corpus")
+                .join(target);
+            let mut seen = 0;
+            for entry in fs::read_dir(&dir).expect("corpus directory") {
+                let path = entry.expect("entry").path();
+                let name = path
+                    .file_name()
+                    .expect("a name")
+                    .to_string_lossy()
+                    .into_owned();
+                let consumed = check(&fs::read(&path).expect("seed"));
+                if name.contains("bufread") {
+                    assert!(consumed > 0, "{target}/{name}: nothing consumed");
+                    seen += 1;
+                } else if name.len() != 40 {
+                    assert_eq!(consumed, 0, "{target}/{name}");
+                }
+            }
+            assert!(seen >= 2, "{target}: {seen} bufread seeds");
+        }
+    }
+
     #[test]
     fn roundtrip_tink_corpus() {
         corpus("roundtrip_tink", |data| {

@@ -22,10 +22,13 @@ const SLACK: usize = 4096;
 /// offset len
 ///      0   2  capacity, u16 LE (0 is refused; 0xffff means usize::MAX)
 ///      2   3  max_segment_size - 1, u24 LE, low 20 bits (1 B ..= 1 MiB)
-///      5   1  0xfe or 0xff: a key of another algorithm than the header's
+///      5   1  bit 0: build_from_buf_read (the inner reader's refills take
+///             the read sizes below), else build; 0xfe or 0xff: a key
+///             of another algorithm than the header's
 ///      6   1  associated data length (mod 9)
 ///      7   8  associated data
-///     15   4  inner read sizes, in turn (0: all that is asked)
+///     15   4  inner read (and refill) sizes, in turn (0: all that is
+///             asked, or all the rest)
 ///     19   1  0: no errors; else an injected error every 2 + (v % 6) calls
 ///     20   8  read ops (see drive::drive)
 /// ```
@@ -37,6 +40,8 @@ pub struct Config {
     pub max_segment: usize,
     /// Use another algorithm's key than the header asks for.
     pub wrong_key: bool,
+    /// Build the reader with `build_from_buf_read` (else `build`).
+    pub buf_read: bool,
     /// Associated data given to the reader.
     pub aad: Vec<u8>,
     /// Inner read sizes.
@@ -62,6 +67,7 @@ impl Config {
             capacity,
             max_segment: max as usize + 1,
             wrong_key: b[5] >= 0xfe,
+            buf_read: b[5] & 1 == 1,
             aad: b[7..7 + usize::from(b[6] % 9)].to_vec(),
             sizes: [b[15], b[16], b[17], b[18]],
             period: (b[19] != 0).then_some(2 + usize::from(b[19] % 6)),
@@ -118,7 +124,7 @@ fn read_measured<K: StreamKey>(
     stream: &[u8],
     header_len: usize,
     sealed: usize,
-) -> (Result<(), Error>, Vec<u8>) {
+) -> (Result<(), Error>, Vec<u8>, usize) {
     let mut scratch = vec![0u8; SCRATCH_LEN];
     let mut out = Vec::with_capacity(stream.len());
     let inner = Inner::new(
@@ -130,13 +136,18 @@ fn read_measured<K: StreamKey>(
     );
     let before = alloc::live();
     alloc::reset();
-    let mut r = CipherReader::builder(key)
+    let builder = CipherReader::builder(key)
         .capacity(cfg.capacity)
         .max_segment_size(cfg.max_segment)
-        .associated_data(&cfg.aad)
-        .build(inner);
+        .associated_data(&cfg.aad);
+    let mut r = if cfg.buf_read {
+        builder.build_from_buf_read(inner)
+    } else {
+        builder.build(inner)
+    };
     let end = drive::drive(&mut r, &cfg.ops, &mut scratch, &mut out);
     drive::check_after(&mut r, &end, &mut scratch);
+    let consumed = r.get_ref().consumed();
     drop(r);
     let (peak, largest) = (alloc::peak() - before, alloc::largest());
 
@@ -149,7 +160,7 @@ fn read_measured<K: StreamKey>(
         peak <= ahead.saturating_mul(2).saturating_add(2 * sealed + SLACK),
         "{peak} bytes live at once, {cfg:?}"
     );
-    (end, out)
+    (end, out, consumed)
 }
 
 /// The outcome the oracle calls for: `refused` (an error before any
@@ -196,8 +207,10 @@ fn refused_by_config(cfg: &Config) -> Option<Error> {
 ///   segments of the configured limit (peak live bytes), nor allocates
 ///   more than one read-ahead plus one sealed segment at once, whatever the
 ///   header says;
-/// - each inner read asks for at least the capacity (or the rest of the
+/// - each inner `read` asks for at least the capacity (or the rest of the
 ///   header);
+/// - built with `build_from_buf_read` (configuration byte 5, bit 0) over
+///   refills of the configured sizes, everything above holds alike;
 /// - the end is sticky: after an error every call errors the same way,
 ///   after `Ok(0)` every call returns `Ok(0)`;
 /// - injected inner errors pass through and the reader goes on as if they
@@ -210,6 +223,16 @@ fn refused_by_config(cfg: &Config) -> Option<Error> {
 ///
 /// On any of those failing.
 pub fn check(data: &[u8]) {
+    check_counting(data);
+}
+
+/// [`check`], returning the stream bytes the reader took from the inner
+/// reader's buffer (`BufRead::consume`) rather than through `read`.
+///
+/// # Panics
+///
+/// As [`check`].
+pub fn check_counting(data: &[u8]) -> usize {
     let cfg = Config::parse(data);
     let stream = data.get(CONFIG_LEN..).unwrap_or(&[]);
     let header_alg = stream.get(9).and_then(|&id| Algorithm::from_id(id));
@@ -226,7 +249,7 @@ pub fn check(data: &[u8]) {
     };
     let key = fixed_key(alg);
     let sealed = cfg.max_segment + TAG_LEN;
-    let (end, out) = read_measured(&key, &cfg, stream, HEADER_LEN, sealed);
+    let (end, out, consumed) = read_measured(&key, &cfg, stream, HEADER_LEN, sealed);
 
     let want = oracle::decrypt(key.as_bytes(), &cfg.aad, stream);
     let refused = refused_by_config(&cfg).or(match want.segment_size {
@@ -241,6 +264,7 @@ pub fn check(data: &[u8]) {
         _ => None,
     });
     compare(&end, &out, &want, refused);
+    consumed
 }
 
 /// The same checks as [`check`] with a Tink key whose parameters come from
@@ -253,11 +277,20 @@ pub fn check(data: &[u8]) {
 ///
 /// On any of those failing.
 pub fn check_tink(data: &[u8]) {
+    check_tink_counting(data);
+}
+
+/// [`check_tink`], returning the bytes taken through `BufRead::consume`.
+///
+/// # Panics
+///
+/// As [`check_tink`].
+pub fn check_tink_counting(data: &[u8]) -> usize {
     let cfg = Config::parse(data);
     let stream = data.get(CONFIG_LEN..).unwrap_or(&[]);
     let p = tink_params(data);
     let key = tink_key(&p, cfg.wrong_key);
-    let (end, out) = read_measured(&key, &cfg, stream, p.header_len(), p.segment);
+    let (end, out, consumed) = read_measured(&key, &cfg, stream, p.header_len(), p.segment);
 
     let want = oracle_tink::decrypt(&p, key.as_bytes(), &cfg.aad, stream);
     let h = u8::try_from(p.header_len()).expect("at most 40");
@@ -266,4 +299,5 @@ pub fn check_tink(data: &[u8]) {
         _ => None,
     });
     compare(&end, &out, &want, refused);
+    consumed
 }
