@@ -89,6 +89,7 @@
 //! [`CipherWriter`]'s output.
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 pub mod backend;

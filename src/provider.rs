@@ -13,7 +13,8 @@
 /// [`ReaderBuilder::provider`](crate::ReaderBuilder::provider) pick one
 /// per stream. (Cargo unifies features: if any crate in the build turns
 /// `aws-lc` on, every default stream in it uses AWS-LC. The format does
-/// not change, so nothing a stream writes or reads does either.)
+/// not change, so nothing a stream writes or reads does either. A crate
+/// that names `Provider::AwsLc` must turn the feature on itself.)
 ///
 /// Only the per-segment AEAD moves: HKDF key derivation, the header and
 /// the buffering are the same code for both.
@@ -50,6 +51,7 @@ pub enum Provider {
     /// through `aws-lc-rs`. Needs the `aws-lc` feature (and a C compiler
     /// to build AWS-LC).
     #[cfg(feature = "aws-lc")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "aws-lc")))]
     AwsLc,
 }
 

@@ -73,8 +73,11 @@ fn aws_lc_key(alg: Algorithm, key: &[u8]) -> aws_lc_rs::aead::LessSafeKey {
         Algorithm::Aes256Gcm => &aead::AES_256_GCM,
         Algorithm::ChaCha20Poly1305 => &aead::CHACHA20_POLY1305,
     };
+    // Fails only for a wrong key length (ruled out) or when AWS-LC cannot
+    // allocate its context: out of memory, as `Box::new` aborts for the
+    // RustCrypto AEADs.
     let k = aead::UnboundKey::new(a, key)
-        .unwrap_or_else(|_| unreachable!("derived key length matches the algorithm"));
+        .unwrap_or_else(|_| panic!("AWS-LC could not set up an AEAD context (out of memory?)"));
     aead::LessSafeKey::new(k)
 }
 
