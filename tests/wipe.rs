@@ -1,11 +1,30 @@
 //! Secrets are wiped before their memory goes back to the allocator
 //! (DESIGN.md principle 11), and a buffer that cannot be allocated is an
 //! error, not an abort (principle 4). A global allocator scans every block
-//! freed while a needle is armed, and can refuse large allocations.
+//! freed while a needle is armed, and can refuse large allocations. Every
+//! check runs once per provider in [`Provider::ALL`], named through the
+//! builders' `.provider(p)` (not left to the default, which follows the
+//! `aws-lc` feature), and its messages name the provider.
 //!
 //! This needs `unsafe` (a `GlobalAlloc`): the one place in the package
 //! that has any; the library forbids it. It runs without the test harness
 //! (`harness = false`), so no other thread allocates while it scans.
+//!
+//! # What the scanner cannot see
+//!
+//! It is Rust's global allocator, so it sees only memory allocated through
+//! Rust. AWS-LC ([`Provider::AwsLc`]) allocates its AEAD context — the
+//! expanded key schedule and the GHASH table — with `OPENSSL_malloc`, that
+//! is libc `malloc`, which never passes through it. Under that provider the
+//! scan therefore covers cipherio's own Rust allocations alone: the key
+//! copies, the derived stream key (computed in Rust, then handed to AWS-LC
+//! and dropped, wiped, by cipherio), and the plaintext and ciphertext
+//! buffers. AWS-LC cleanses its allocations when it frees them
+//! (`OPENSSL_free` runs `OPENSSL_cleanse` over the block, aws-lc
+//! `crypto/mem.c`), but on every seal and open it copies the GHASH key into
+//! a `GCM128_CONTEXT` on the stack that it does not clear; this test can
+//! check neither. (Under RustCrypto every key schedule is a Rust `Box`,
+//! scanned here.)
 #![allow(unsafe_code, clippy::unwrap_used)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -13,7 +32,7 @@ use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 
 use cipherio::format::{HEADER_LEN, Header};
-use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider};
 use hkdf::Hkdf;
 use sha2::Sha256;
 
@@ -77,11 +96,13 @@ fn plaintext() -> [u8; 160] {
     std::array::from_fn(|i| MARK[i % 16])
 }
 
-fn seal(key: &Key, pt: &[u8]) -> Vec<u8> {
+fn seal(key: &Key, p: Provider, pt: &[u8]) -> Vec<u8> {
     let mut w = CipherWriter::builder(key)
         .capacity(64)
         .associated_data(b"ad")
+        .provider(p)
         .build(Vec::new());
+    assert_eq!(w.provider(), p);
     for c in pt.chunks(7) {
         w.write_all(c).unwrap();
     }
@@ -90,8 +111,12 @@ fn seal(key: &Key, pt: &[u8]) -> Vec<u8> {
 
 /// Reads byte by byte (through the reader's plaintext buffer) into a stack
 /// array, so that the test itself frees no plaintext.
-fn open_bytewise(key: &Key, ct: &[u8]) -> [u8; 160] {
-    let mut r = CipherReader::builder(key).associated_data(b"ad").build(ct);
+fn open_bytewise(key: &Key, p: Provider, ct: &[u8]) -> [u8; 160] {
+    let mut r = CipherReader::builder(key)
+        .associated_data(b"ad")
+        .provider(p)
+        .build(ct);
+    assert_eq!(r.provider(), p);
     let mut out = [0u8; 160];
     for b in out.iter_mut() {
         r.read_exact(std::slice::from_mut(b)).unwrap();
@@ -102,35 +127,58 @@ fn open_bytewise(key: &Key, ct: &[u8]) -> [u8; 160] {
 
 /// One run: the allocator's state is global, so nothing may run beside it.
 fn main() {
+    // The scanner itself: an unwiped copy of a needle, freed, is found.
+    let hits = freed_blocks_holding(&MARK, || drop(std::hint::black_box(MARK.to_vec())));
+    assert_eq!(hits, 1, "the scanner missed a freed, unwiped needle");
+
+    for &p in Provider::ALL {
+        secrets_are_wiped(p);
+        allocation_failure_is_an_error(p);
+    }
+    let names: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
+    println!(
+        "wipe: no key, derived key or plaintext in Rust-freed memory; allocation failure is an error; for {}",
+        names.join(", ")
+    );
+}
+
+fn secrets_are_wiped(p: Provider) {
     let pt = plaintext();
     for alg in Algorithm::ALL {
         let kb = &KEY[..alg.key_len()];
         // The caller's key, and every copy a writer and reader make of it.
         let hits = freed_blocks_holding(kb, || {
             let key = Key::new(alg, kb).unwrap();
-            let ct = seal(&key, &pt);
-            assert!(open_bytewise(&key.clone(), &ct) == pt);
+            let ct = seal(&key, p, &pt);
+            assert!(open_bytewise(&key.clone(), p, &ct) == pt, "{p:?} {alg}");
         });
-        assert_eq!(hits, 0, "{alg}: key bytes left in freed memory");
+        assert_eq!(hits, 0, "{p:?} {alg}: key bytes left in freed memory");
 
         let key = Key::new(alg, kb).unwrap();
         // Plaintext buffered by the writer, and by the reader.
-        let hits = freed_blocks_holding(&MARK, || drop(seal(&key, &pt)));
-        assert_eq!(hits, 0, "{alg}: writer left plaintext in freed memory");
-        let ct = seal(&key, &pt);
+        let hits = freed_blocks_holding(&MARK, || drop(seal(&key, p, &pt)));
+        assert_eq!(
+            hits, 0,
+            "{p:?} {alg}: writer left plaintext in freed memory"
+        );
+        let ct = seal(&key, p, &pt);
         let hits = freed_blocks_holding(&MARK, || {
-            assert!(open_bytewise(&key, &ct) == pt);
+            assert!(open_bytewise(&key, p, &ct) == pt, "{p:?} {alg}");
         });
-        assert_eq!(hits, 0, "{alg}: reader left plaintext in freed memory");
+        assert_eq!(
+            hits, 0,
+            "{p:?} {alg}: reader left plaintext in freed memory"
+        );
     }
 
     // The derived stream key, recomputed from the header as the format
-    // describes: ChaCha20-Poly1305 keeps it as raw bytes in its boxed state,
-    // and an AES key schedule starts with it.
+    // describes: ChaCha20-Poly1305 (RustCrypto) keeps it as raw bytes in
+    // its boxed state, and an AES key schedule starts with it; under
+    // AWS-LC only cipherio's own copy of it is in Rust memory.
     for alg in Algorithm::ALL {
         let kb = &KEY[..alg.key_len()];
         let key = Key::new(alg, kb).unwrap();
-        let ct = seal(&key, &pt);
+        let ct = seal(&key, p, &pt);
         let header = Header::parse(&ct).unwrap();
         let mut derived = [0u8; 32];
         let derived = &mut derived[..alg.key_len()];
@@ -138,29 +186,37 @@ fn main() {
             .expand_multi_info(&[&ct[..HEADER_LEN], b"ad"], derived)
             .unwrap();
         let hits = freed_blocks_holding(derived, || {
-            assert!(open_bytewise(&key, &ct) == pt);
+            assert!(open_bytewise(&key, p, &ct) == pt, "{p:?} {alg}");
         });
-        assert_eq!(hits, 0, "{alg}: derived key left in freed memory");
+        assert_eq!(hits, 0, "{p:?} {alg}: derived key left in freed memory");
     }
-    let key = Key::new(Algorithm::ChaCha20Poly1305, &KEY).unwrap();
-    let ct = seal(&key, &pt);
+}
 
-    // A read-ahead that can be allocated but not grown by one segment: an
-    // error, not an abort (both reservations must be fallible).
+/// A read-ahead that cannot be allocated, and one that can be allocated
+/// but not grown by one segment: an error, not an abort (both reservations
+/// must be fallible), naming the size that failed.
+fn allocation_failure_is_an_error(p: Provider) {
+    let key = Key::new(Algorithm::ChaCha20Poly1305, &KEY).unwrap();
+    let ct = seal(&key, p, &plaintext());
     let cap = 32 << 20;
-    LIMIT.store(cap + 40, SeqCst);
-    let mut r = CipherReader::builder(&key)
-        .capacity(cap)
-        .associated_data(b"ad")
-        .build(&ct[..]);
-    let err = r.read(&mut [0u8; 1]);
-    LIMIT.store(0, SeqCst);
-    let err = err.unwrap_err();
-    assert!(
-        matches!(Error::from_io(&err), Some(Error::Allocation(_))),
-        "{err}"
-    );
-    println!(
-        "wipe: no key, derived key or plaintext in freed memory; allocation failure is an error"
-    );
+    // The header and a read-ahead first; then one sealed 64-byte segment
+    // and a read-ahead.
+    let (first, grown) = (cap + HEADER_LEN, cap + 64 + 16);
+    for (limit, failed) in [(cap + 40, first), (first, grown)] {
+        LIMIT.store(limit, SeqCst);
+        let mut r = CipherReader::builder(&key)
+            .capacity(cap)
+            .associated_data(b"ad")
+            .provider(p)
+            .build(&ct[..]);
+        let err = r.read(&mut [0u8; 1]);
+        LIMIT.store(0, SeqCst);
+        assert_eq!(r.provider(), p);
+        let err = err.unwrap_err();
+        assert_eq!(
+            Error::from_io(&err),
+            Some(&Error::Allocation(failed)),
+            "{p:?}, allocations over {limit} bytes refused: {err}"
+        );
+    }
 }
