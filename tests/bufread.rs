@@ -1238,7 +1238,7 @@ fn segment_zero_opens_from_the_inner_buffer_after_a_failed_read() {
 /// `read`; the rest opened where it lies, as the docs of
 /// `build_from_buf_read` promise.
 ///
-/// Fails at ccd4849 (and with the `<` window change): 8 KiB segments,
+/// Fails at ccd4849 and at 2bf01f1 (windows end in place): 8 KiB segments,
 /// `BufReader` of 64 KiB, reader capacity 64 KiB: 8 347 589 of 8 405 045
 /// bytes (99.3 %) go through `read`, 57 456 are consumed; `BufReader` of
 /// 256 KiB: 26 % through `read` (bound ~5 %). Once the copying path has
