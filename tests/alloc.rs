@@ -97,7 +97,7 @@ fn hostile_headers_allocate_no_segment_buffer(p: Provider) {
 
         let region = Region::new(GLOBAL);
         let mut r = CipherReader::builder(&key).provider(p).build(&input[..]);
-        assert_eq!(r.provider(), p);
+        assert_eq!(r.provider(), p, "a reader built for {p:?}");
         let err = r.read(&mut [0u8; 4096]).unwrap_err();
         let stats = region.change();
         drop(r);
@@ -144,7 +144,7 @@ fn writer_allocates_once_per_stream(p: Provider, alg: Algorithm) {
         w.write_all(&rest[..n]).unwrap();
         rest = &rest[n..];
     }
-    assert_eq!(w.provider(), p);
+    assert_eq!(w.provider(), p, "a writer built for {p:?}");
     w.flush().unwrap();
     w.finish().unwrap();
     let per_segment = steady.change();
@@ -200,7 +200,7 @@ fn reader_allocates_once_per_stream(p: Provider, alg: Algorithm) {
         .capacity(cap)
         .provider(p)
         .build(&ct[..]);
-    assert_eq!(r.provider(), p);
+    assert_eq!(r.provider(), p, "a reader built for {p:?}");
     // A small read sets up the header, the read-ahead and the plaintext
     // buffer; then every path: small reads from the buffer, reads of a
     // segment or more decrypted straight into `out`.
@@ -258,7 +258,7 @@ fn large_reads_allocate_no_plaintext_buffer(p: Provider, alg: Algorithm) {
 
     let region = Region::new(GLOBAL);
     let mut r = CipherReader::builder(&key).provider(p).build(&ct[..]);
-    assert_eq!(r.provider(), p);
+    assert_eq!(r.provider(), p, "a reader built for {p:?}");
     let mut got = 0;
     loop {
         let n = r.read(&mut out[got..]).unwrap();
@@ -307,7 +307,7 @@ fn read_all(
     } else {
         b.build(ct)
     };
-    assert_eq!(r.provider(), p);
+    assert_eq!(r.provider(), p, "a reader built for {p:?}");
     // The first read sets the stream up; the rest must not allocate.
     let mut got = r.read(&mut out[..chunk]).unwrap();
     let steady = Region::new(GLOBAL);

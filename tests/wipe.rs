@@ -4,7 +4,10 @@
 //! freed while a needle is armed, and can refuse large allocations. Every
 //! check runs once per provider in [`Provider::ALL`], named through the
 //! builders' `.provider(p)` (not left to the default, which follows the
-//! `aws-lc` feature), and its messages name the provider.
+//! `aws-lc` feature), and its messages name the provider. (The scan
+//! cannot tell which provider sealed: that the chosen one did is counted
+//! by `tests/alloc.rs`, whose exact counts include RustCrypto's boxed
+//! AEAD, and by the unit tests in `src/provider.rs`.)
 //!
 //! This needs `unsafe` (a `GlobalAlloc`): the one place in the package
 //! that has any; the library forbids it. It runs without the test harness
@@ -102,7 +105,7 @@ fn seal(key: &Key, p: Provider, pt: &[u8]) -> Vec<u8> {
         .associated_data(b"ad")
         .provider(p)
         .build(Vec::new());
-    assert_eq!(w.provider(), p);
+    assert_eq!(w.provider(), p, "a writer built for {p:?}");
     for c in pt.chunks(7) {
         w.write_all(c).unwrap();
     }
@@ -116,7 +119,7 @@ fn open_bytewise(key: &Key, p: Provider, ct: &[u8]) -> [u8; 160] {
         .associated_data(b"ad")
         .provider(p)
         .build(ct);
-    assert_eq!(r.provider(), p);
+    assert_eq!(r.provider(), p, "a reader built for {p:?}");
     let mut out = [0u8; 160];
     for b in out.iter_mut() {
         r.read_exact(std::slice::from_mut(b)).unwrap();
@@ -211,7 +214,7 @@ fn allocation_failure_is_an_error(p: Provider) {
             .build(&ct[..]);
         let err = r.read(&mut [0u8; 1]);
         LIMIT.store(0, SeqCst);
-        assert_eq!(r.provider(), p);
+        assert_eq!(r.provider(), p, "a reader built for {p:?}");
         let err = err.unwrap_err();
         assert_eq!(
             Error::from_io(&err),
