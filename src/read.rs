@@ -184,8 +184,11 @@ impl ReaderBuilder {
     /// into the read-ahead first. Anything else (the header, the final
     /// segment, a segment split across `inner`'s refills) takes the
     /// copying path of [`build`](Self::build), which reads through
-    /// `inner`'s `Read`. The stream and the errors are the same; only the
-    /// copy of the ciphertext is saved.
+    /// `inner`'s `Read` — here only as much as completes the segment it is
+    /// in, so that the next segment starts on a fresh window of `inner`'s
+    /// buffer (behind a `BufReader`, about one segment per refill is
+    /// copied). The stream and the errors are the same; only the copy of
+    /// the ciphertext is saved.
     ///
     /// It pays where the ciphertext is in memory already — `&[u8]`,
     /// `io::Cursor<Vec<u8>>`, a memory map — or comes through a
@@ -363,10 +366,19 @@ impl<R: Read> CipherReader<R> {
             self.end -= self.pos;
             self.pos = 0;
         }
-        let limit = match self.aligned_limit(self.pos) {
+        let mut limit = match self.aligned_limit(self.pos) {
             Some(l) if l > self.end => l,
             _ => self.cipher.len(),
         };
+        if self.inner_buf.is_some() && matches!(self.stage, Stage::Body { .. }) {
+            // With an inner buffer, ask only for the rest of the segment
+            // begun: the read-ahead then empties on a segment boundary, and
+            // so does what is left in the inner buffer, where the next
+            // segments open in place. (A whole read-ahead would end inside
+            // a segment of the inner buffer's refill, and every later
+            // segment would be copied too.)
+            limit = limit.min(self.pos + need);
+        }
         match self.inner.read(&mut self.cipher[self.end..limit]) {
             Ok(0) => self.eof = true,
             Ok(n) => {

@@ -1238,19 +1238,14 @@ fn segment_zero_opens_from_the_inner_buffer_after_a_failed_read() {
 /// `read`; the rest opened where it lies, as the docs of
 /// `build_from_buf_read` promise.
 ///
-/// Fails at ccd4849 and at 2bf01f1 (windows end in place): 8 KiB segments,
-/// `BufReader` of 64 KiB, reader capacity 64 KiB: 8 347 589 of 8 405 045
-/// bytes (99.3 %) go through `read`, 57 456 are consumed; `BufReader` of
-/// 256 KiB: 26 % through `read` (bound ~5 %). Once the copying path has
-/// taken over, each `read_more` asks for a whole aligned read-ahead, the
-/// `BufReader` hands out what its buffer holds (ending mid-segment), so the
-/// read-ahead never empties on a segment boundary and `open_in_inner_buf`
-/// (which needs it empty) never runs again. A prototype (in a scratch copy,
-/// not committed) that, with an inner buffer, asks `read` only for the rest
-/// of the segment begun brings these to 13.3 % and 4.0 % and passes this
-/// test, tests/bufread.rs and the fuzz seeds.
+/// Failed at ccd4849 and 2bf01f1 (8 KiB segments, `BufReader` of 64 KiB,
+/// reader capacity 64 KiB: 99.3 % of the bytes went through `read`; 26 %
+/// behind a 256 KiB `BufReader`): once the copying path had taken over,
+/// each `read_more` asked for a whole aligned read-ahead, the `BufReader`
+/// refill ended mid-segment, and the read-ahead never emptied on a segment
+/// boundary again. With an inner buffer the copying path now asks only for
+/// the rest of the segment begun.
 #[test]
-#[ignore = "build_from_buf_read falls back to copying for good behind a BufReader whose refills split segments (see the comment)"]
 fn behind_a_bufreader_about_one_segment_per_refill_is_copied() {
     for &p in Provider::ALL {
         let case = native_case(p, Algorithm::Aes128Gcm, 8192, 8 << 20);
