@@ -1273,3 +1273,116 @@ fn behind_a_bufreader_about_one_segment_per_refill_is_copied() {
         }
     }
 }
+
+/// Records the `read` calls an inner `BufRead` gets and checks the
+/// contract `CipherReader` documents ("each call to the inner reader asks
+/// for at least [the capacity] bytes, or for what completes the segment it
+/// is in the middle of"): before the header is complete every `read` asks
+/// for at least the capacity; after it, a `read` may ask for less only to
+/// complete a segment begun, which happens once after the header's read
+/// and once after each short `read` (the `BufRead` side is free).
+struct Asks<R> {
+    inner: R,
+    capacity: usize,
+    header: usize,
+    delivered: usize,
+    small: usize,
+    shorts: usize,
+}
+
+impl<R> Asks<R> {
+    fn new(inner: R, capacity: usize, header: usize) -> Self {
+        Asks {
+            inner,
+            capacity,
+            header,
+            delivered: 0,
+            small: 0,
+            shorts: 0,
+        }
+    }
+}
+
+impl<R: BufRead> Read for Asks<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.delivered < self.header {
+            assert!(
+                buf.len() >= self.capacity,
+                "a header read asks {}",
+                buf.len()
+            );
+        } else if buf.len() < self.capacity {
+            self.small += 1;
+            assert!(
+                self.small <= 1 + self.shorts,
+                "read {} of {} asks for {} bytes, under the capacity {}, with {} short \
+                 reads before it ({} bytes delivered)",
+                self.small,
+                1 + self.shorts,
+                buf.len(),
+                self.capacity,
+                self.shorts,
+                self.delivered
+            );
+        }
+        let n = self.inner.read(buf)?;
+        if n < buf.len() {
+            self.shorts += 1;
+        }
+        self.delivered += n;
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Asks<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.delivered += amt;
+        self.inner.consume(amt);
+    }
+}
+
+/// `build_from_buf_read` keeps `build`'s inner-read contract on its
+/// copying path.
+///
+/// Fails at c484f12, which asks the inner reader "only for the rest of the
+/// segment begun" also when no segment is begun (the read-ahead empty): it
+/// then asks for one segment, under the capacity, for the final segment of
+/// any stream in memory and for each segment a refill splits (the fuzz
+/// target `open_tink` found it: `fuzz/regressions/`). Passes at 2bf01f1,
+/// and at c484f12 with the limit applied only while `self.pos < self.end`
+/// (then the `BufReader` test above passes as well: 13.3 % and 4.0 %
+/// through `read`).
+#[test]
+#[ignore = "build_from_buf_read's copying path asks for one segment, under the capacity, with an empty read-ahead (see the comment)"]
+fn inner_reads_ask_for_the_capacity_or_complete_a_segment() {
+    for &p in Provider::ALL {
+        let case = native_case(p, Algorithm::ChaCha20Poly1305, 100, 40 * 100 + 7);
+        let l = case.layout;
+        let s = l.plain + T;
+        for cap in [1, s - 1, s, 4 * s + 3, 8192] {
+            for what in ["slice", "refills 3.5 segments", "BufReader 7 segments + 3"] {
+                for pat in [Pattern::Read(1 << 16), Pattern::Read(7)] {
+                    let ctx = format!("{} cap {cap} {what} {pat:?}", case.ctx);
+                    let inner = Asks::new(inner_by_name(what, &case.ct, s), cap, l.header);
+                    let mut r = case.rb.clone().capacity(cap).build_from_buf_read(inner);
+                    let (out, end) = drive(&mut r, pat);
+                    assert_eq!(end, Ok(()), "{ctx}");
+                    assert!(out == case.pt, "{ctx}");
+                }
+            }
+        }
+    }
+}
+
+/// An inner reader by name, over `ct` with `s`-byte sealed segments.
+fn inner_by_name<'a>(what: &str, ct: &'a [u8], s: usize) -> Box<dyn BufRead + 'a> {
+    match what {
+        "slice" => Box::new(ct),
+        "refills 3.5 segments" => Box::new(Chunked::new(ct, &[3 * s + s / 2])),
+        _ => Box::new(BufReader::with_capacity(7 * s + 3, ct)),
+    }
+}
