@@ -370,9 +370,13 @@ impl<R: Read> CipherReader<R> {
             Some(l) if l > self.end => l,
             _ => self.cipher.len(),
         };
-        if self.inner_buf.is_some() && matches!(self.stage, Stage::Body { .. }) {
+        if self.inner_buf.is_some()
+            && self.pos < self.end
+            && matches!(self.stage, Stage::Body { .. })
+        {
             // With an inner buffer, ask only for the rest of the segment
-            // begun: the read-ahead then empties on a segment boundary, and
+            // begun (as the reader may: with none begun it asks for its
+            // capacity): the read-ahead then empties on a segment boundary, and
             // so does what is left in the inner buffer, where the next
             // segments open in place. (A whole read-ahead would end inside
             // a segment of the inner buffer's refill, and every later

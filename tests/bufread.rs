@@ -1348,16 +1348,13 @@ impl<R: BufRead> BufRead for Asks<R> {
 /// `build_from_buf_read` keeps `build`'s inner-read contract on its
 /// copying path.
 ///
-/// Fails at c484f12, which asks the inner reader "only for the rest of the
-/// segment begun" also when no segment is begun (the read-ahead empty): it
-/// then asks for one segment, under the capacity, for the final segment of
-/// any stream in memory and for each segment a refill splits (the fuzz
-/// target `open_tink` found it: `fuzz/regressions/`). Passes at 2bf01f1,
-/// and at c484f12 with the limit applied only while `self.pos < self.end`
-/// (then the `BufReader` test above passes as well: 13.3 % and 4.0 %
-/// through `read`).
+/// Failed at c484f12, which asked the inner reader "only for the rest of
+/// the segment begun" also when no segment was begun (the read-ahead
+/// empty): it then asked for one segment, under the capacity, for the final
+/// segment of any stream in memory and for each segment a refill splits
+/// (the fuzz target `open_tink` found it: `fuzz/regressions/`). The limit
+/// now applies only while the read-ahead holds part of a segment.
 #[test]
-#[ignore = "build_from_buf_read's copying path asks for one segment, under the capacity, with an empty read-ahead (see the comment)"]
 fn inner_reads_ask_for_the_capacity_or_complete_a_segment() {
     for &p in Provider::ALL {
         let case = native_case(p, Algorithm::ChaCha20Poly1305, 100, 40 * 100 + 7);

@@ -84,11 +84,10 @@ mod tests {
     /// reader for that one segment (71 bytes), under the capacity, with no
     /// short read before: against the reader's documented contract, which
     /// allows a smaller ask only to complete a segment begun. Passes at
-    /// 2bf01f1, and at c484f12 with the rest-of-the-segment limit applied
-    /// only while the read-ahead holds part of a segment (`pos < end`);
-    /// tests/bufread.rs has the same contract as an ignored test.
+    /// 2bf01f1; fixed by applying the rest-of-the-segment limit only while
+    /// the read-ahead holds part of a segment (`pos < end`);
+    /// tests/bufread.rs checks the same contract.
     #[test]
-    #[ignore = "fails at c484f12: see the comment"]
     fn open_tink_bufread_ask_under_capacity() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("regressions")
