@@ -5,9 +5,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use arbitrary::{Arbitrary, Unstructured};
 use cipherio::Algorithm;
 use cipherio_fuzz::open::{CONFIG_LEN, Config, fixed_key, tink_key, tink_params};
-use cipherio_fuzz::{oracle, oracle_tink};
+use cipherio_fuzz::{oracle, oracle_tink, roundtrip};
 
 /// Reader configuration and read pattern for one `open` seed.
 struct Cfg {
@@ -256,6 +257,9 @@ fn main() {
         let mut data = cfg.bytes().to_vec();
         data.extend_from_slice(&stream(alg, cfg.aad, segment, len, len as u8));
         write(&o, name, &data);
+        // The same read by the other provider (configuration byte 5, bit 1).
+        data[5] |= 2;
+        write(&o, &format!("{name}-other-provider"), &data);
     }
     let cfg = Cfg {
         capacity: 16,
@@ -453,6 +457,8 @@ fn main() {
             &pt,
         ));
         write(&t, name, &data);
+        data[5] |= 2;
+        write(&t, &format!("{name}-other-provider"), &data);
     }
     let cfg = Cfg {
         capacity: 64,
@@ -483,6 +489,7 @@ fn main() {
     // roundtrip, roundtrip_tink: any bytes are an input; a few of different
     // lengths.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut y: u64 = 0x2545_f491_4f6c_dd1d;
     for target in ["roundtrip", "roundtrip_tink"] {
         let r = dir(target);
         for len in [48, 200, 700, 2000] {
@@ -496,5 +503,38 @@ fn main() {
                 .collect();
             write(&r, &format!("random-{len}"), &bytes);
         }
+        // One 700-byte input for every (writer, reader) provider pair: the
+        // first of a second generator's inputs that picks that pair (the
+        // random seeds above stay as they were).
+        let mut x = y;
+        for &w in cipherio::Provider::ALL {
+            for &rd in cipherio::Provider::ALL {
+                let bytes = loop {
+                    let bytes: Vec<u8> = (0..700)
+                        .map(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            (x >> 32) as u8
+                        })
+                        .collect();
+                    let u = Unstructured::new(&bytes);
+                    let picked = if target == "roundtrip" {
+                        roundtrip::Input::arbitrary_take_rest(u).map(|i| i.providers())
+                    } else {
+                        roundtrip::TinkInput::arbitrary_take_rest(u).map(|i| i.providers())
+                    };
+                    if picked.is_ok_and(|p| p == (w, rd)) {
+                        break bytes;
+                    }
+                };
+                write(
+                    &r,
+                    &format!("providers-{}-to-{}", w.name(), rd.name()),
+                    &bytes,
+                );
+            }
+        }
+        y = x;
     }
 }

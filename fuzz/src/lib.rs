@@ -18,7 +18,7 @@ mod tests {
 
     /// Every committed seed passes its target's checks (a stable-toolchain
     /// smoke run of the corpus: `cargo test` in fuzz/).
-    fn corpus(target: &str, check: impl Fn(&[u8])) {
+    fn corpus(target: &str, mut check: impl FnMut(&[u8])) {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("corpus")
             .join(target);
@@ -102,6 +102,32 @@ mod tests {
             let input = crate::roundtrip::TinkInput::arbitrary_take_rest(u).expect("an input");
             crate::roundtrip::check_tink(&input);
         });
+    }
+
+    /// The round-trip seeds cross providers: every (writer, reader) pair
+    /// of `Provider::ALL` occurs in each corpus.
+    #[test]
+    fn roundtrip_seeds_cross_providers() {
+        use cipherio::Provider;
+        use std::collections::BTreeSet;
+        for target in ["roundtrip", "roundtrip_tink"] {
+            let mut pairs = BTreeSet::new();
+            corpus(target, |data| {
+                let u = Unstructured::new(data);
+                let p = if target == "roundtrip" {
+                    crate::roundtrip::Input::arbitrary_take_rest(u)
+                        .expect("an input")
+                        .providers()
+                } else {
+                    crate::roundtrip::TinkInput::arbitrary_take_rest(u)
+                        .expect("an input")
+                        .providers()
+                };
+                pairs.insert((p.0.name(), p.1.name()));
+            });
+            let n = Provider::ALL.len();
+            assert_eq!(pairs.len(), n * n, "{target}: {pairs:?}");
+        }
     }
 
     #[test]

@@ -23,7 +23,8 @@ const SLACK: usize = 4096;
 ///      0   2  capacity, u16 LE (0 is refused; 0xffff means usize::MAX)
 ///      2   3  max_segment_size - 1, u24 LE, low 20 bits (1 B ..= 1 MiB)
 ///      5   1  bit 0: build_from_buf_read (the inner reader's refills take
-///             the read sizes below), else build; 0xfe or 0xff: a key
+///             the read sizes below), else build; bit 1: the reader's
+///             provider (`Provider::ALL[bit % len]`); 0xfe or 0xff: a key
 ///             of another algorithm than the header's
 ///      6   1  associated data length (mod 9)
 ///      7   8  associated data
@@ -42,6 +43,8 @@ pub struct Config {
     pub wrong_key: bool,
     /// Build the reader with `build_from_buf_read` (else `build`).
     pub buf_read: bool,
+    /// The reader's provider.
+    pub provider: cipherio::Provider,
     /// Associated data given to the reader.
     pub aad: Vec<u8>,
     /// Inner read sizes.
@@ -68,6 +71,8 @@ impl Config {
             max_segment: max as usize + 1,
             wrong_key: b[5] >= 0xfe,
             buf_read: b[5] & 1 == 1,
+            provider: cipherio::Provider::ALL
+                [usize::from(b[5] >> 1 & 1) % cipherio::Provider::ALL.len()],
             aad: b[7..7 + usize::from(b[6] % 9)].to_vec(),
             sizes: [b[15], b[16], b[17], b[18]],
             period: (b[19] != 0).then_some(2 + usize::from(b[19] % 6)),
@@ -139,7 +144,8 @@ fn read_measured<K: StreamKey>(
     let builder = CipherReader::builder(key)
         .capacity(cfg.capacity)
         .max_segment_size(cfg.max_segment)
-        .associated_data(&cfg.aad);
+        .associated_data(&cfg.aad)
+        .provider(cfg.provider);
     let mut r = if cfg.buf_read {
         builder.build_from_buf_read(inner)
     } else {

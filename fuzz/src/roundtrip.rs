@@ -5,7 +5,7 @@ use std::io::Write;
 
 use arbitrary::Arbitrary;
 use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
-use cipherio::{Algorithm, CipherReader, CipherWriter, Key, StreamKey};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, StreamKey};
 
 use crate::drive::{self, SCRATCH_LEN};
 use crate::oracle::{self, HEADER_LEN, TAG_LEN};
@@ -43,7 +43,8 @@ pub struct TinkInput {
 #[derive(Arbitrary, Debug)]
 pub struct Run {
     aad: Vec<u8>,
-    /// Reader capacity is `1 + v % 2048`.
+    /// Reader capacity is `1 + v % 2048`; bit 14 picks the writer's
+    /// provider and bit 15 the reader's (`Provider::ALL`).
     reader_capacity: u16,
     /// Write sizes, in turn; `None` is a `flush`.
     writes: Vec<Option<u16>>,
@@ -119,7 +120,9 @@ impl Segments {
 
 /// Writes `run`'s plaintext with its write sizes and flushes.
 fn write<K: StreamKey>(key: &K, capacity: Option<usize>, run: &Run) -> Vec<u8> {
-    let mut b = CipherWriter::builder(key).associated_data(&run.aad);
+    let mut b = CipherWriter::builder(key)
+        .associated_data(&run.aad)
+        .provider(run.provider(14));
     if let Some(c) = capacity {
         b = b.capacity(c);
     }
@@ -146,7 +149,27 @@ fn write<K: StreamKey>(key: &K, capacity: Option<usize>, run: &Run) -> Vec<u8> {
     w.finish().expect("finish into a Vec")
 }
 
+impl Input {
+    /// The writer's and the reader's provider.
+    pub fn providers(&self) -> (Provider, Provider) {
+        (self.run.provider(14), self.run.provider(15))
+    }
+}
+
+impl TinkInput {
+    /// The writer's and the reader's provider.
+    pub fn providers(&self) -> (Provider, Provider) {
+        (self.run.provider(14), self.run.provider(15))
+    }
+}
+
 impl Run {
+    /// The provider that `reader_capacity`'s bit `bit` picks.
+    fn provider(&self, bit: u32) -> Provider {
+        let i = usize::from((self.reader_capacity >> bit) & 1);
+        Provider::ALL[i % Provider::ALL.len()]
+    }
+
     fn plaintext(&self) -> &[u8] {
         &self.plaintext[..self.plaintext.len().min(MAX_PLAINTEXT)]
     }
@@ -162,6 +185,7 @@ impl Run {
             // asking for more is refused without a large zeroed allocation
             // per input. (Tink streams ignore it.)
             .max_segment_size(4096)
+            .provider(self.provider(15))
             .build(ct);
         let end = drive::drive(&mut r, &self.reads, &mut scratch, &mut out);
         drive::check_after(&mut r, &end, &mut scratch);
