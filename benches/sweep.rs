@@ -566,59 +566,36 @@ fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs) {
         }
         g.finish();
 
-        // Decrypt, by buffer size.
-        let group_name = format!("{name}-decrypt");
-        let mut g = group(c, cfg, group_name.clone());
-        for &s in &cfg.sizes {
-            let stream = sealed_stream(&key, s, &plain);
-            let sealed = raw.seal_all(&plain, s);
-            let n = stream_decrypt(&key, s, &stream, &mut out, usize::MAX, false);
-            assert_eq!(&out[..n], &plain[..], "stream round trip at {s}");
-            // Two outputs, so the two closures need not share one.
-            let mut raw_out = vec![0u8; s];
-            g.bench_function(BenchmarkId::new("stream", s), |b| {
-                b.iter_custom(|iters| {
-                    pairs.measure(
-                        &group_name,
-                        s,
-                        iters,
-                        &mut flip,
-                        &mut || {
-                            stream_decrypt(&key, s, &stream, &mut out, s, false);
-                        },
-                        &mut || raw.open_each(&sealed, s, &mut raw_out),
-                    )
+        // Decrypt, by buffer size: through `Read` (the ciphertext copied
+        // out of the `&[u8]`), then with `build_from_buf_read` (segments
+        // opened where they lie in the `&[u8]`: no copy).
+        for (dir, from_buf) in [("decrypt", false), ("decrypt-bufread", true)] {
+            let group_name = format!("{name}-{dir}");
+            let mut g = group(c, cfg, group_name.clone());
+            for &s in &cfg.sizes {
+                let stream = sealed_stream(&key, s, &plain);
+                let sealed = raw.seal_all(&plain, s);
+                let n = stream_decrypt(&key, s, &stream, &mut out, usize::MAX, from_buf);
+                assert_eq!(&out[..n], &plain[..], "stream round trip at {s}");
+                // Two outputs, so the two closures need not share one.
+                let mut raw_out = vec![0u8; s];
+                g.bench_function(BenchmarkId::new("stream", s), |b| {
+                    b.iter_custom(|iters| {
+                        pairs.measure(
+                            &group_name,
+                            s,
+                            iters,
+                            &mut flip,
+                            &mut || {
+                                stream_decrypt(&key, s, &stream, &mut out, s, from_buf);
+                            },
+                            &mut || raw.open_each(&sealed, s, &mut raw_out),
+                        )
+                    });
                 });
-            });
+            }
+            g.finish();
         }
-        g.finish();
-
-        // Decrypt, by buffer size, opening segments where they lie in the
-        // `&[u8]` (`build_from_buf_read`): no copy of the ciphertext.
-        let group_name = format!("{name}-decrypt-bufread");
-        let mut g = group(c, cfg, group_name.clone());
-        for &s in &cfg.sizes {
-            let stream = sealed_stream(&key, s, &plain);
-            let sealed = raw.seal_all(&plain, s);
-            let n = stream_decrypt(&key, s, &stream, &mut out, usize::MAX, true);
-            assert_eq!(&out[..n], &plain[..], "stream round trip at {s}");
-            let mut raw_out = vec![0u8; s];
-            g.bench_function(BenchmarkId::new("stream", s), |b| {
-                b.iter_custom(|iters| {
-                    pairs.measure(
-                        &group_name,
-                        s,
-                        iters,
-                        &mut flip,
-                        &mut || {
-                            stream_decrypt(&key, s, &stream, &mut out, s, true);
-                        },
-                        &mut || raw.open_each(&sealed, s, &mut raw_out),
-                    )
-                });
-            });
-        }
-        g.finish();
 
         if cfg.chunks.is_empty() {
             continue;
