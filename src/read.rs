@@ -115,6 +115,9 @@ pub struct CipherReader<R> {
     /// Set by [`ReaderBuilder::build_from_buf_read`]: `inner`'s own buffer,
     /// from which whole segments are opened where they lie.
     inner_buf: Option<InnerBuf<R>>,
+    /// The segment that failed to open in the inner buffer: it is left to
+    /// the copying path, not tried there again.
+    failed_in_place: Option<u64>,
     inner: R,
     /// Ciphertext bytes moved to the front of the read-ahead (tests of the
     /// aligned reads).
@@ -178,10 +181,10 @@ impl ReaderBuilder {
 
     /// The reader over a buffered `inner`, opening segments where they lie
     /// in `inner`'s own buffer: whenever [`fill_buf`](BufRead::fill_buf)
-    /// shows a whole segment with more bytes after it, the segment is
-    /// decrypted from there (into the caller's buffer if the read has room
-    /// for it) and [`consume`](BufRead::consume)d, without being copied
-    /// into the read-ahead first. Anything else (the header, the final
+    /// shows a whole full-length segment, it is opened from there as a
+    /// non-final one (into the caller's buffer if the read has room for
+    /// it) and [`consume`](BufRead::consume)d, without being copied into
+    /// the read-ahead first. Anything else (the header, the final
     /// segment, a segment split across `inner`'s refills) takes the
     /// copying path of [`build`](Self::build), which reads through
     /// `inner`'s `Read` — here only as much as completes the segment it is
@@ -242,6 +245,7 @@ impl ReaderBuilder {
             max_segment: self.max_segment,
             provider: self.provider,
             inner_buf,
+            failed_in_place: None,
             inner,
             #[cfg(test)]
             moved: 0,
@@ -482,7 +486,9 @@ impl<R: Read> CipherReader<R> {
             // when nothing follows it and the input is at (or, after a
             // short read, probably at) its end; trying that first saves a
             // failed pass over the stream's last segment.
-            let likely_last = avail == full && (self.eof || self.short);
+            // (Or when it already failed as non-final in the inner buffer.)
+            let likely_last =
+                avail == full && (self.eof || self.short) || self.failed_in_place == Some(index);
             #[cfg(test)]
             {
                 self.opens += 1;
@@ -595,13 +601,13 @@ impl<R: Read> CipherReader<R> {
 
     /// Opens whole segments where they lie in the inner reader's buffer
     /// (built by [`ReaderBuilder::build_from_buf_read`]; between segments,
-    /// with nothing read ahead): every segment there that has more bytes
-    /// after it (so it is not the final one) and fits in `buf` goes
-    /// straight into `buf`; if `buf` cannot hold the next one, that one
-    /// segment goes into the internal plaintext buffer instead. Returns the
-    /// bytes put in `buf`. Nothing opened (0, internal buffer empty): the
-    /// copying path takes over, and it also settles a segment that failed
-    /// here, with the full rules (final flag, trailing data).
+    /// with nothing read ahead): every full-length segment there that fits
+    /// in `buf` is opened as non-final straight into `buf`; if `buf` cannot
+    /// hold the next one, that one segment goes into the internal plaintext
+    /// buffer instead. Returns the bytes put in `buf`. Nothing opened (0,
+    /// internal buffer empty): the copying path takes over, and it also
+    /// settles a segment that failed here (the final one, or a damaged
+    /// one), with the full rules (final flag, trailing data).
     fn open_in_inner_buf(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let Some(src) = self.inner_buf else {
             return Ok(0);
@@ -612,6 +618,9 @@ impl<R: Read> CipherReader<R> {
         let Stage::Body { cipher, layout } = &self.stage else {
             return Ok(0);
         };
+        if self.failed_in_place == Some(cipher.index()) {
+            return Ok(0);
+        }
         let first_plain = layout.plain(cipher.index());
         let into_plain = buf.len() < first_plain;
         if into_plain {
@@ -646,6 +655,7 @@ impl<R: Read> CipherReader<R> {
                 self.opens += 1;
             }
             if opened.is_err() {
+                self.failed_in_place = Some(index);
                 break;
             }
             used += sealed;
@@ -859,6 +869,40 @@ mod tests {
                 "k {k}: {} opens for 129 segments",
                 r.opens
             );
+        }
+    }
+
+    /// Over a slice, a stream whose final segment is full-length costs one
+    /// failed pass on top of one open per segment: that segment is tried
+    /// in place as non-final once, then settled by the copying path, not
+    /// tried in place again after the segments before it were delivered.
+    #[test]
+    fn a_full_final_segment_fails_in_place_at_most_once() {
+        let key = Key::generate(Algorithm::Aes256Gcm);
+        for segments in [1, 2, 5] {
+            let plain = vec![7u8; segments * 4096];
+            let mut w = CipherWriter::with_capacity(4096, &key, Vec::new());
+            w.write_all(&plain).unwrap();
+            let ct = w.finish().unwrap();
+            for buf in [4096, 3 * 4096, 1 << 20] {
+                let mut r = CipherReader::builder(&key)
+                    .capacity(4096)
+                    .build_from_buf_read(&ct[..]);
+                let mut out = Vec::new();
+                let mut b = vec![0u8; buf];
+                loop {
+                    match r.read(&mut b).unwrap() {
+                        0 => break,
+                        n => out.extend_from_slice(&b[..n]),
+                    }
+                }
+                assert_eq!(out, plain);
+                assert!(
+                    r.opens <= segments + 1,
+                    "{segments} segments, reads of {buf}: {} opens",
+                    r.opens
+                );
+            }
         }
     }
 }
