@@ -401,25 +401,28 @@ fn stream_decrypt(
     total
 }
 
+/// The implementations the streams of this build run: the RustCrypto
+/// backends `cipherio::backend` detects, or, with aws-lc, AWS-LC, which
+/// picks its own assembly at run time (cipherio cannot see which).
+fn backends() -> backend::Backends {
+    let b = backend::detect();
+    #[cfg(feature = "aws-lc")]
+    if cipherio::Provider::default() == cipherio::Provider::AwsLc {
+        let aws = "AWS-LC (its own CPU dispatch)";
+        return backend::Backends {
+            aes: aws,
+            ghash: aws,
+            chacha20: aws,
+            poly1305: aws,
+        };
+    }
+    b
+}
+
 /// Writes the backends this build runs (from its cfg flags and the CPU, as
 /// `cipherio::backend` sees them) and the target features compiled in.
 fn write_backends(path: &str) {
-    let b = backend::detect();
-    // With aws-lc the streams and the ceiling seal with AWS-LC, which
-    // picks its own assembly at run time; cipherio cannot see which.
-    #[cfg(feature = "aws-lc")]
-    let b = match cipherio::Provider::default() {
-        cipherio::Provider::AwsLc => {
-            let aws = "AWS-LC (its own CPU dispatch)";
-            backend::Backends {
-                aes: aws,
-                ghash: aws,
-                chacha20: aws,
-                poly1305: aws,
-            }
-        }
-        _ => b,
-    };
+    let b = backends();
     let cpu: Vec<String> = backend::cpu_features()
         .into_iter()
         .map(|(n, on)| format!("{n}{}", if on { "+" } else { "-" }))
@@ -653,22 +656,7 @@ fn main() {
     if let Some(path) = var("CIPHERIO_BENCH_BACKEND_OUT") {
         write_backends(&path);
     }
-    let b = backend::detect();
-    // With aws-lc the streams and the ceiling seal with AWS-LC, which
-    // picks its own assembly at run time; cipherio cannot see which.
-    #[cfg(feature = "aws-lc")]
-    let b = match cipherio::Provider::default() {
-        cipherio::Provider::AwsLc => {
-            let aws = "AWS-LC (its own CPU dispatch)";
-            backend::Backends {
-                aes: aws,
-                ghash: aws,
-                chacha20: aws,
-                poly1305: aws,
-            }
-        }
-        _ => b,
-    };
+    let b = backends();
     eprintln!(
         "cipherio sweep: AES {}, GHASH {}, ChaCha20 {}, Poly1305 {}; payload {} B, sizes {:?}, chunks {:?}",
         b.aes, b.ghash, b.chacha20, b.poly1305, cfg.payload, cfg.sizes, cfg.chunks
