@@ -102,6 +102,12 @@ mod seal;
 pub mod tink;
 mod write;
 
+/// The tokio fronts (feature `tokio`).
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+#[path = "aio/mod.rs"]
+pub mod tokio;
+
 pub use error::Error;
 pub use key::{Algorithm, Key, StreamKey};
 pub use provider::Provider;
