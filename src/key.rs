@@ -167,17 +167,11 @@ impl<K: StreamKey + ?Sized> StreamKey for std::rc::Rc<K> {}
 impl<K: StreamKey + ?Sized> StreamKey for std::sync::Arc<K> {}
 
 pub(crate) mod sealed {
+    pub use crate::profile::Profile;
+
     use super::{Key, TinkKey};
 
     /// Which wire format a stream uses, with its key.
-    #[derive(Clone, Debug)]
-    pub enum Profile {
-        /// The native v1 format.
-        Native(Key),
-        /// Tink's AES-GCM-HKDF streaming format.
-        Tink(TinkKey),
-    }
-
     pub trait Sealed {
         fn profile(&self) -> Profile;
     }

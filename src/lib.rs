@@ -93,14 +93,14 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+mod core;
 mod error;
 pub mod format;
+mod io;
 mod key;
+mod profile;
 mod provider;
-mod read;
-mod seal;
 pub mod tink;
-mod write;
 
 /// The tokio fronts (feature `tokio`).
 #[cfg(feature = "tokio")]
@@ -109,10 +109,10 @@ mod write;
 pub mod tokio;
 
 pub use error::Error;
+pub use io::{CipherReader, CipherWriter, ReaderBuilder, WriterBuilder};
 pub use key::{Algorithm, Key, StreamKey};
+pub use profile::DEFAULT_CAPACITY;
 pub use provider::Provider;
-pub use read::{CipherReader, ReaderBuilder};
-pub use write::{CipherWriter, DEFAULT_CAPACITY, WriterBuilder};
 
 #[cfg(test)]
 mod assertions {

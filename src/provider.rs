@@ -89,7 +89,7 @@ impl Default for Provider {
 }
 
 /// The providers write the same bytes: streams with the salt and nonce
-/// prefix injected (`format::FIXED_RANDOM`) compared byte for byte, each
+/// prefix injected (`profile::FIXED_RANDOM`) compared byte for byte, each
 /// read back by every provider, with the segments counted to show that the
 /// chosen provider did the sealing and opening.
 #[cfg(test)]
@@ -98,8 +98,8 @@ mod tests {
     use std::io::{Read, Write};
 
     use super::Provider;
-    use crate::format::FIXED_RANDOM;
-    use crate::seal::USED;
+    use crate::core::suite::USED;
+    use crate::profile::FIXED_RANDOM;
     use crate::tink::{HkdfHash, TinkKey, TinkParams};
     use crate::{Algorithm, CipherReader, CipherWriter, Key, StreamKey};
 

@@ -79,47 +79,10 @@ use std::fmt;
 
 use zeroize::Zeroizing;
 
-use crate::seal::{NONCE_PREFIX_LEN, TAG_LEN};
+use crate::core::suite::{NONCE_PREFIX_LEN, TAG_LEN};
 use crate::{Algorithm, Error};
 
-/// The hash function of the HKDF that derives each stream's key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum HkdfHash {
-    /// HKDF-SHA1 (Tink allows it; Tink's own test vectors use it).
-    Sha1,
-    /// HKDF-SHA256 (Tink's templates).
-    Sha256,
-    /// HKDF-SHA512.
-    Sha512,
-}
-
-impl HkdfHash {
-    /// The name Tink uses: `SHA1`, `SHA256` or `SHA512`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            HkdfHash::Sha1 => "SHA1",
-            HkdfHash::Sha256 => "SHA256",
-            HkdfHash::Sha512 => "SHA512",
-        }
-    }
-
-    /// The hash named `name` (`SHA1`, `SHA256`, `SHA512`, any case, an
-    /// optional `-` after `SHA`), if there is one.
-    pub fn from_name(name: &str) -> Option<HkdfHash> {
-        match name.to_ascii_uppercase().replace('-', "").as_str() {
-            "SHA1" => Some(HkdfHash::Sha1),
-            "SHA256" => Some(HkdfHash::Sha256),
-            "SHA512" => Some(HkdfHash::Sha512),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for HkdfHash {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::core::kdf::HkdfHash;
 
 /// Largest ciphertext segment size Tink accepts: `i32::MAX`.
 pub const MAX_CIPHERTEXT_SEGMENT_SIZE: usize = i32::MAX as usize;
@@ -303,7 +266,7 @@ impl fmt::Debug for TinkKey {
 
 /// Byte-exact reproduction of Tink's deterministic vectors and published
 /// known answers: these need the salt and nonce prefix injected, which only
-/// a unit test can do (`format::FIXED_RANDOM`).
+/// a unit test can do (`profile::FIXED_RANDOM`).
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod vectors {
@@ -313,7 +276,7 @@ mod vectors {
     use sha2::{Digest, Sha256};
 
     use super::*;
-    use crate::format::FIXED_RANDOM;
+    use crate::profile::FIXED_RANDOM;
     use crate::{CipherWriter, Provider};
 
     fn field<'a>(v: &'a Value, name: &str) -> &'a str {

@@ -1,38 +1,13 @@
-//! `CipherWriter`: buffers plaintext into segments, seals them, and moves
-//! the sealed bytes to the inner writer. All crypto is in [`crate::seal`].
+//! `CipherWriter`: the std `Write` front over the [`Sealer`] engine. It
+//! only moves the engine's sealed output to the inner writer; every rule
+//! of the stream is the engine's.
 
 use std::fmt;
 use std::io::{self, Write};
 
-use zeroize::Zeroizing;
-
-use crate::format::{self, Layout, Stream, TAG_LEN};
-use crate::key::sealed::Profile;
-use crate::seal::SegmentCipher;
+use crate::core::sealer::Sealer;
+use crate::profile::Profile;
 use crate::{Error, Provider, StreamKey};
-
-/// The default buffer size of [`CipherWriter`] and [`CipherReader`](crate::CipherReader).
-pub const DEFAULT_CAPACITY: usize = 8 * 1024;
-
-/// Where the writer is in the life of its stream.
-enum Stage {
-    /// Nothing written yet: the header (and its random salt) is made on the
-    /// first write or on finish, so that constructors do no I/O and cannot fail.
-    Start { key: Profile, aad: Vec<u8> },
-    /// Header made; segments are being sealed. `header` is held until it can
-    /// go out in one inner write with the first segment.
-    Open {
-        cipher: SegmentCipher,
-        layout: Layout,
-        header: Option<Vec<u8>>,
-    },
-    /// The final segment is sealed (its bytes may still be pending in the
-    /// output buffer); the derived key is gone.
-    Sealed,
-    /// A fatal error (bad configuration, no randomness): every later call
-    /// returns it.
-    Failed(Error),
-}
 
 /// Encrypts everything written to it into a cipherio stream on `W`.
 ///
@@ -81,18 +56,8 @@ enum Stage {
 /// (with a Tink key: any capacity but the key's segment plaintext size, the
 /// default) makes every call fail with [`Error::InvalidCapacity`].
 pub struct CipherWriter<W: Write> {
-    stage: Stage,
-    /// Plaintext of the current segment; never grows past its first
-    /// allocation, so wiping it on drop wipes every copy.
-    plain: Zeroizing<Vec<u8>>,
-    /// Sealed bytes not yet accepted by `inner`.
-    out: Pending,
-    capacity: usize,
-    provider: Provider,
+    pub(crate) engine: Sealer,
     inner: W,
-    /// Plaintext bytes copied into `plain` (tests of the zero-copy path).
-    #[cfg(test)]
-    copied: usize,
 }
 
 /// Configures a [`CipherWriter`]: buffer capacity and associated data.
@@ -144,21 +109,16 @@ impl WriterBuilder {
         self
     }
 
+    /// The engine a front drives: everything but the inner writer.
+    pub(crate) fn engine(self) -> Sealer {
+        Sealer::new(self.key, self.aad, self.capacity, self.provider)
+    }
+
     /// The writer over `inner`. Does no I/O.
     pub fn build<W: Write>(self, inner: W) -> CipherWriter<W> {
-        let capacity = self.capacity.unwrap_or_else(|| self.key.default_capacity());
         CipherWriter {
-            stage: Stage::Start {
-                key: self.key,
-                aad: self.aad,
-            },
-            plain: Zeroizing::new(Vec::new()),
-            out: Pending::default(),
-            capacity,
-            provider: self.provider,
+            engine: self.engine(),
             inner,
-            #[cfg(test)]
-            copied: 0,
         }
     }
 }
@@ -206,12 +166,12 @@ impl<W: Write> CipherWriter<W> {
     /// Plaintext bytes per segment (for a Tink key, per segment after the
     /// first, which also carries the header).
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.engine.capacity()
     }
 
     /// Which library seals this stream's segments.
     pub fn provider(&self) -> Provider {
-        self.provider
+        self.engine.provider()
     }
 
     /// The inner writer.
@@ -247,197 +207,57 @@ impl<W: Write> CipherWriter<W> {
     ///
     /// Any error of the inner writer, or a sticky error of this writer.
     pub fn try_finish(&mut self) -> io::Result<()> {
-        self.start()?;
-        if let Stage::Open { .. } = self.stage {
+        self.engine.start()?;
+        if !self.engine.is_sealed() {
             // A segment left pending by an earlier error goes out first.
-            self.out.drain(&mut self.inner)?;
-            // Not final until now: whatever is buffered (possibly nothing, for
-            // an empty stream) becomes the final segment.
-            seal(&mut self.stage, &mut self.out, &self.plain, true)?;
-            self.plain.clear();
-            self.stage = Stage::Sealed;
+            self.drain()?;
+            // Not final until now: whatever is buffered (possibly nothing,
+            // for an empty stream) becomes the final segment.
+            self.engine.finish()?;
         }
-        self.out.drain(&mut self.inner)?;
+        self.drain()?;
         self.inner.flush()
     }
 
-    /// Makes the header on first use; returns a sticky error if any.
-    fn start(&mut self) -> Result<(), Error> {
-        match &self.stage {
-            Stage::Failed(e) => return Err(e.clone()),
-            Stage::Start { .. } => {}
-            Stage::Open { .. } | Stage::Sealed => return Ok(()),
-        }
-        let Stage::Start { key, aad } = std::mem::replace(&mut self.stage, Stage::Sealed) else {
-            unreachable!("checked above")
-        };
-        match format::begin_write(&key, &aad, self.capacity, self.provider) {
-            Ok((header, Stream { cipher, layout })) => {
-                let seg = layout.first.max(layout.rest);
-                // A Tink key may ask for segments up to 2 GiB: fail
-                // cleanly, not abort, if they cannot be had.
-                let out_len = header.len() + seg + TAG_LEN;
-                let mut plain = Vec::new();
-                let mut out = Vec::new();
-                if plain.try_reserve_exact(seg).is_err() || out.try_reserve_exact(out_len).is_err()
-                {
-                    let e = Error::Allocation(out_len);
-                    self.stage = Stage::Failed(e.clone());
-                    return Err(e);
-                }
-                out.resize(out_len, 0);
-                self.plain = Zeroizing::new(plain);
-                self.out.bytes = out;
-                self.stage = Stage::Open {
-                    cipher,
-                    layout,
-                    header: Some(header),
-                };
-                Ok(())
-            }
-            Err(e) => {
-                self.stage = Stage::Failed(e.clone());
-                Err(e)
-            }
-        }
-    }
-}
-
-/// Sealed bytes (the header and/or one segment) not yet accepted by the
-/// inner writer: `bytes[pos..end]`. `bytes` is sized once, for the largest
-/// sealed unit, and never cleared, so sealing does not first fill it with
-/// zeros.
-#[derive(Default)]
-struct Pending {
-    bytes: Vec<u8>,
-    /// How much of `bytes` the inner writer has accepted.
-    pos: usize,
-    /// Where the sealed bytes end.
-    end: usize,
-    /// Segments sealed so far (tests count them).
-    #[cfg(test)]
-    sealed: u64,
-}
-
-impl Pending {
-    /// Moves the pending bytes to `inner`, retrying `Interrupted`.
-    fn drain<W: Write>(&mut self, inner: &mut W) -> io::Result<()> {
-        while self.pos < self.end {
-            match inner.write(&self.bytes[self.pos..self.end]) {
+    /// Moves the engine's sealed output to `inner`, retrying `Interrupted`.
+    fn drain(&mut self) -> io::Result<()> {
+        while !self.engine.output().is_empty() {
+            match self.inner.write(self.engine.output()) {
                 Ok(0) => return Err(Error::WriteZero.into()),
-                Ok(n) => self.pos += n,
+                Ok(n) => self.engine.consume_output(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
         Ok(())
     }
-
-    fn pending(&self) -> usize {
-        self.end - self.pos
-    }
-}
-
-/// Seals `plain` as the stream's next segment into the drained `out`,
-/// behind the header if it has not gone out yet. A sealing error is fatal.
-fn seal(stage: &mut Stage, out: &mut Pending, plain: &[u8], last: bool) -> Result<(), Error> {
-    let Stage::Open { cipher, header, .. } = stage else {
-        unreachable!("seal is only called on an open stream")
-    };
-    debug_assert_eq!(out.pos, out.end, "output drained before sealing");
-    let mut start = 0;
-    if let Some(h) = header.take() {
-        start = h.len();
-        out.bytes[..start].copy_from_slice(&h);
-    }
-    let end = start + plain.len() + TAG_LEN;
-    (out.pos, out.end) = (0, 0);
-    if let Err(e) = cipher.seal(plain, &mut out.bytes[start..end], last) {
-        *stage = Stage::Failed(e.clone());
-        return Err(e);
-    }
-    out.end = end;
-    #[cfg(test)]
-    {
-        out.sealed += 1;
-    }
-    Ok(())
 }
 
 impl<W: Write> Write for CipherWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if let Stage::Sealed = self.stage {
+        if self.engine.is_sealed() {
             return Err(Error::Finished.into());
         }
-        self.start()?;
+        self.engine.start()?;
         if buf.is_empty() {
             return Ok(0);
         }
         // Whatever an earlier call left pending goes first.
-        self.out.drain(&mut self.inner)?;
+        self.drain()?;
         let mut taken = 0;
         while taken < buf.len() {
-            let Stage::Open { cipher, layout, .. } = &self.stage else {
-                unreachable!("started and not sealed")
-            };
-            let seg = layout.plain(cipher.index());
-            let rest = &buf[taken..];
-            let full = self.plain.len() == seg || (self.plain.is_empty() && rest.len() > seg);
-            if full && !cipher.can_continue() {
-                // This segment can only be the last one: keep it for
-                // `finish` and refuse the data that would follow it.
-                return if taken > 0 {
-                    Ok(taken)
-                } else {
-                    Err(Error::StreamTooLong.into())
-                };
+            match self.engine.write(&buf[taken..]) {
+                Ok(n) => taken += n,
+                Err(e) if taken == 0 => return Err(e.into()),
+                // The error comes back with the next call.
+                Err(_) => return Ok(taken),
             }
-            let sealed = if self.plain.len() == seg {
-                // A full segment was held back; more data follows, so it
-                // is not the final one.
-                let r = seal(&mut self.stage, &mut self.out, &self.plain, false);
-                self.plain.clear();
-                r
-            } else if self.plain.is_empty() && rest.len() > seg {
-                // Zero-copy: seal straight from the caller's slice.
-                let r = seal(&mut self.stage, &mut self.out, &rest[..seg], false);
-                if r.is_ok() {
-                    taken += seg;
-                }
-                r
-            } else {
-                let n = rest.len().min(seg - self.plain.len());
-                self.plain.extend_from_slice(&rest[..n]);
-                #[cfg(test)]
-                {
-                    self.copied += n;
-                }
-                taken += n;
-                continue;
-            };
-            if let Err(e) = sealed {
-                // Fatal and sticky: the next call reports it if this one
-                // already took bytes.
-                return if taken > 0 { Ok(taken) } else { Err(e.into()) };
-            }
-            if self.out.drain(&mut self.inner).is_err() {
-                // The segment just sealed is non-final, so the bytes after
-                // it must be taken now: otherwise a `finish` right after
-                // this call would have nothing left to seal as the final
-                // segment. They exist (that is why it was sealed
-                // non-final), and the buffer is empty.
-                let rest = &buf[taken..];
-                let n = rest.len().min(seg);
-                self.plain.extend_from_slice(&rest[..n]);
-                #[cfg(test)]
-                {
-                    self.copied += n;
-                }
-                taken += n;
-                debug_assert!(n > 0, "a non-final segment is followed by data");
-                // Bytes were taken, so the answer is `Ok(taken)`; the inner
-                // writer's error comes back on the next call, which starts
-                // by draining the pending segment again.
+            if self.drain().is_err() {
+                // The segment just sealed is non-final: the bytes after it
+                // are taken now. Bytes were taken, so the answer is
+                // `Ok(taken)`; the inner writer's error comes back on the
+                // next call, which starts by draining again.
+                taken += self.engine.hold(&buf[taken..]);
                 return Ok(taken);
             }
         }
@@ -445,29 +265,23 @@ impl<W: Write> Write for CipherWriter<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        if let Stage::Failed(e) = &self.stage {
+        if let Some(e) = self.engine.error() {
             return Err(e.clone().into());
         }
-        self.out.drain(&mut self.inner)?;
+        self.drain()?;
         self.inner.flush()
     }
 }
 
 impl<W: Write + fmt::Debug> fmt::Debug for CipherWriter<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let stage = match &self.stage {
-            Stage::Start { .. } => "start",
-            Stage::Open { .. } => "open",
-            Stage::Sealed => "sealed",
-            Stage::Failed(_) => "failed",
-        };
         f.debug_struct("CipherWriter")
             .field("inner", &self.inner)
-            .field("capacity", &self.capacity)
-            .field("provider", &self.provider)
-            .field("stage", &stage)
-            .field("buffered", &self.plain.len())
-            .field("pending", &self.out.pending())
+            .field("capacity", &self.engine.capacity())
+            .field("provider", &self.engine.provider())
+            .field("stage", &self.engine.stage_name())
+            .field("buffered", &self.engine.buffered())
+            .field("pending", &self.engine.output().len())
             .finish()
     }
 }
@@ -476,7 +290,7 @@ impl<W: Write + fmt::Debug> fmt::Debug for CipherWriter<W> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::format::{HEADER_LEN, Header};
+    use crate::format::{HEADER_LEN, Header, TAG_LEN};
     use crate::{Algorithm, Key};
 
     /// Segment 2^32 − 1 is the last the counter can number: the writer must
@@ -487,10 +301,7 @@ mod tests {
         let key = Key::generate(Algorithm::Aes128Gcm);
         let mut w = CipherWriter::with_capacity(4, &key, Vec::new());
         w.write_all(b"ab").unwrap();
-        let Stage::Open { cipher, .. } = &mut w.stage else {
-            panic!("stream started")
-        };
-        cipher.set_index(u64::from(u32::MAX) - 1);
+        w.engine.set_next(u64::from(u32::MAX) - 1);
         // Seals "abcd" as segment 2^32 − 2 and holds "efgh".
         assert_eq!(w.write(b"cdefgh").unwrap(), 6);
         for more in [&b"i"[..], b"ijklmnop"] {
@@ -501,14 +312,18 @@ mod tests {
         let out = w.finish().unwrap();
 
         let header = Header::parse(&out).unwrap();
-        let mut opener = header.cipher(&key, b"", Provider::default()).unwrap();
-        opener.set_index(u64::from(u32::MAX) - 1);
+        let opener = header.suite(&key, b"", Provider::default()).unwrap();
         let body = &out[HEADER_LEN..];
         assert_eq!(body.len(), 2 * (4 + TAG_LEN));
         let mut pt = [0u8; 4];
-        opener.open(&body[..20], &mut pt, false).unwrap();
+        let last = u64::from(u32::MAX);
+        opener
+            .open_at(last - 1, false, &[], &body[..20], &mut pt)
+            .unwrap();
         assert_eq!(&pt, b"abcd");
-        opener.open(&body[20..], &mut pt, true).unwrap();
+        opener
+            .open_at(last, true, &[], &body[20..], &mut pt)
+            .unwrap();
         assert_eq!(&pt, b"efgh");
     }
 
@@ -561,7 +376,7 @@ mod tests {
                     assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
                 }
                 let segments = len.div_ceil(seg).max(1) as u64;
-                assert_eq!(w.out.sealed, segments, "len {len} chunk {chunk}");
+                assert_eq!(w.engine.sealed, segments, "len {len} chunk {chunk}");
                 let mut back = Vec::new();
                 crate::CipherReader::new(&key, &w.get_ref().out[..])
                     .read_to_end(&mut back)
@@ -581,14 +396,17 @@ mod tests {
         let seg = 64;
         let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
         w.write_all(&[7u8; 10 * 64 + 5]).unwrap();
-        assert_eq!(w.copied, 5, "only the 5-byte tail goes through the buffer");
+        assert_eq!(
+            w.engine.copied, 5,
+            "only the 5-byte tail goes through the buffer"
+        );
         // Exactly a segment on an empty buffer is held back (copied) ...
         let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
         w.write_all(&[7u8; 64]).unwrap();
-        assert_eq!(w.copied, 64);
+        assert_eq!(w.engine.copied, 64);
         // ... and small writes are copied, byte for byte.
         w.write_all(&[7u8; 3]).unwrap();
-        assert_eq!(w.copied, 67);
+        assert_eq!(w.engine.copied, 67);
         let ct = w.finish().unwrap();
         let mut out = Vec::new();
         crate::CipherReader::new(&key, &ct[..])

@@ -1,22 +1,19 @@
-//! The sealing core: the only code in the crate that touches an AEAD.
+//! The per-segment AEAD of each provider: the only code in the crate that
+//! touches an AEAD.
 //!
-//! A [`SegmentCipher`] holds one stream's derived key and nonce prefix and
-//! seals or opens segment after segment with STREAM nonces
-//! (prefix ‖ BE32(counter) ‖ last-flag). It knows nothing about headers,
-//! buffers or I/O: the format module builds it, the reader and writer feed
-//! it slices.
+//! A [`Suite`] holds one stream's derived key and nonce prefix and seals or
+//! opens segment *i* with the STREAM nonce prefix ‖ BE32(*i*) ‖ last-flag and
+//! a per-segment AAD, from the key and *i* alone: it keeps no counter, so
+//! segments can be sealed in any order or on any thread (`&self`). It knows
+//! nothing about headers, buffers or I/O: a profile builds it, the sealer
+//! and opener say which segment.
 
 use aead::consts::{U12, U16};
 use aead::{AeadInOut, KeyInit};
 use aes_gcm::{Aes128Gcm, Aes256Gcm};
 use chacha20poly1305::ChaCha20Poly1305;
-use hkdf::Hkdf;
 use inout::InOutBuf;
-use sha1::Sha1;
-use sha2::{Sha256, Sha512};
-use zeroize::Zeroizing;
 
-use crate::tink::HkdfHash;
 use crate::{Algorithm, Error, Provider};
 
 /// Bytes of authentication tag after each segment's ciphertext.
@@ -24,28 +21,6 @@ pub const TAG_LEN: usize = 16;
 /// Bytes of random nonce prefix per stream.
 pub const NONCE_PREFIX_LEN: usize = 7;
 const NONCE_LEN: usize = 12;
-
-/// Derives a per-stream key of `len` bytes with HKDF over `hash`: `ikm`
-/// is the caller's key, `salt` the stream's random salt, and `info` the
-/// concatenation of `info`.
-pub(crate) fn derive_key(
-    hash: HkdfHash,
-    len: usize,
-    ikm: &[u8],
-    salt: &[u8],
-    info: &[&[u8]],
-) -> Zeroizing<Vec<u8>> {
-    let mut okm = Zeroizing::new(vec![0u8; len]);
-    // HKDF expands up to 255 hash blocks (5100 bytes for SHA-1); `len` is
-    // a key length, at most 32.
-    let done = match hash {
-        HkdfHash::Sha1 => Hkdf::<Sha1>::new(Some(salt), ikm).expand_multi_info(info, &mut okm),
-        HkdfHash::Sha256 => Hkdf::<Sha256>::new(Some(salt), ikm).expand_multi_info(info, &mut okm),
-        HkdfHash::Sha512 => Hkdf::<Sha512>::new(Some(salt), ikm).expand_multi_info(info, &mut okm),
-    };
-    done.unwrap_or_else(|_| unreachable!("HKDF output of at most 32 bytes"));
-    okm
-}
 
 /// One algorithm's AEAD instance, keyed with a derived stream key.
 /// Each RustCrypto type wipes its key schedule on drop (`zeroize`
@@ -86,13 +61,14 @@ fn aws_lc_key(alg: Algorithm, key: &[u8]) -> aws_lc_rs::aead::LessSafeKey {
 fn rc_seal<A: AeadInOut<NonceSize = U12, TagSize = U16>>(
     a: &A,
     nonce: &[u8; NONCE_LEN],
+    aad: &[u8],
     plaintext: &[u8],
     body: &mut [u8],
     tag: &mut [u8],
 ) -> Result<(), Error> {
     let buf = InOutBuf::new(plaintext, body).map_err(|_| Error::StreamTooLong)?;
     let t = a
-        .encrypt_inout_detached(nonce.into(), &[], buf)
+        .encrypt_inout_detached(nonce.into(), aad, buf)
         // The AEADs refuse only messages above their length limit (2^36
         // bytes for GCM), far beyond any segment.
         .map_err(|_| Error::StreamTooLong)?;
@@ -105,6 +81,7 @@ fn rc_seal<A: AeadInOut<NonceSize = U12, TagSize = U16>>(
 fn rc_open<A: AeadInOut<NonceSize = U12, TagSize = U16>>(
     a: &A,
     nonce: &[u8; NONCE_LEN],
+    aad: &[u8],
     body: &[u8],
     tag: &[u8],
     out: &mut [u8],
@@ -115,7 +92,7 @@ fn rc_open<A: AeadInOut<NonceSize = U12, TagSize = U16>>(
     let Ok(buf) = InOutBuf::new(body, out) else {
         return false;
     };
-    a.decrypt_inout_detached(nonce.into(), &[], buf, tag.into())
+    a.decrypt_inout_detached(nonce.into(), aad, buf, tag.into())
         .is_ok()
 }
 
@@ -143,16 +120,14 @@ impl SegmentAead {
     }
 }
 
-/// Seals or opens the segments of one stream, in order.
-pub(crate) struct SegmentCipher {
+/// One stream's per-segment AEAD: derived key, nonce prefix, provider.
+pub(crate) struct Suite {
     aead: SegmentAead,
     prefix: [u8; NONCE_PREFIX_LEN],
-    /// Index of the next segment to seal or open.
-    index: u64,
 }
 
-impl SegmentCipher {
-    /// A cipher for one stream from its derived key and nonce prefix.
+impl Suite {
+    /// The suite of one stream from its derived key and nonce prefix.
     pub(crate) fn new(
         provider: Provider,
         alg: Algorithm,
@@ -168,32 +143,17 @@ impl SegmentCipher {
             #[cfg(feature = "aws-lc")]
             (Provider::AwsLc, alg) => SegmentAead::AwsLc(aws_lc_key(alg, derived)),
         };
-        SegmentCipher {
-            aead,
-            prefix,
-            index: 0,
-        }
+        Suite { aead, prefix }
     }
 
-    /// Index of the next segment.
-    pub(crate) fn index(&self) -> u64 {
-        self.index
+    /// Bytes of tag after each segment's ciphertext.
+    pub(crate) const fn tag_len(&self) -> usize {
+        TAG_LEN
     }
 
-    /// Whether a segment after the next one can still be numbered, i.e.
-    /// whether the next segment may be sealed as non-final.
-    pub(crate) fn can_continue(&self) -> bool {
-        self.index < u64::from(u32::MAX)
-    }
-
-    /// Moves to segment `index` (tests of the counter's end).
-    #[cfg(test)]
-    pub(crate) fn set_index(&mut self, index: u64) {
-        self.index = index;
-    }
-
-    fn nonce(&self, last: bool) -> Option<[u8; NONCE_LEN]> {
-        let counter = u32::try_from(self.index).ok()?;
+    /// The STREAM nonce of segment `index`; `None` past segment 2^32 − 1.
+    fn nonce(&self, index: u64, last: bool) -> Option<[u8; NONCE_LEN]> {
+        let counter = u32::try_from(index).ok()?;
         let mut n = [0u8; NONCE_LEN];
         n[..NONCE_PREFIX_LEN].copy_from_slice(&self.prefix);
         n[NONCE_PREFIX_LEN..NONCE_LEN - 1].copy_from_slice(&counter.to_be_bytes());
@@ -201,30 +161,33 @@ impl SegmentCipher {
         Some(n)
     }
 
-    /// Seals the next segment from `plaintext` into `out`, which must be
-    /// exactly `plaintext.len() + TAG_LEN` bytes: ciphertext, then tag.
-    pub(crate) fn seal(
-        &mut self,
+    /// Seals segment `index` from `plaintext` into `out`, which must be
+    /// exactly `plaintext.len() + tag_len()` bytes: ciphertext, then tag.
+    /// [`Error::StreamTooLong`] past segment 2^32 − 1.
+    pub(crate) fn seal_at(
+        &self,
+        index: u64,
+        last: bool,
+        aad: &[u8],
         plaintext: &[u8],
         out: &mut [u8],
-        last: bool,
     ) -> Result<(), Error> {
         debug_assert_eq!(out.len(), plaintext.len() + TAG_LEN);
-        let nonce = self.nonce(last).ok_or(Error::StreamTooLong)?;
+        let nonce = self.nonce(index, last).ok_or(Error::StreamTooLong)?;
         let (body, tag) = out.split_at_mut(plaintext.len());
         #[cfg(test)]
         self.aead.count();
         match &self.aead {
-            SegmentAead::Aes128(a) => rc_seal(&**a, &nonce, plaintext, body, tag)?,
-            SegmentAead::Aes256(a) => rc_seal(&**a, &nonce, plaintext, body, tag)?,
-            SegmentAead::ChaCha(a) => rc_seal(&**a, &nonce, plaintext, body, tag)?,
+            SegmentAead::Aes128(a) => rc_seal(&**a, &nonce, aad, plaintext, body, tag)?,
+            SegmentAead::Aes256(a) => rc_seal(&**a, &nonce, aad, plaintext, body, tag)?,
+            SegmentAead::ChaCha(a) => rc_seal(&**a, &nonce, aad, plaintext, body, tag)?,
             #[cfg(feature = "aws-lc")]
             SegmentAead::AwsLc(k) => {
                 use aws_lc_rs::aead::{Aad, Nonce};
                 // Out of place, no copy: plaintext -> body, tag -> tag.
                 k.seal_out_of_place_scatter(
                     Nonce::assume_unique_for_key(nonce),
-                    Aad::empty(),
+                    Aad::from(aad),
                     plaintext,
                     body,
                     &[],
@@ -235,25 +198,31 @@ impl SegmentCipher {
                 .map_err(|_| Error::StreamTooLong)?;
             }
         }
-        self.index += 1;
         Ok(())
     }
 
-    /// Opens the next segment: `sealed` is its ciphertext and tag, `out`
-    /// exactly `sealed.len() - TAG_LEN` bytes. On success the segment index
-    /// advances. On failure `out` is zeroed (no unverified byte is left in
-    /// it) and the index stays, so the caller may try the other `last` flag.
-    pub(crate) fn open(&mut self, sealed: &[u8], out: &mut [u8], last: bool) -> Result<(), Error> {
+    /// Opens segment `index`: `sealed` is its ciphertext and tag, `out`
+    /// exactly `sealed.len() - tag_len()` bytes. On failure `out` is zeroed
+    /// (no unverified byte is left in it), so the caller may try the other
+    /// `last` flag. [`Error::TooManySegments`] past segment 2^32 − 1.
+    pub(crate) fn open_at(
+        &self,
+        index: u64,
+        last: bool,
+        aad: &[u8],
+        sealed: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), Error> {
         let Some(body_len) = sealed.len().checked_sub(TAG_LEN) else {
             return Err(Error::Truncated);
         };
         debug_assert_eq!(out.len(), body_len);
-        let nonce = self.nonce(last).ok_or(Error::TooManySegments)?;
+        let nonce = self.nonce(index, last).ok_or(Error::TooManySegments)?;
         let (body, tag) = sealed.split_at(body_len);
         let ok = match &self.aead {
-            SegmentAead::Aes128(a) => rc_open(&**a, &nonce, body, tag, out),
-            SegmentAead::Aes256(a) => rc_open(&**a, &nonce, body, tag, out),
-            SegmentAead::ChaCha(a) => rc_open(&**a, &nonce, body, tag, out),
+            SegmentAead::Aes128(a) => rc_open(&**a, &nonce, aad, body, tag, out),
+            SegmentAead::Aes256(a) => rc_open(&**a, &nonce, aad, body, tag, out),
+            SegmentAead::ChaCha(a) => rc_open(&**a, &nonce, aad, body, tag, out),
             #[cfg(feature = "aws-lc")]
             SegmentAead::AwsLc(k) => {
                 use aws_lc_rs::aead::{Aad, Nonce};
@@ -263,7 +232,7 @@ impl SegmentCipher {
                 // the wipe below does not rely on that.
                 k.open_separate_gather(
                     Nonce::assume_unique_for_key(nonce),
-                    Aad::empty(),
+                    Aad::from(aad),
                     body,
                     tag,
                     out,
@@ -274,7 +243,6 @@ impl SegmentCipher {
         if ok {
             #[cfg(test)]
             self.aead.count();
-            self.index += 1;
             Ok(())
         } else {
             // The RustCrypto AEADs verify before they decrypt; AWS-LC
@@ -291,8 +259,8 @@ impl SegmentCipher {
 mod tests {
     use super::*;
 
-    fn cipher_with(provider: Provider, alg: Algorithm) -> SegmentCipher {
-        SegmentCipher::new(
+    fn suite_with(provider: Provider, alg: Algorithm) -> Suite {
+        Suite::new(
             provider,
             alg,
             &vec![7u8; alg.key_len()],
@@ -300,66 +268,88 @@ mod tests {
         )
     }
 
-    fn cipher(alg: Algorithm) -> SegmentCipher {
-        cipher_with(Provider::default(), alg)
+    fn all() -> impl Iterator<Item = (Provider, Algorithm)> {
+        Provider::ALL
+            .iter()
+            .flat_map(|&p| Algorithm::ALL.map(move |a| (p, a)))
     }
 
     #[test]
     fn nonce_layout_is_prefix_counter_flag() {
-        let mut c = cipher(Algorithm::Aes128Gcm);
-        c.index = 0x0102_0304;
-        assert_eq!(c.nonce(true), Some([1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 1]));
-        assert_eq!(c.nonce(false), Some([1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 0]));
+        let c = suite_with(Provider::default(), Algorithm::Aes128Gcm);
+        assert_eq!(
+            c.nonce(0x0102_0304, true),
+            Some([1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 1])
+        );
+        assert_eq!(
+            c.nonce(0x0102_0304, false),
+            Some([1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 0])
+        );
+        assert_eq!(c.nonce(1 << 32, false), None);
     }
 
     #[test]
     fn counter_overflow_is_an_error_not_a_wrap() {
-        for (&p, alg) in Provider::ALL
-            .iter()
-            .flat_map(|p| Algorithm::ALL.map(|a| (p, a)))
-        {
-            let cipher = |alg| cipher_with(p, alg);
-            let mut c = cipher(alg);
-            c.index = u64::from(u32::MAX) - 1;
+        for (p, alg) in all() {
+            let c = suite_with(p, alg);
             let mut out = [0u8; 1 + TAG_LEN];
-            assert!(c.can_continue());
-            assert!(c.seal(b"x", &mut out, false).is_ok());
-            assert!(!c.can_continue(), "segment 2^32-1 can only be the last");
+            let last = u64::from(u32::MAX);
+            assert!(c.seal_at(last - 1, false, &[], b"x", &mut out).is_ok());
             assert!(
-                c.seal(b"x", &mut out, true).is_ok(),
+                c.seal_at(last, true, &[], b"x", &mut out).is_ok(),
                 "segment 2^32-1 is valid"
             );
-            assert_eq!(c.seal(b"x", &mut out, true), Err(Error::StreamTooLong));
-            let mut opener = cipher(alg);
-            opener.index = u64::from(u32::MAX) + 1;
-            let mut pt = [0u8; 1];
             assert_eq!(
-                opener.open(&out, &mut pt, true),
+                c.seal_at(last + 1, true, &[], b"x", &mut out),
+                Err(Error::StreamTooLong)
+            );
+            let mut pt = [0u8; 1];
+            assert_eq!(c.open_at(last, true, &[], &out, &mut pt), Ok(()));
+            assert_eq!(
+                c.open_at(last + 1, true, &[], &out, &mut pt),
                 Err(Error::TooManySegments)
             );
         }
     }
 
     #[test]
-    fn failed_open_wipes_output_and_keeps_index() {
+    fn failed_open_wipes_output() {
         // AWS-LC writes plaintext before it checks the tag (and clears it
         // itself on failure); either way no byte may be left.
-        for (&p, alg) in Provider::ALL
-            .iter()
-            .flat_map(|p| Algorithm::ALL.map(|a| (p, a)))
-        {
-            let cipher = |alg| cipher_with(p, alg);
-            let mut s = cipher(alg);
+        for (p, alg) in all() {
+            let s = suite_with(p, alg);
             let mut sealed = [0u8; 5 + TAG_LEN];
-            s.seal(b"hello", &mut sealed, false).expect("seal");
-            let mut o = cipher(alg);
+            s.seal_at(0, false, &[], b"hello", &mut sealed)
+                .expect("seal");
             let mut out = [0xAAu8; 5];
-            assert_eq!(o.open(&sealed, &mut out, true), Err(Error::Authentication));
-            assert_eq!(out, [0; 5]);
-            assert_eq!(o.index(), 0);
-            o.open(&sealed, &mut out, false).expect("open");
+            for (index, last, aad) in [(0, true, &b""[..]), (1, false, b""), (0, false, b"x")] {
+                assert_eq!(
+                    s.open_at(index, last, aad, &sealed, &mut out),
+                    Err(Error::Authentication),
+                    "{p:?} {alg:?} {index} {last}"
+                );
+                assert_eq!(out, [0; 5]);
+            }
+            s.open_at(0, false, &[], &sealed, &mut out).expect("open");
             assert_eq!(&out, b"hello");
-            assert_eq!(o.index(), 1);
+        }
+    }
+
+    #[test]
+    fn the_segment_aad_is_authenticated() {
+        for (p, alg) in all() {
+            let s = suite_with(p, alg);
+            let mut sealed = [0u8; 3 + TAG_LEN];
+            s.seal_at(9, true, b"record header", b"abc", &mut sealed)
+                .expect("seal");
+            let mut out = [0u8; 3];
+            assert!(
+                s.open_at(9, true, b"record headeR", &sealed, &mut out)
+                    .is_err()
+            );
+            s.open_at(9, true, b"record header", &sealed, &mut out)
+                .expect("open");
+            assert_eq!(&out, b"abc");
         }
     }
 
@@ -369,12 +359,14 @@ mod tests {
         for alg in Algorithm::ALL {
             for len in [0usize, 1, 15, 16, 17, 255, 4096, 65_537] {
                 let pt: Vec<u8> = (0..len).map(|i| i.to_le_bytes()[0] ^ 0x5a).collect();
+                let last = len % 2 == 0;
                 let sealed: Vec<Vec<u8>> = Provider::ALL
                     .iter()
                     .map(|&p| {
-                        let mut c = cipher_with(p, alg);
                         let mut out = vec![0u8; len + TAG_LEN];
-                        c.seal(&pt, &mut out, len % 2 == 0).expect("seal");
+                        suite_with(p, alg)
+                            .seal_at(3, last, b"ad", &pt, &mut out)
+                            .expect("seal");
                         out
                     })
                     .collect();
@@ -382,8 +374,8 @@ mod tests {
                     assert_eq!(s, &sealed[0], "{alg:?} {len}: provider {i} differs");
                     for &p in Provider::ALL {
                         let mut out = vec![0u8; len];
-                        cipher_with(p, alg)
-                            .open(s, &mut out, len % 2 == 0)
+                        suite_with(p, alg)
+                            .open_at(3, last, b"ad", s, &mut out)
                             .expect("open");
                         assert_eq!(out, pt);
                     }

@@ -1,0 +1,20 @@
+//! The engine: everything a stream does, without I/O.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`window`] | the one buffer type, `pos ≤ end ≤ len`, wiped on drop when secret |
+//! | [`kdf`] | HKDF key derivation and its hash choice |
+//! | [`suite`] | the per-segment AEAD of each provider: `seal_at` / `open_at(index, last, aad)` |
+//! | [`layout`] | segment sizes and offset arithmetic |
+//! | [`sealer`] | the writer's state machine: plaintext in, sealed bytes out |
+//! | [`opener`] | the reader's state machine: ciphertext in, authenticated plaintext out |
+//!
+//! Every front (std, tokio) is glue over [`sealer::Sealer`] and
+//! [`opener::Opener`]: a rule fixed here is fixed everywhere.
+
+pub(crate) mod kdf;
+pub(crate) mod layout;
+pub(crate) mod opener;
+pub(crate) mod sealer;
+pub(crate) mod suite;
+pub(crate) mod window;

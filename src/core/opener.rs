@@ -1,0 +1,614 @@
+//! The reader's state machine, over byte slices: ciphertext in,
+//! authenticated plaintext out. It never calls I/O: each step says what it
+//! needs ([`Step`]), and a front — std `Read`, tokio `AsyncRead`, a
+//! `BufRead` whose buffer it may open in place — supplies it.
+//!
+//! The rules it owns:
+//! - **No plaintext before its tag**: plaintext reaches the caller's buffer
+//!   or the internal one only from a segment that authenticated.
+//! - **Read-ahead**: each inner read is offered at least `capacity` bytes
+//!   of room, ending on a segment boundary where one is far enough, so a
+//!   full read leaves no partial segment to move later; only the rest of a
+//!   segment begun may be asked for with less.
+//! - **Only the first segment may wait**: a step asks for input only while
+//!   the segment it works on is incomplete; every complete segment already
+//!   read ahead is opened without asking again.
+//! - **The final flag**: a short segment is final; a full-length one is
+//!   tried with the likelier flag first, then the other; a final segment
+//!   must end the input (trailing data is an error), and an input that ends
+//!   without one is truncated.
+//! - **Sticky errors**: once a step fails, every later step fails the same.
+
+use crate::core::layout::Layout;
+use crate::core::suite::Suite;
+use crate::core::window::Window;
+use crate::profile::{self, Profile, Stream};
+use crate::{Error, Provider};
+
+/// What a front must do next.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Hand this many bytes to the caller (0: the end of the stream, or an
+    /// empty read).
+    Done(usize),
+    /// Read from the inner reader into [`Opener::room`] and report the
+    /// count with [`Opener::filled`] (0: the inner reader is at its end).
+    Read,
+    /// Show the inner reader's buffered bytes to [`Opener::open_window`]
+    /// (only asked of a front built with an inner buffer).
+    Window,
+}
+
+/// Where the reader is in the stream.
+enum Stage {
+    /// The header has not been read yet.
+    Start { key: Profile, aad: Vec<u8> },
+    /// Segments are being opened.
+    Body {
+        suite: Suite,
+        layout: Layout,
+        /// Index of the next segment to open.
+        next: u64,
+    },
+    /// A full-length final segment has authenticated; the inner reader must
+    /// still confirm that nothing follows it.
+    Final,
+    /// The final segment authenticated and the inner reader is at its end.
+    Done,
+    /// A fatal error: every later call returns it.
+    Failed(Error),
+}
+
+/// What [`Opener::open_next`] found.
+enum Opened {
+    /// A segment of this many plaintext bytes; more follow.
+    More(usize),
+    /// The final segment, of this many plaintext bytes.
+    Last(usize),
+}
+
+/// The I/O-free core of a reader.
+pub(crate) struct Opener {
+    stage: Stage,
+    /// Ciphertext read ahead from the inner reader.
+    input: Window,
+    /// The inner reader has reported its end.
+    eof: bool,
+    /// The last inner read brought fewer bytes than it was offered: the
+    /// input may be at its end (a hint for which flag to try first, never
+    /// trusted).
+    short: bool,
+    /// Room offered by the last [`room`](Self::room).
+    offered: usize,
+    /// Bytes the unit in hand (header or segment) needs from the window's
+    /// start.
+    need: usize,
+    /// One opened segment for small reads and `BufRead`.
+    plain: Window,
+    capacity: usize,
+    max_segment: usize,
+    provider: Provider,
+    /// The front can show its inner buffer ([`Step::Window`]).
+    windowed: bool,
+    /// The segment that failed to open in the inner buffer: it is left to
+    /// the copying path, not tried there again.
+    failed_in_place: Option<u64>,
+    /// Ciphertext bytes moved to the front of the read-ahead (tests of the
+    /// aligned reads).
+    #[cfg(test)]
+    pub(crate) moved: usize,
+    /// Segment opens tried, failed trials included.
+    #[cfg(test)]
+    pub(crate) opens: usize,
+}
+
+impl Opener {
+    /// An opener for `key`'s profile. Allocates nothing and cannot fail:
+    /// the first step does. `windowed`: the front will answer
+    /// [`Step::Window`].
+    pub(crate) fn new(
+        key: Profile,
+        aad: Vec<u8>,
+        capacity: usize,
+        max_segment: usize,
+        provider: Provider,
+        windowed: bool,
+    ) -> Opener {
+        Opener {
+            stage: Stage::Start { key, aad },
+            input: Window::public(),
+            eof: false,
+            short: false,
+            offered: 0,
+            need: 0,
+            plain: Window::secret(),
+            capacity,
+            max_segment,
+            provider,
+            windowed,
+            failed_in_place: None,
+            #[cfg(test)]
+            moved: 0,
+            #[cfg(test)]
+            opens: 0,
+        }
+    }
+
+    /// The configured read-ahead.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Which library opens the segments.
+    pub(crate) fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    /// A short name of the stage (`Debug`).
+    pub(crate) fn stage_name(&self) -> &'static str {
+        match &self.stage {
+            Stage::Start { .. } => "start",
+            Stage::Body { .. } => "body",
+            Stage::Final => "final",
+            Stage::Done => "done",
+            Stage::Failed(_) => "failed",
+        }
+    }
+
+    /// Ciphertext read ahead, not opened yet.
+    pub(crate) fn read_ahead(&self) -> usize {
+        self.input.available()
+    }
+
+    /// Authenticated plaintext held for the caller (what
+    /// [`fill`](Self::fill) made available).
+    pub(crate) fn buffered(&self) -> &[u8] {
+        self.plain.data()
+    }
+
+    /// The caller took `n` bytes of [`buffered`](Self::buffered) (clamped:
+    /// never past what is buffered).
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.plain.consume(n);
+    }
+
+    /// Records a fatal error and returns it.
+    fn fail(&mut self, e: Error) -> Error {
+        self.stage = Stage::Failed(e.clone());
+        e
+    }
+
+    /// One step of a `read` into `buf`. `fresh`: the first step of a
+    /// caller's call (the inner buffer is shown at most once per call,
+    /// before any inner read).
+    ///
+    /// # Errors
+    ///
+    /// The stream's typed errors, sticky.
+    pub(crate) fn read(&mut self, buf: &mut [u8], fresh: bool) -> Result<Step, Error> {
+        loop {
+            if !self.plain.is_empty() {
+                let n = buf.len().min(self.plain.available());
+                buf[..n].copy_from_slice(&self.plain.data()[..n]);
+                self.plain.consume(n);
+                return Ok(Step::Done(n));
+            }
+            if buf.is_empty() {
+                // No inner I/O for an empty read: only a sticky error.
+                return match &self.stage {
+                    Stage::Failed(e) => Err(e.clone()),
+                    _ => Ok(Step::Done(0)),
+                };
+            }
+            if let Some(step) = self.settle()? {
+                return Ok(step);
+            }
+            if fresh && self.window_wanted(buf.len())? {
+                return Ok(Step::Window);
+            }
+            let Some(cap) = self.fill_segment()? else {
+                return Ok(Step::Read);
+            };
+            if buf.len() < cap {
+                // Small read: through the internal buffer. (An empty final
+                // segment leaves it empty; the loop then reports the end.)
+                self.fill_plain(cap)?;
+                continue;
+            }
+            // Zero-copy: decrypt straight into the caller's buffer, every
+            // complete segment that is already read ahead and fits.
+            let mut n = 0;
+            loop {
+                let r = self.open_next(&mut buf[n..]);
+                match self.after_open(r) {
+                    Ok(k) => n += k,
+                    Err(e) if n == 0 => return Err(e),
+                    // Earlier segments authenticated: deliver them; the
+                    // sticky error comes with the next call.
+                    Err(_) => return Ok(Step::Done(n)),
+                }
+                let Stage::Body { layout, next, .. } = &self.stage else {
+                    break;
+                };
+                if self.input.available() < layout.sealed(*next)
+                    || buf.len() - n < layout.plain(*next)
+                {
+                    break;
+                }
+            }
+            if n == 0 {
+                // Only an empty final segment; report the end properly.
+                continue;
+            }
+            return Ok(Step::Done(n));
+        }
+    }
+
+    /// One step of `BufRead::fill_buf`: `Done(n)` when
+    /// [`buffered`](Self::buffered) holds `n` bytes (0: the end).
+    ///
+    /// # Errors
+    ///
+    /// The stream's typed errors, sticky.
+    pub(crate) fn fill(&mut self, fresh: bool) -> Result<Step, Error> {
+        while self.plain.is_empty() {
+            if let Some(step) = self.settle()? {
+                return Ok(step);
+            }
+            if fresh && self.window_wanted(0)? {
+                return Ok(Step::Window);
+            }
+            let Some(cap) = self.fill_segment()? else {
+                return Ok(Step::Read);
+            };
+            self.fill_plain(cap)?;
+        }
+        Ok(Step::Done(self.plain.available()))
+    }
+
+    /// Settles every stage but `Body`: `Some(step)` if there is nothing to
+    /// open (the end of the stream, a read to confirm it, or an error),
+    /// `None` to go on opening.
+    fn settle(&mut self) -> Result<Option<Step>, Error> {
+        match &self.stage {
+            Stage::Failed(e) => Err(e.clone()),
+            Stage::Done => Ok(Some(Step::Done(0))),
+            Stage::Final => {
+                // The final segment was full-length: only now ask the inner
+                // reader whether anything follows it.
+                if self.input.is_empty() && !self.eof {
+                    self.need = 1;
+                    return Ok(Some(Step::Read));
+                }
+                if !self.input.is_empty() {
+                    return Err(self.fail(Error::TrailingData));
+                }
+                self.stage = Stage::Done;
+                Ok(Some(Step::Done(0)))
+            }
+            Stage::Start { .. } | Stage::Body { .. } => Ok(None),
+        }
+    }
+
+    /// The room for the next inner read, after moving what is read ahead
+    /// to the front when it must. The room is at least `capacity` bytes
+    /// and ends on a segment boundary where one is far enough: then a full
+    /// read leaves no partial segment behind to be moved later, so each
+    /// ciphertext byte is copied once, by the inner reader. Only to
+    /// complete segments already begun may it be less (once after the
+    /// header, and after short reads). The unit in hand always fits.
+    pub(crate) fn room(&mut self) -> &mut [u8] {
+        if self.input.is_empty() {
+            self.input.clear();
+        }
+        let (pos, end, len) = (self.input.pos(), self.input.end(), self.input.len());
+        let far_enough = self
+            .aligned_limit(pos)
+            .is_some_and(|l| l >= end + self.capacity);
+        if !far_enough && (len - end < self.capacity || pos + self.need > len) {
+            let moved = self.input.compact();
+            #[cfg(test)]
+            {
+                self.moved += moved;
+            }
+            let _ = moved;
+        }
+        let (pos, end) = (self.input.pos(), self.input.end());
+        let mut limit = match self.aligned_limit(pos) {
+            Some(l) if l > end => l,
+            _ => len,
+        };
+        if self.windowed && pos < end && matches!(self.stage, Stage::Body { .. }) {
+            // With an inner buffer, ask only for the rest of the segment
+            // begun (as the reader may: with none begun it asks for its
+            // capacity): the read-ahead then empties on a segment boundary,
+            // and so does what is left in the inner buffer, where the next
+            // segments open in place. (A whole read-ahead would end inside
+            // a segment of the inner buffer's refill, and every later
+            // segment would be copied too.)
+            limit = limit.min(pos + self.need);
+        }
+        self.offered = limit - end;
+        self.input.spare_to(limit)
+    }
+
+    /// The inner reader put `n` bytes into the last [`room`](Self::room)
+    /// (0: it is at its end).
+    pub(crate) fn filled(&mut self, n: usize) {
+        if n == 0 {
+            self.eof = true;
+        } else {
+            self.short = n < self.offered;
+            self.input.commit(n);
+        }
+    }
+
+    /// With segments starting at `from`, the end of the last whole segment
+    /// that fits in the read-ahead; `None` before the header is read or if
+    /// not even the next segment fits.
+    fn aligned_limit(&self, from: usize) -> Option<usize> {
+        let Stage::Body { layout, next, .. } = &self.stage else {
+            return None;
+        };
+        let len = self.input.len();
+        let first = from.checked_add(layout.sealed(*next))?;
+        let rest = layout.sealed(*next + 1);
+        (first <= len).then(|| first + (len - first) / rest * rest)
+    }
+
+    /// Checks the header once it is complete, then sets the stream up:
+    /// `Ok(false)` while more input is needed.
+    fn read_header(&mut self) -> Result<bool, Error> {
+        if self.capacity == 0 {
+            return Err(self.fail(Error::InvalidCapacity(0)));
+        }
+        let Stage::Start { key, aad } = &self.stage else {
+            unreachable!("header is read at the start")
+        };
+        let header_len = key.header_len();
+        // Room for the header plus a full read-ahead, so that every inner
+        // call asks for at least `capacity` bytes even while the header is
+        // still incomplete.
+        if let Err(e) = self.input.grow(self.capacity.saturating_add(header_len)) {
+            return Err(self.fail(e));
+        }
+        let begun =
+            profile::begin_read(key, aad, self.input.data(), self.max_segment, self.provider);
+        let (header_len, Stream { suite, layout }) = match begun {
+            Ok(Some(begun)) => begun,
+            Ok(None) if !self.eof => {
+                self.need = header_len;
+                return Ok(false);
+            }
+            Ok(None) => return Err(self.fail(Error::Truncated)),
+            Err(e) => return Err(self.fail(e)),
+        };
+        self.input.consume(header_len);
+        // Room for one whole sealed segment plus a read-ahead of
+        // `capacity`, never less than what is already buffered.
+        if let Err(e) = self
+            .input
+            .grow(self.capacity.saturating_add(layout.max_sealed()))
+        {
+            return Err(self.fail(e));
+        }
+        self.stage = Stage::Body {
+            suite,
+            layout,
+            next: 0,
+        };
+        Ok(true)
+    }
+
+    /// Whether the next segment is complete in the read-ahead (or the
+    /// inner reader is at its end): `Some(its plaintext capacity)`, or
+    /// `None` when more input is needed first.
+    fn fill_segment(&mut self) -> Result<Option<usize>, Error> {
+        if let Stage::Start { .. } = self.stage
+            && !self.read_header()?
+        {
+            return Ok(None);
+        }
+        let Stage::Body { layout, next, .. } = &self.stage else {
+            unreachable!("called while in the body")
+        };
+        let (plain, sealed) = (layout.plain(*next), layout.sealed(*next));
+        if self.input.available() < sealed && !self.eof {
+            self.need = sealed;
+            return Ok(None);
+        }
+        Ok(Some(plain))
+    }
+
+    /// Opens the segment at the start of the read-ahead into `out` (at
+    /// least the segment's plaintext capacity long). On error `out` holds
+    /// no plaintext.
+    fn open_next(&mut self, out: &mut [u8]) -> Result<Opened, Error> {
+        let Stage::Body {
+            suite,
+            layout,
+            next,
+        } = &mut self.stage
+        else {
+            unreachable!("called while in the body")
+        };
+        let index = *next;
+        let tag = suite.tag_len();
+        let full = layout.sealed(index);
+        let avail = self.input.available();
+        if avail >= full {
+            let sealed = &self.input.data()[..full];
+            let out = &mut out[..full - tag];
+            // A full-length segment is final or not: try the likely flag
+            // first, then the other (as age does). It is likely the last
+            // when nothing follows it and the input is at (or, after a
+            // short read, probably at) its end; trying that first saves a
+            // failed pass over the stream's last segment.
+            // (Or when it already failed as non-final in the inner buffer.)
+            let likely_last =
+                avail == full && (self.eof || self.short) || self.failed_in_place == Some(index);
+            #[cfg(test)]
+            {
+                self.opens += 1;
+            }
+            let last = if suite.open_at(index, likely_last, &[], sealed, out).is_ok() {
+                likely_last
+            } else {
+                #[cfg(test)]
+                {
+                    self.opens += 1;
+                }
+                suite.open_at(index, !likely_last, &[], sealed, out)?;
+                !likely_last
+            };
+            *next += 1;
+            self.input.consume(full);
+            if !last {
+                return Ok(Opened::More(full - tag));
+            }
+            if !self.input.is_empty() {
+                zeroize::Zeroize::zeroize(out);
+                return Err(Error::TrailingData);
+            }
+            return Ok(Opened::Last(full - tag));
+        }
+        debug_assert!(self.eof, "fill_segment stops short only at the end");
+        if avail < tag {
+            return Err(Error::Truncated);
+        }
+        let len = avail - tag;
+        suite.open_at(index, true, &[], self.input.data(), &mut out[..len])?;
+        *next += 1;
+        self.input.consume(avail);
+        if len == 0 && index > 0 && !layout.empty_final {
+            return Err(Error::EmptyFinalSegment);
+        }
+        Ok(Opened::Last(len))
+    }
+
+    /// Moves the stage on after a segment opened, or records the error.
+    fn after_open(&mut self, r: Result<Opened, Error>) -> Result<usize, Error> {
+        match r {
+            Ok(Opened::More(n)) => Ok(n),
+            Ok(Opened::Last(n)) => {
+                self.stage = if self.eof { Stage::Done } else { Stage::Final };
+                Ok(n)
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Makes the internal plaintext buffer hold at least `cap` bytes.
+    fn plain_room(&mut self, cap: usize) -> Result<(), Error> {
+        if self.plain.len() < cap {
+            // Allocated once, at the segment size, so no copy is left
+            // behind unwiped by a reallocation.
+            if let Err(e) = self.plain.renew(cap) {
+                return Err(self.fail(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens the next segment, which [`fill_segment`](Self::fill_segment)
+    /// found complete and to hold up to `cap` plaintext bytes, into the
+    /// internal plaintext buffer.
+    fn fill_plain(&mut self, cap: usize) -> Result<(), Error> {
+        self.plain_room(cap)?;
+        let mut plain = std::mem::replace(&mut self.plain, Window::secret());
+        plain.clear();
+        let r = self.open_next(plain.whole_mut());
+        let r = self.after_open(r);
+        if let Ok(n) = r {
+            plain.set(0, n);
+        }
+        self.plain = plain;
+        r.map(|_| ())
+    }
+
+    /// Whether to look into the inner reader's buffer now (built with one;
+    /// between segments, with nothing read ahead or buffered). A read
+    /// smaller than the next segment opens it into the internal buffer,
+    /// which is made ready here.
+    fn window_wanted(&mut self, buf_len: usize) -> Result<bool, Error> {
+        if !self.windowed || !self.input.is_empty() || self.eof || !self.plain.is_empty() {
+            return Ok(false);
+        }
+        let Stage::Body { layout, next, .. } = &self.stage else {
+            return Ok(false);
+        };
+        if self.failed_in_place == Some(*next) {
+            return Ok(false);
+        }
+        let first = layout.plain(*next);
+        if buf_len < first {
+            self.plain_room(first)?;
+        }
+        Ok(true)
+    }
+
+    /// Opens whole segments where they lie in `window`, the inner reader's
+    /// buffered bytes (after [`Step::Window`]): every full-length segment
+    /// there that fits in `buf` is opened as non-final straight into `buf`;
+    /// if `buf` cannot hold the next one, that one segment goes into the
+    /// internal plaintext buffer instead. Returns the bytes of `window`
+    /// used (for the inner reader's `consume`) and the bytes put in `buf`.
+    /// Nothing opened: the copying path takes over, and it also settles a
+    /// segment that failed here (the final one, or a damaged one), with
+    /// the full rules (final flag, trailing data).
+    pub(crate) fn open_window(&mut self, window: &[u8], buf: &mut [u8]) -> (usize, usize) {
+        let Stage::Body {
+            suite,
+            layout,
+            next,
+        } = &mut self.stage
+        else {
+            return (0, 0);
+        };
+        let into_plain = buf.len() < layout.plain(*next);
+        let (mut used, mut n) = (0, 0);
+        loop {
+            let index = *next;
+            let (plain, sealed) = (layout.plain(index), layout.sealed(index));
+            // A segment that ends the window is tried too (as non-final:
+            // only a non-final one opens so). Left to the copying path, it
+            // would be copied, and, the read being short, tried as final
+            // first: a wasted pass per window. The cost instead: one
+            // failed pass per stream whose final segment is full-length.
+            if window.len() - used < sealed {
+                break;
+            }
+            let ciphertext = &window[used..used + sealed];
+            let opened = if into_plain {
+                self.plain.clear();
+                suite.open_at(
+                    index,
+                    false,
+                    &[],
+                    ciphertext,
+                    &mut self.plain.whole_mut()[..plain],
+                )
+            } else if buf.len() - n >= plain {
+                suite.open_at(index, false, &[], ciphertext, &mut buf[n..n + plain])
+            } else {
+                break;
+            };
+            #[cfg(test)]
+            {
+                self.opens += 1;
+            }
+            if opened.is_err() {
+                self.failed_in_place = Some(index);
+                break;
+            }
+            *next += 1;
+            used += sealed;
+            if into_plain {
+                self.plain.set(0, plain);
+                break;
+            }
+            n += plain;
+        }
+        (used, n)
+    }
+}

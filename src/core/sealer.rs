@@ -1,0 +1,327 @@
+//! The writer's state machine, over byte slices: plaintext in, sealed bytes
+//! out. It never calls I/O; a front moves [`Sealer::output`] to its inner
+//! writer and reports how much went with [`Sealer::consume_output`].
+//!
+//! The rules it owns:
+//! - **Hold-back.** A segment is sealed once it is full *and* one more byte
+//!   has arrived: until then it may be the final one, whose nonce differs.
+//! - **One seal per step.** [`write`](Sealer::write) takes bytes until it has
+//!   sealed one segment (or taken everything); its output must be drained
+//!   before the next step, so sealed bytes are never overwritten, and a
+//!   segment is sealed exactly once whatever the inner writer does.
+//! - **Zero copy.** A write of more than a segment at an empty buffer is
+//!   sealed straight from the caller's slice.
+//! - **A non-final segment is never left without its successor.** When the
+//!   output of a non-final seal cannot be drained, the front hands the
+//!   following bytes to [`hold`](Sealer::hold), so that a `finish` right
+//!   after still has a final segment to seal.
+//! - **Explicit finish, sticky errors.** Only [`finish`](Sealer::finish)
+//!   seals the final segment; a fatal error is returned by every later call.
+
+use crate::core::layout::Layout;
+use crate::core::suite::Suite;
+use crate::core::window::Window;
+use crate::profile::{self, Profile, Stream};
+use crate::{Error, Provider};
+
+/// Where the writer is in the life of its stream.
+enum Stage {
+    /// Nothing written yet: the header (and its random salt) is made on the
+    /// first write or on finish, so that constructors do no I/O and cannot fail.
+    Start { key: Profile, aad: Vec<u8> },
+    /// Header made; segments are being sealed. `header` is held until it can
+    /// go out in one inner write with the first segment.
+    Open {
+        suite: Suite,
+        layout: Layout,
+        header: Option<Vec<u8>>,
+        /// Index of the next segment to seal.
+        next: u64,
+    },
+    /// The final segment is sealed (its bytes may still be in the output);
+    /// the derived key is gone.
+    Sealed,
+    /// A fatal error (bad configuration, no randomness): every later call
+    /// returns it.
+    Failed(Error),
+}
+
+/// The I/O-free core of a writer.
+pub(crate) struct Sealer {
+    stage: Stage,
+    /// Plaintext of the current segment; allocated once, at the segment
+    /// size, so wiping it on drop wipes every copy.
+    plain: Window,
+    /// Sealed bytes (the header and/or one segment) not yet accepted by the
+    /// inner writer. Sized once, for the largest sealed unit, and never
+    /// cleared, so sealing does not first fill it with zeros.
+    out: Window,
+    capacity: usize,
+    provider: Provider,
+    /// Segments sealed so far (tests count them).
+    #[cfg(test)]
+    pub(crate) sealed: u64,
+    /// Plaintext bytes copied into `plain` (tests of the zero-copy path).
+    #[cfg(test)]
+    pub(crate) copied: usize,
+}
+
+impl Sealer {
+    /// A sealer for `key`'s profile; `capacity` `None` takes the profile's
+    /// default. Allocates nothing and cannot fail: the first step does.
+    pub(crate) fn new(
+        key: Profile,
+        aad: Vec<u8>,
+        capacity: Option<usize>,
+        provider: Provider,
+    ) -> Sealer {
+        let capacity = capacity.unwrap_or_else(|| key.default_capacity());
+        Sealer {
+            stage: Stage::Start { key, aad },
+            plain: Window::secret(),
+            out: Window::public(),
+            capacity,
+            provider,
+            #[cfg(test)]
+            sealed: 0,
+            #[cfg(test)]
+            copied: 0,
+        }
+    }
+
+    /// Plaintext bytes per segment.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Which library seals the segments.
+    pub(crate) fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    /// The sticky error, if the stream has failed.
+    pub(crate) fn error(&self) -> Option<&Error> {
+        match &self.stage {
+            Stage::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the final segment has been sealed.
+    pub(crate) fn is_sealed(&self) -> bool {
+        matches!(self.stage, Stage::Sealed)
+    }
+
+    /// A short name of the stage (`Debug`).
+    pub(crate) fn stage_name(&self) -> &'static str {
+        match &self.stage {
+            Stage::Start { .. } => "start",
+            Stage::Open { .. } => "open",
+            Stage::Sealed => "sealed",
+            Stage::Failed(_) => "failed",
+        }
+    }
+
+    /// Plaintext bytes buffered, not sealed yet.
+    pub(crate) fn buffered(&self) -> usize {
+        self.plain.available()
+    }
+
+    /// Sealed bytes the inner writer has yet to accept.
+    pub(crate) fn output(&self) -> &[u8] {
+        self.out.data()
+    }
+
+    /// The inner writer accepted `n` bytes of [`output`](Self::output).
+    pub(crate) fn consume_output(&mut self, n: usize) {
+        self.out.consume(n);
+    }
+
+    /// Makes the header on first use; returns the sticky error if any.
+    pub(crate) fn start(&mut self) -> Result<(), Error> {
+        match &self.stage {
+            Stage::Failed(e) => return Err(e.clone()),
+            Stage::Start { .. } => {}
+            Stage::Open { .. } | Stage::Sealed => return Ok(()),
+        }
+        let Stage::Start { key, aad } = std::mem::replace(&mut self.stage, Stage::Sealed) else {
+            unreachable!("checked above")
+        };
+        let begun = profile::begin_write(&key, &aad, self.capacity, self.provider).and_then(
+            |(header, stream)| {
+                // A Tink key may ask for segments up to 2 GiB: fail
+                // cleanly, not abort, if they cannot be had.
+                let seg = stream.layout.first.max(stream.layout.rest);
+                let out_len = header.len() + stream.layout.max_sealed();
+                self.plain
+                    .renew(seg)
+                    .and_then(|()| self.out.grow(out_len))
+                    .map_err(|_| Error::Allocation(out_len))?;
+                Ok((header, stream))
+            },
+        );
+        match begun {
+            Ok((header, Stream { suite, layout })) => {
+                self.stage = Stage::Open {
+                    suite,
+                    layout,
+                    header: Some(header),
+                    next: 0,
+                };
+                Ok(())
+            }
+            Err(e) => {
+                self.stage = Stage::Failed(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes plaintext from `buf` until one segment has been sealed into
+    /// the output or `buf` is used up; returns the bytes taken (possibly 0
+    /// when a held-back segment was sealed). Call it with the output
+    /// drained. A stream at the last segment its counter can number
+    /// refuses what would follow it with [`Error::StreamTooLong`] (not
+    /// sticky: it can still be finished).
+    ///
+    /// # Errors
+    ///
+    /// A sticky error; `StreamTooLong` as above. When some bytes were
+    /// taken first, they are reported (`Ok`) and the error comes next time.
+    pub(crate) fn write(&mut self, buf: &[u8]) -> Result<usize, Error> {
+        self.start()?;
+        debug_assert!(self.out.is_empty(), "output drained before sealing");
+        let mut taken = 0;
+        while taken < buf.len() {
+            let Stage::Open { layout, next, .. } = &self.stage else {
+                unreachable!("started and not sealed")
+            };
+            let seg = layout.plain(*next);
+            let rest = &buf[taken..];
+            let held = self.plain.available() == seg;
+            let direct = self.plain.is_empty() && rest.len() > seg;
+            if (held || direct) && *next >= u64::from(u32::MAX) {
+                // This segment can only be the last one: keep it for
+                // `finish` and refuse the data that would follow it.
+                return if taken > 0 {
+                    Ok(taken)
+                } else {
+                    Err(Error::StreamTooLong)
+                };
+            }
+            let sealed = if held {
+                // A full segment was held back; more data follows, so it
+                // is not the final one.
+                let r = seal(&mut self.stage, &mut self.out, self.plain.data(), false);
+                self.plain.clear();
+                r
+            } else if direct {
+                // Zero-copy: seal straight from the caller's slice.
+                let r = seal(&mut self.stage, &mut self.out, &rest[..seg], false);
+                if r.is_ok() {
+                    taken += seg;
+                }
+                r
+            } else {
+                taken += self.copy_in(rest, seg);
+                continue;
+            };
+            #[cfg(test)]
+            if sealed.is_ok() {
+                self.sealed += 1;
+            }
+            return match sealed {
+                Ok(()) => Ok(taken),
+                // Fatal and sticky: the next call reports it if this one
+                // already took bytes.
+                Err(_) if taken > 0 => Ok(taken),
+                Err(e) => Err(e),
+            };
+        }
+        Ok(taken)
+    }
+
+    /// After a segment sealed by [`write`](Self::write) could not be
+    /// drained: buffers the bytes that follow it (the segment is non-final,
+    /// so they exist and must be taken now, or a `finish` right after would
+    /// have nothing left to seal as the final segment). Returns how many
+    /// were taken, more than 0 when `buf` is not empty.
+    pub(crate) fn hold(&mut self, buf: &[u8]) -> usize {
+        let Stage::Open { layout, next, .. } = &self.stage else {
+            return 0;
+        };
+        debug_assert!(self.plain.is_empty(), "a segment was just sealed");
+        let seg = layout.plain(*next);
+        self.copy_in(buf, seg)
+    }
+
+    /// Copies what fits of `rest` into the plaintext buffer.
+    fn copy_in(&mut self, rest: &[u8], seg: usize) -> usize {
+        let n = rest.len().min(seg - self.plain.available());
+        self.plain.extend(&rest[..n]);
+        #[cfg(test)]
+        {
+            self.copied += n;
+        }
+        n
+    }
+
+    /// Seals whatever is buffered (possibly nothing, for an empty stream)
+    /// as the final segment. Call it with the output drained; once sealed,
+    /// it does nothing more.
+    ///
+    /// # Errors
+    ///
+    /// A sticky error, or a sealing error (which becomes sticky).
+    pub(crate) fn finish(&mut self) -> Result<(), Error> {
+        self.start()?;
+        if let Stage::Open { .. } = self.stage {
+            debug_assert!(self.out.is_empty(), "output drained before sealing");
+            seal(&mut self.stage, &mut self.out, self.plain.data(), true)?;
+            #[cfg(test)]
+            {
+                self.sealed += 1;
+            }
+            self.plain.clear();
+            self.stage = Stage::Sealed;
+        }
+        Ok(())
+    }
+
+    /// Moves segment numbering to `index` (tests of the counter's end).
+    #[cfg(test)]
+    pub(crate) fn set_next(&mut self, index: u64) {
+        if let Stage::Open { next, .. } = &mut self.stage {
+            *next = index;
+        }
+    }
+}
+
+/// Seals `plain` as the stream's next segment into the drained `out`,
+/// behind the header if it has not gone out yet. A sealing error is fatal.
+fn seal(stage: &mut Stage, out: &mut Window, plain: &[u8], last: bool) -> Result<(), Error> {
+    let Stage::Open {
+        suite,
+        header,
+        next,
+        ..
+    } = stage
+    else {
+        unreachable!("seal is only called on an open stream")
+    };
+    let bytes = out.whole_mut();
+    let mut start = 0;
+    if let Some(h) = header.take() {
+        start = h.len();
+        bytes[..start].copy_from_slice(&h);
+    }
+    let end = start + plain.len() + suite.tag_len();
+    out.clear();
+    if let Err(e) = suite.seal_at(*next, last, &[], plain, &mut out.whole_mut()[start..end]) {
+        *stage = Stage::Failed(e.clone());
+        return Err(e);
+    }
+    *next += 1;
+    out.set(0, end);
+    Ok(())
+}

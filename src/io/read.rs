@@ -1,0 +1,468 @@
+//! `CipherReader`: the std `Read`/`BufRead` front over the [`Opener`]
+//! engine. It only answers the engine's steps with inner reads (or, built
+//! from a `BufRead`, with a look at the inner buffer); every rule of the
+//! stream is the engine's.
+
+use std::fmt;
+use std::io::{self, BufRead, Read};
+
+use crate::core::opener::{Opener, Step};
+use crate::format::DEFAULT_MAX_SEGMENT_SIZE;
+use crate::profile::{DEFAULT_CAPACITY, Profile};
+use crate::{Provider, StreamKey};
+
+/// `BufRead::fill_buf` and `consume` of the inner reader, captured where
+/// `R: BufRead` is known ([`ReaderBuilder::build_from_buf_read`]), so that
+/// `CipherReader<R>` keeps its one `R: Read` bound.
+struct InnerBuf<R> {
+    fill: for<'a> fn(&'a mut R) -> io::Result<&'a [u8]>,
+    consume: fn(&mut R, usize),
+}
+
+impl<R> Clone for InnerBuf<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for InnerBuf<R> {}
+
+/// Decrypts a cipherio stream read from `R`.
+///
+/// Built with a [`Key`](crate::Key) it reads the native format, with a
+/// [`TinkKey`](crate::tink::TinkKey) Tink's streaming AEAD format.
+///
+/// Plaintext is released only after the segment holding it has
+/// authenticated, and the stream must end with its final segment, exactly.
+/// Treat the data as complete only when `read` returns `Ok(0)`.
+///
+/// # Errors
+///
+/// - A stream that ends at a segment boundary without its final segment
+///   (a writer that was never finished), or with fewer than 16 bytes of a
+///   segment: [`Error::Truncated`], [`io::ErrorKind::UnexpectedEof`].
+/// - A stream cut inside a segment cannot be told apart from a tampered
+///   final segment: [`Error::Authentication`], like any other damage.
+/// - Bytes after the final segment: [`Error::TrailingData`] (when the
+///   final segment is full-length and nothing after it has been read yet,
+///   its authenticated plaintext is released first, and the next read
+///   fails); a malformed
+///   header: [`Error::BadMagic`] and friends; a header asking for segments
+///   above the limit: [`Error::SegmentTooLarge`], before anything is
+///   allocated for them. All [`io::ErrorKind::InvalidData`].
+///
+/// These errors are sticky: once one is returned, every later `read`
+/// returns it again (never `Ok(0)`). Errors of `R` itself pass through
+/// unchanged and leave the reader consistent, so the call can be retried.
+///
+/// # Buffering
+///
+/// The buffer (8 KiB by default) is the read-ahead: each call to the inner
+/// reader asks for at least that many bytes (or for what completes the
+/// segment it is in the middle of, so that later reads end on segment
+/// boundaries and no ciphertext is moved twice), and every complete segment a
+/// call delivers is decrypted without another call. A `read` calls `R` again
+/// only while the first segment it works on is incomplete, so a socket peer
+/// that sends full segments and waits gets their data. Reads of at least a
+/// segment decrypt straight into the caller's buffer. The ciphertext itself
+/// is copied out of `R` into the read-ahead; when it is in memory already
+/// (`&[u8]`, a memory map) or behind a large `BufReader`,
+/// [`ReaderBuilder::build_from_buf_read`] opens it where it lies instead.
+///
+/// A *short* final segment is recognised as complete only when `R`
+/// reports its end: a socket peer must shut down its sending side
+/// ([`TcpStream::shutdown`](std::net::TcpStream::shutdown) with
+/// `Shutdown::Write`, or close) after `finish` for the reader to release
+/// the last segment.
+pub struct CipherReader<R> {
+    pub(crate) engine: Opener,
+    /// Set by [`ReaderBuilder::build_from_buf_read`]: `inner`'s own buffer,
+    /// from which whole segments are opened where they lie.
+    inner_buf: Option<InnerBuf<R>>,
+    inner: R,
+}
+
+/// Configures a [`CipherReader`]: read-ahead capacity, associated data and
+/// the largest segment a header may ask for. Its `Debug` shows the
+/// associated data's length, not its bytes.
+#[derive(Clone)]
+pub struct ReaderBuilder {
+    key: Profile,
+    capacity: usize,
+    aad: Vec<u8>,
+    max_segment: usize,
+    provider: Provider,
+}
+
+impl ReaderBuilder {
+    /// Bytes of ciphertext to ask the inner reader for at a time (default
+    /// 8 KiB, at least 1). The reader also holds one whole segment,
+    /// whatever this is. Zero makes the first read fail with
+    /// [`Error::InvalidCapacity`] ([`io::ErrorKind::InvalidInput`]), and a
+    /// capacity that cannot be allocated with [`Error::Allocation`].
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// The associated data the writer was given.
+    pub fn associated_data(mut self, aad: &[u8]) -> Self {
+        self.aad = aad.to_vec();
+        self
+    }
+
+    /// The largest plaintext segment size a header may ask for (default
+    /// 16 MiB). A header over it is refused before anything is allocated.
+    /// (A Tink stream's segment size comes from its key, not its header:
+    /// the limit does not apply to it.)
+    pub fn max_segment_size(mut self, limit: usize) -> Self {
+        self.max_segment = limit;
+        self
+    }
+
+    /// Which library opens the segments (default: [`Provider::default`],
+    /// AWS-LC when the `aws-lc` feature is on). Any provider reads what
+    /// any other wrote.
+    pub fn provider(mut self, provider: Provider) -> Self {
+        self.provider = provider;
+        self
+    }
+
+    /// The reader over `inner`. Does no I/O.
+    pub fn build<R: Read>(self, inner: R) -> CipherReader<R> {
+        self.build_with(inner, None)
+    }
+
+    /// The reader over a buffered `inner`, opening segments where they lie
+    /// in `inner`'s own buffer: whenever [`fill_buf`](BufRead::fill_buf)
+    /// shows a whole full-length segment, it is opened from there as a
+    /// non-final one (into the caller's buffer if the read has room for
+    /// it) and [`consume`](BufRead::consume)d, without being copied into
+    /// the read-ahead first. Anything else (the header, the final
+    /// segment, a segment split across `inner`'s refills) takes the
+    /// copying path of [`build`](Self::build), which reads through
+    /// `inner`'s `Read` — here only as much as completes the segment it is
+    /// in, so that the next segment starts on a fresh window of `inner`'s
+    /// buffer (behind a `BufReader`, about one segment per refill is
+    /// copied). The stream and the errors are the same; only the copy of
+    /// the ciphertext is saved.
+    ///
+    /// It pays where the ciphertext is in memory already — `&[u8]`,
+    /// `io::Cursor<Vec<u8>>`, a memory map — or comes through a
+    /// `BufReader` whose capacity holds several segments. (Over a plain
+    /// `BufReader<File>` the copy merely moves into the `BufReader`.)
+    ///
+    /// ```
+    /// # use cipherio::{Algorithm, CipherReader, CipherWriter, Key};
+    /// # use std::io::{Read, Write};
+    /// # let key = Key::generate(Algorithm::Aes128Gcm);
+    /// # let mut w = CipherWriter::with_capacity(64 * 1024, &key, Vec::new());
+    /// # w.write_all(&[7u8; 300_000])?;
+    /// # let sealed: Vec<u8> = w.finish()?;
+    /// let mut r = CipherReader::builder(&key)
+    ///     .capacity(64 * 1024)
+    ///     .build_from_buf_read(&sealed[..]);
+    /// let mut out = vec![0u8; 64 * 1024];
+    /// let mut total = 0;
+    /// loop {
+    ///     match r.read(&mut out)? {
+    ///         0 => break,
+    ///         n => total += n, // `out[..n]` is authenticated plaintext
+    ///     }
+    /// }
+    /// assert_eq!(total, 300_000);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn build_from_buf_read<R: BufRead>(self, inner: R) -> CipherReader<R> {
+        let inner_buf = InnerBuf {
+            fill: R::fill_buf,
+            consume: R::consume,
+        };
+        self.build_with(inner, Some(inner_buf))
+    }
+
+    /// The engine a front drives: everything but the inner reader.
+    /// `windowed`: the front shows its inner buffer.
+    pub(crate) fn engine(self, windowed: bool) -> Opener {
+        Opener::new(
+            self.key,
+            self.aad,
+            self.capacity,
+            self.max_segment,
+            self.provider,
+            windowed,
+        )
+    }
+
+    fn build_with<R: Read>(self, inner: R, inner_buf: Option<InnerBuf<R>>) -> CipherReader<R> {
+        CipherReader {
+            engine: self.engine(inner_buf.is_some()),
+            inner_buf,
+            inner,
+        }
+    }
+}
+
+impl fmt::Debug for ReaderBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReaderBuilder")
+            .field("key", &self.key)
+            .field("capacity", &self.capacity)
+            .field("associated_data_len", &self.aad.len())
+            .field("max_segment_size", &self.max_segment)
+            .field("provider", &self.provider)
+            .finish()
+    }
+}
+
+impl CipherReader<io::Empty> {
+    /// A builder for the less common options (associated data, segment
+    /// limit). Its [`build`](ReaderBuilder::build) takes the inner reader;
+    /// the `Empty` here only lets `CipherReader::builder(&key)` name no type.
+    pub fn builder<K: StreamKey>(key: &K) -> ReaderBuilder {
+        ReaderBuilder {
+            key: key.profile(),
+            capacity: DEFAULT_CAPACITY,
+            aad: Vec::new(),
+            max_segment: DEFAULT_MAX_SEGMENT_SIZE,
+            provider: Provider::default(),
+        }
+    }
+}
+
+impl<R: Read> CipherReader<R> {
+    /// A reader with the default 8 KiB read-ahead and no associated data.
+    pub fn new<K: StreamKey>(key: &K, inner: R) -> Self {
+        CipherReader::builder(key).build(inner)
+    }
+
+    /// A reader that asks the inner reader for `capacity` bytes at a time.
+    pub fn with_capacity<K: StreamKey>(capacity: usize, key: &K, inner: R) -> Self {
+        CipherReader::builder(key).capacity(capacity).build(inner)
+    }
+
+    /// The configured read-ahead.
+    pub fn capacity(&self) -> usize {
+        self.engine.capacity()
+    }
+
+    /// Which library opens this stream's segments.
+    pub fn provider(&self) -> Provider {
+        self.engine.provider()
+    }
+
+    /// The inner reader.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
+    /// The inner reader. Reading from it directly corrupts the stream.
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
+    /// The inner reader. Read-ahead ciphertext and undelivered plaintext
+    /// are lost (and the plaintext wiped).
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+
+    /// Reads into the read-ahead the engine offers.
+    fn read_inner(&mut self) -> io::Result<()> {
+        let n = self.inner.read(self.engine.room())?;
+        self.engine.filled(n);
+        Ok(())
+    }
+
+    /// Shows the inner buffer to the engine; returns the bytes it opened
+    /// into `buf`.
+    fn open_inner_buf(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let src = self
+            .inner_buf
+            .unwrap_or_else(|| unreachable!("asked only of a reader built with an inner buffer"));
+        let window = (src.fill)(&mut self.inner)?;
+        let (used, n) = self.engine.open_window(window, buf);
+        (src.consume)(&mut self.inner, used);
+        Ok(n)
+    }
+}
+
+impl<R: Read> Read for CipherReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut fresh = true;
+        loop {
+            match self.engine.read(buf, fresh)? {
+                Step::Done(n) => return Ok(n),
+                Step::Read => self.read_inner()?,
+                Step::Window => {
+                    let n = self.open_inner_buf(buf)?;
+                    if n > 0 {
+                        return Ok(n);
+                    }
+                }
+            }
+            fresh = false;
+        }
+    }
+}
+
+impl<R: Read> BufRead for CipherReader<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        let mut fresh = true;
+        loop {
+            match self.engine.fill(fresh)? {
+                Step::Done(_) => return Ok(self.engine.buffered()),
+                Step::Read => self.read_inner()?,
+                Step::Window => {
+                    self.open_inner_buf(&mut [])?;
+                }
+            }
+            fresh = false;
+        }
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.engine.consume(amt);
+    }
+}
+
+impl<R: fmt::Debug> fmt::Debug for CipherReader<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CipherReader")
+            .field("inner", &self.inner)
+            .field("capacity", &self.engine.capacity())
+            .field("provider", &self.engine.provider())
+            .field("stage", &self.engine.stage_name())
+            .field("read_ahead", &self.engine.read_ahead())
+            .field("buffered", &self.engine.buffered().len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use crate::{Algorithm, CipherWriter, Key};
+
+    use super::*;
+    use crate::format::TAG_LEN;
+
+    /// Over a source that fills every read (a slice, a file), the
+    /// read-ahead moves at most the part of one segment that the header's
+    /// read brought: every later read ends on a segment boundary, so the
+    /// ciphertext is copied once, by the inner reader, not again by
+    /// compaction.
+    #[test]
+    fn full_reads_end_on_segment_boundaries() {
+        let key = Key::generate(Algorithm::Aes128Gcm);
+        let plain: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+        for seg in [4096, 8192, 65536, 1 << 20] {
+            let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
+            w.write_all(&plain).unwrap();
+            let ct = w.finish().unwrap();
+            for cap in [4096, 8192, 65536, 1 << 20] {
+                for buf in [100, 8192, 1 << 21] {
+                    let mut r = CipherReader::with_capacity(cap, &key, &ct[..]);
+                    let mut out = Vec::new();
+                    let mut b = vec![0; buf];
+                    loop {
+                        let n = r.read(&mut b).unwrap();
+                        if n == 0 {
+                            break;
+                        }
+                        out.extend_from_slice(&b[..n]);
+                    }
+                    assert!(out == plain);
+                    assert!(
+                        r.engine.moved <= seg + TAG_LEN,
+                        "seg {seg} cap {cap} buf {buf}: {} bytes moved",
+                        r.engine.moved
+                    );
+                }
+            }
+        }
+    }
+
+    /// A stream whose final segment is full-length costs one open per
+    /// segment when the input's end is already known (a slice read whole),
+    /// not a failed non-final trial on top: that trial is a full GHASH pass.
+    #[test]
+    fn a_full_final_segment_is_opened_once_when_the_end_is_known() {
+        let key = Key::generate(Algorithm::Aes256Gcm);
+        for segments in [1, 2, 5] {
+            let plain = vec![7u8; segments * 4096];
+            let mut w = CipherWriter::with_capacity(4096, &key, Vec::new());
+            w.write_all(&plain).unwrap();
+            let ct = w.finish().unwrap();
+            let mut r = CipherReader::with_capacity(1 << 20, &key, &ct[..]);
+            let mut out = Vec::new();
+            r.read_to_end(&mut out).unwrap();
+            assert_eq!(out, plain);
+            assert_eq!(r.engine.opens, segments, "{segments} segments");
+        }
+    }
+
+    /// Behind a `BufReader` whose buffer holds k sealed segments, every
+    /// segment opens in place once: the segment that ends each window is
+    /// not left to the copying path (which tried it as final first after
+    /// the short read, a failed pass per window: 241 opens for 129
+    /// segments at k = 1).
+    #[test]
+    fn segments_ending_the_inner_window_open_once() {
+        let key = Key::generate(Algorithm::Aes128Gcm);
+        let plain = vec![3u8; 128 * 8192 + 1];
+        let mut w = CipherWriter::with_capacity(8192, &key, Vec::new());
+        w.write_all(&plain).unwrap();
+        let ct = w.finish().unwrap();
+        for k in 1..=8 {
+            let inner = io::BufReader::with_capacity(k * (8192 + TAG_LEN), &ct[..]);
+            let mut r = CipherReader::builder(&key)
+                .capacity(65536)
+                .build_from_buf_read(inner);
+            let mut out = Vec::new();
+            r.read_to_end(&mut out).unwrap();
+            assert!(out == plain, "k {k}");
+            assert!(
+                r.engine.opens <= 129 + 1,
+                "k {k}: {} opens for 129 segments",
+                r.engine.opens
+            );
+        }
+    }
+
+    /// Over a slice, a stream whose final segment is full-length costs one
+    /// failed pass on top of one open per segment: that segment is tried
+    /// in place as non-final once, then settled by the copying path, not
+    /// tried in place again after the segments before it were delivered.
+    #[test]
+    fn a_full_final_segment_fails_in_place_at_most_once() {
+        let key = Key::generate(Algorithm::Aes256Gcm);
+        for segments in [1, 2, 5] {
+            let plain = vec![7u8; segments * 4096];
+            let mut w = CipherWriter::with_capacity(4096, &key, Vec::new());
+            w.write_all(&plain).unwrap();
+            let ct = w.finish().unwrap();
+            for buf in [4096, 3 * 4096, 1 << 20] {
+                let mut r = CipherReader::builder(&key)
+                    .capacity(4096)
+                    .build_from_buf_read(&ct[..]);
+                let mut out = Vec::new();
+                let mut b = vec![0u8; buf];
+                loop {
+                    match r.read(&mut b).unwrap() {
+                        0 => break,
+                        n => out.extend_from_slice(&b[..n]),
+                    }
+                }
+                assert_eq!(out, plain);
+                assert!(
+                    r.engine.opens <= segments + 1,
+                    "{segments} segments, reads of {buf}: {} opens",
+                    r.engine.opens
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Everything one format decides: header bytes, key derivation, layout.
+//!
+//! A profile turns a key, the associated data and (when reading) the first
+//! bytes of a stream into a [`Stream`]: the [`Suite`] that seals segment *i*
+//! and the [`Layout`] of the segments. The engine does the rest, the same
+//! for every profile.
+//!
+//! | profile | header | key derivation | layout |
+//! |---|---|---|---|
+//! | [`native`] v1 | 53 bytes, self-describing | HKDF-SHA256, info = header ‖ AAD | fixed `capacity`-byte segments |
+//! | [`tink`] AES-GCM-HKDF | 24 or 40 bytes | HKDF (key's hash), info = AAD | first segment shorter by the header |
+
+pub(crate) mod native;
+pub(crate) mod tink;
+
+use crate::core::layout::Layout;
+use crate::core::suite::Suite;
+use crate::{Error, Key, Provider};
+
+/// The default buffer size of [`CipherWriter`](crate::CipherWriter) and
+/// [`CipherReader`](crate::CipherReader) (and their async fronts).
+pub const DEFAULT_CAPACITY: usize = 8 * 1024;
+
+/// The format a key selects: what a [`StreamKey`](crate::StreamKey) turns
+/// into when a writer or reader is built.
+#[derive(Clone, Debug)]
+pub enum Profile {
+    /// The native v1 format.
+    Native(Key),
+    /// Tink's AES-GCM-HKDF streaming format.
+    Tink(crate::tink::TinkKey),
+}
+
+/// A stream as its profile set it up: the suite and the segment
+/// layout. The reader and writer drive it; only the profile knows headers.
+pub(crate) struct Stream {
+    pub(crate) suite: Suite,
+    pub(crate) layout: Layout,
+}
+
+/// Starts a stream to write with `capacity`-byte segments: the header
+/// bytes (to go out with the first segment) and the stream.
+pub(crate) fn begin_write(
+    profile: &Profile,
+    aad: &[u8],
+    capacity: usize,
+    provider: Provider,
+) -> Result<(Vec<u8>, Stream), Error> {
+    match profile {
+        Profile::Native(key) => native::native_write(key, aad, capacity, provider),
+        Profile::Tink(key) => tink::tink_write(key, aad, capacity, provider),
+    }
+}
+
+/// Starts a stream to read from its first bytes: `Ok(None)` while they
+/// hold no complete header, else the header's length and the stream. A
+/// native header asking for segments over `max_segment` is refused here,
+/// before the caller allocates anything for them.
+pub(crate) fn begin_read(
+    profile: &Profile,
+    aad: &[u8],
+    bytes: &[u8],
+    max_segment: usize,
+    provider: Provider,
+) -> Result<Option<(usize, Stream)>, Error> {
+    match profile {
+        Profile::Native(key) => native::native_read(key, aad, bytes, max_segment, provider),
+        Profile::Tink(key) => tink::tink_read(key, aad, bytes, provider),
+    }
+}
+
+impl Profile {
+    /// The writer capacity when the caller sets none.
+    pub(crate) fn default_capacity(&self) -> usize {
+        match self {
+            Profile::Native(_) => DEFAULT_CAPACITY,
+            Profile::Tink(key) => key.params().segment_plaintext(),
+        }
+    }
+
+    /// The header length of this profile (for a Tink key, exact; natively
+    /// always [`HEADER_LEN`]).
+    pub(crate) fn header_len(&self) -> usize {
+        match self {
+            Profile::Native(_) => native::HEADER_LEN,
+            Profile::Tink(key) => key.params().header_len(),
+        }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Bytes that replace the next streams' random salt and nonce prefix
+    /// on this thread (tests that reproduce known ciphertexts).
+    pub(crate) static FIXED_RANDOM: std::cell::RefCell<Option<Vec<u8>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Fills `buf` with fresh randomness for a salt and nonce prefix.
+fn fresh(buf: &mut [u8]) -> Result<(), Error> {
+    #[cfg(test)]
+    if let Some(fixed) = FIXED_RANDOM.with(|f| f.borrow().clone()) {
+        buf.copy_from_slice(&fixed[..buf.len()]);
+        return Ok(());
+    }
+    getrandom::fill(buf).map_err(|_| Error::Random)
+}

@@ -1,0 +1,252 @@
+//! The native v1 profile: its 53-byte header, key derivation and layout.
+//!
+//! See the crate documentation for the byte diagram. [`Header`] parses and
+//! encodes the header bytes (public through [`crate::format`]).
+
+use super::{Stream, fresh};
+use crate::core::kdf::{HkdfHash, derive_key};
+use crate::core::layout::Layout;
+use crate::core::suite::{NONCE_PREFIX_LEN, Suite};
+use crate::{Algorithm, Error, Key, Provider};
+
+/// The eight magic bytes that start every native stream: ASCII `cipherio`.
+pub const MAGIC: [u8; 8] = *b"cipherio";
+/// The native format version this crate writes and reads.
+pub const VERSION: u8 = 1;
+/// Bytes of random HKDF salt in the header.
+pub const SALT_LEN: usize = 32;
+/// Total length of the native v1 header.
+pub const HEADER_LEN: usize = 8 + 1 + 1 + 4 + SALT_LEN + NONCE_PREFIX_LEN;
+/// Bytes of authentication tag after each segment.
+pub const TAG_LEN: usize = crate::core::suite::TAG_LEN;
+/// Default reader limit on the plaintext segment size a header may ask for.
+pub const DEFAULT_MAX_SEGMENT_SIZE: usize = 16 << 20;
+/// Largest writer capacity (plaintext bytes per segment): the default
+/// reader limit, so that every reader with default settings reads every
+/// writer's stream.
+pub const MAX_WRITER_CAPACITY: usize = DEFAULT_MAX_SEGMENT_SIZE;
+
+/// The fixed-size header of a native v1 stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// The AEAD sealing every segment.
+    pub algorithm: Algorithm,
+    /// Plaintext bytes per segment (all but the last segment are full).
+    pub segment_size: u32,
+    /// The stream's random HKDF salt.
+    pub salt: [u8; SALT_LEN],
+    /// The stream's random 7-byte nonce prefix.
+    pub nonce_prefix: [u8; NONCE_PREFIX_LEN],
+}
+
+impl Header {
+    /// Parses the first [`HEADER_LEN`] bytes of `bytes` (more may follow).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if `bytes` is shorter than the header,
+    /// [`Error::BadMagic`], [`Error::UnsupportedVersion`],
+    /// [`Error::UnknownAlgorithm`] or [`Error::ZeroSegmentSize`] for a
+    /// malformed header.
+    pub fn parse(bytes: &[u8]) -> Result<Header, Error> {
+        if bytes.len() < MAGIC.len() {
+            return if MAGIC.starts_with(bytes) {
+                Err(Error::Truncated)
+            } else {
+                Err(Error::BadMagic)
+            };
+        }
+        if bytes[..MAGIC.len()] != MAGIC {
+            return Err(Error::BadMagic);
+        }
+        let Some(h) = bytes.get(..HEADER_LEN) else {
+            return Err(Error::Truncated);
+        };
+        if h[8] != VERSION {
+            return Err(Error::UnsupportedVersion(h[8]));
+        }
+        let algorithm = Algorithm::from_id(h[9]).ok_or(Error::UnknownAlgorithm(h[9]))?;
+        let segment_size = u32::from_be_bytes([h[10], h[11], h[12], h[13]]);
+        if segment_size == 0 {
+            return Err(Error::ZeroSegmentSize);
+        }
+        let mut salt = [0u8; SALT_LEN];
+        salt.copy_from_slice(&h[14..14 + SALT_LEN]);
+        let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
+        nonce_prefix.copy_from_slice(&h[14 + SALT_LEN..]);
+        Ok(Header {
+            algorithm,
+            segment_size,
+            salt,
+            nonce_prefix,
+        })
+    }
+
+    /// The header's [`HEADER_LEN`] bytes.
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
+        h[..8].copy_from_slice(&MAGIC);
+        h[8] = VERSION;
+        h[9] = self.algorithm.id();
+        h[10..14].copy_from_slice(&self.segment_size.to_be_bytes());
+        h[14..14 + SALT_LEN].copy_from_slice(&self.salt);
+        h[14 + SALT_LEN..].copy_from_slice(&self.nonce_prefix);
+        h
+    }
+
+    /// A header with a fresh random salt and nonce prefix.
+    pub(crate) fn random(algorithm: Algorithm, segment_size: u32) -> Result<Header, Error> {
+        let mut r = [0u8; SALT_LEN + NONCE_PREFIX_LEN];
+        fresh(&mut r)?;
+        let mut salt = [0u8; SALT_LEN];
+        salt.copy_from_slice(&r[..SALT_LEN]);
+        let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
+        nonce_prefix.copy_from_slice(&r[SALT_LEN..]);
+        Ok(Header {
+            algorithm,
+            segment_size,
+            salt,
+            nonce_prefix,
+        })
+    }
+
+    /// The stream's suite: the key derived with HKDF-SHA256 from `key`
+    /// (ikm), the salt, and info = the 53 header bytes ‖ `aad`.
+    pub(crate) fn suite(&self, key: &Key, aad: &[u8], provider: Provider) -> Result<Suite, Error> {
+        if key.algorithm() != self.algorithm {
+            return Err(Error::AlgorithmMismatch {
+                stream: self.algorithm,
+                key: key.algorithm(),
+            });
+        }
+        let derived = derive_key(
+            HkdfHash::Sha256,
+            self.algorithm.key_len(),
+            key.as_bytes(),
+            &self.salt,
+            &[&self.to_bytes(), aad],
+        );
+        Ok(Suite::new(
+            provider,
+            self.algorithm,
+            &derived,
+            self.nonce_prefix,
+        ))
+    }
+}
+
+/// Fixed-size segments of `size` plaintext bytes, one encoding per
+/// plaintext (no empty final segment after full ones).
+fn layout(size: usize, suite: &Suite) -> Layout {
+    Layout {
+        header: HEADER_LEN,
+        first: size,
+        rest: size,
+        tag: suite.tag_len(),
+        empty_final: false,
+    }
+}
+
+pub(super) fn native_write(
+    key: &Key,
+    aad: &[u8],
+    capacity: usize,
+    provider: Provider,
+) -> Result<(Vec<u8>, Stream), Error> {
+    let size = segment_size(capacity)?;
+    let header = Header::random(key.algorithm(), size)?;
+    let suite = header.suite(key, aad, provider)?;
+    let layout = layout(capacity, &suite);
+    Ok((header.to_bytes().to_vec(), Stream { suite, layout }))
+}
+
+pub(super) fn native_read(
+    key: &Key,
+    aad: &[u8],
+    bytes: &[u8],
+    max_segment: usize,
+    provider: Provider,
+) -> Result<Option<(usize, Stream)>, Error> {
+    let header = match Header::parse(bytes) {
+        Ok(h) => h,
+        Err(Error::Truncated) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let size = usize::try_from(header.segment_size).unwrap_or(usize::MAX);
+    // (On 32-bit targets a size near 2^32 has no room for its tag.)
+    if size > max_segment || size.checked_add(TAG_LEN).is_none() {
+        return Err(Error::SegmentTooLarge {
+            size: u64::from(header.segment_size),
+            limit: u64::try_from(max_segment).unwrap_or(u64::MAX),
+        });
+    }
+    let suite = header.suite(key, aad, provider)?;
+    let layout = layout(size, &suite);
+    Ok(Some((HEADER_LEN, Stream { suite, layout })))
+}
+
+/// Checks a writer capacity and turns it into the header's field.
+pub(crate) fn segment_size(capacity: usize) -> Result<u32, Error> {
+    match u32::try_from(capacity) {
+        Ok(s) if s > 0 && capacity <= MAX_WRITER_CAPACITY => Ok(s),
+        _ => Err(Error::InvalidCapacity(capacity)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Header {
+        Header {
+            algorithm: Algorithm::ChaCha20Poly1305,
+            segment_size: 0x0001_0203,
+            salt: [0x5a; SALT_LEN],
+            nonce_prefix: [0xc3; NONCE_PREFIX_LEN],
+        }
+    }
+
+    #[test]
+    fn header_bytes_are_as_documented() {
+        let b = sample().to_bytes();
+        assert_eq!(b.len(), 53);
+        assert_eq!(&b[..8], b"cipherio");
+        assert_eq!(b[8], 1);
+        assert_eq!(b[9], 3);
+        assert_eq!(&b[10..14], &[0, 1, 2, 3]);
+        assert_eq!(&b[14..46], &[0x5a; 32]);
+        assert_eq!(&b[46..53], &[0xc3; 7]);
+        assert_eq!(Header::parse(&b), Ok(sample()));
+    }
+
+    #[test]
+    fn malformed_headers_are_named() {
+        let good = sample().to_bytes();
+        assert_eq!(Header::parse(&good[..5]), Err(Error::Truncated));
+        assert_eq!(Header::parse(&good[..52]), Err(Error::Truncated));
+        assert_eq!(Header::parse(b"ciphe-"), Err(Error::BadMagic));
+        let mut b = good;
+        b[0] ^= 1;
+        assert_eq!(Header::parse(&b), Err(Error::BadMagic));
+        let mut b = good;
+        b[8] = 2;
+        assert_eq!(Header::parse(&b), Err(Error::UnsupportedVersion(2)));
+        let mut b = good;
+        b[9] = 0;
+        assert_eq!(Header::parse(&b), Err(Error::UnknownAlgorithm(0)));
+        let mut b = good;
+        b[10..14].copy_from_slice(&[0; 4]);
+        assert_eq!(Header::parse(&b), Err(Error::ZeroSegmentSize));
+    }
+
+    #[test]
+    fn capacity_must_fit_the_header_field() {
+        assert_eq!(segment_size(0), Err(Error::InvalidCapacity(0)));
+        assert_eq!(segment_size(1), Ok(1));
+        assert_eq!(segment_size(MAX_WRITER_CAPACITY), Ok(16 << 20));
+        assert_eq!(
+            segment_size(MAX_WRITER_CAPACITY + 1),
+            Err(Error::InvalidCapacity(MAX_WRITER_CAPACITY + 1))
+        );
+    }
+}
