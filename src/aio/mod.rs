@@ -1,104 +1,62 @@
-//! The tokio fronts: [`AsyncCipherWriter`] and [`AsyncCipherReader`].
+//! The tokio fronts (feature `tokio`): [`AsyncCipherWriter`] over
+//! [`tokio::io::AsyncWrite`](::tokio::io::AsyncWrite) and
+//! [`AsyncCipherReader`] over [`tokio::io::AsyncRead`](::tokio::io::AsyncRead).
 //!
-//! STUB: the API is fixed; the bodies land with the engine.
+//! They are the same engine as [`CipherWriter`](crate::CipherWriter) and
+//! [`CipherReader`](crate::CipherReader) — the same format, errors,
+//! buffering and inner call counts — with `Poll::Pending` where the std
+//! fronts would block. Build them with the same builders
+//! (`CipherWriter::builder(&key)….build_async(w)`), or with `new` /
+//! `with_capacity`:
+//!
+//! ```
+//! # async fn demo() -> std::io::Result<()> {
+//! use cipherio::tokio::{AsyncCipherReader, AsyncCipherWriter};
+//! use cipherio::{Algorithm, CipherReader, Key};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! let key = Key::generate(Algorithm::Aes256Gcm);
+//! let (client, server) = tokio::io::duplex(64 * 1024);
+//!
+//! let sender = tokio::spawn({
+//!     let key = key.clone();
+//!     async move {
+//!         let mut w = AsyncCipherWriter::new(&key, client);
+//!         w.write_all(b"hello over an async pipe").await?;
+//!         w.shutdown().await // seals the final segment, then shuts the pipe down
+//!     }
+//! });
+//!
+//! let mut r = CipherReader::builder(&key).build_async(server);
+//! let mut plaintext = Vec::new();
+//! r.read_to_end(&mut plaintext).await?;
+//! assert_eq!(plaintext, b"hello over an async pipe");
+//! sender.await??;
+//! # Ok(())
+//! # }
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(demo()).unwrap();
+//! ```
+//!
+//! # Cancellation and shutdown
+//!
+//! Dropping a `read`, `write`, `flush` or `shutdown` future at any await
+//! point loses nothing and seals nothing twice: the engine keeps sealed
+//! bytes until the inner writer takes them, and releases plaintext only
+//! into the caller's buffer of a completed poll. `poll_write` never returns
+//! `Ok(0)` for non-empty input (`tokio::io::copy` would fail with
+//! `WriteZero`).
+//!
+//! [`poll_shutdown`](::tokio::io::AsyncWrite::poll_shutdown) completes the
+//! stream — seals the final segment once and writes it — then shuts the
+//! inner writer down; polled again, after `Pending` or after it finished,
+//! it neither errors nor seals again. [`AsyncCipherWriter::finish`]
+//! completes the stream without shutting the inner writer down, for
+//! protocols that go on using it. As with the std writer, dropping a writer
+//! that was neither finished nor shut down never completes the stream: the
+//! reader fails with [`io::ErrorKind::UnexpectedEof`](std::io::ErrorKind::UnexpectedEof).
 
-#![allow(missing_docs, clippy::missing_errors_doc, unused_variables)]
+mod read;
+mod write;
 
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use ::tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
-
-use crate::{ReaderBuilder, StreamKey, WriterBuilder};
-
-pub struct AsyncCipherWriter<W> {
-    inner: W,
-}
-
-pub struct AsyncCipherReader<R> {
-    inner: R,
-}
-
-impl WriterBuilder {
-    pub fn build_async<W: AsyncWrite + Unpin>(self, inner: W) -> AsyncCipherWriter<W> {
-        todo!()
-    }
-}
-
-impl ReaderBuilder {
-    pub fn build_async<R: AsyncRead + Unpin>(self, inner: R) -> AsyncCipherReader<R> {
-        todo!()
-    }
-}
-
-impl<W: AsyncWrite + Unpin> AsyncCipherWriter<W> {
-    pub fn new<K: StreamKey>(key: &K, inner: W) -> Self {
-        todo!()
-    }
-    pub fn with_capacity<K: StreamKey>(capacity: usize, key: &K, inner: W) -> Self {
-        todo!()
-    }
-    pub fn get_ref(&self) -> &W {
-        &self.inner
-    }
-    pub fn get_mut(&mut self) -> &mut W {
-        &mut self.inner
-    }
-    pub async fn finish(self) -> io::Result<W> {
-        todo!()
-    }
-}
-
-impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncCipherWriter<W> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        todo!()
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        todo!()
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        todo!()
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncCipherReader<R> {
-    pub fn new<K: StreamKey>(key: &K, inner: R) -> Self {
-        todo!()
-    }
-    pub fn with_capacity<K: StreamKey>(capacity: usize, key: &K, inner: R) -> Self {
-        todo!()
-    }
-    pub fn get_ref(&self) -> &R {
-        &self.inner
-    }
-    pub fn get_mut(&mut self) -> &mut R {
-        &mut self.inner
-    }
-    pub fn into_inner(self) -> R {
-        self.inner
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for AsyncCipherReader<R> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        todo!()
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncBufRead for AsyncCipherReader<R> {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        todo!()
-    }
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        todo!()
-    }
-}
+pub use read::AsyncCipherReader;
+pub use write::AsyncCipherWriter;

@@ -104,6 +104,9 @@ impl Window {
 
     /// Moves the live bytes to the front; returns how many moved.
     pub(crate) fn compact(&mut self) -> usize {
+        if self.pos == 0 {
+            return 0;
+        }
         let n = self.available();
         self.buf.copy_within(self.pos..self.end, 0);
         self.pos = 0;

@@ -1,0 +1,178 @@
+//! `AsyncCipherWriter`: the tokio `AsyncWrite` front over the [`Sealer`]
+//! engine.
+
+use std::fmt;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use ::tokio::io::AsyncWrite;
+
+use crate::core::sealer::Sealer;
+use crate::{CipherWriter, Error, Provider, StreamKey, WriterBuilder};
+
+/// Encrypts everything written to it into a cipherio stream on an
+/// [`AsyncWrite`]: the async twin of [`CipherWriter`], same format, same
+/// options, same errors.
+///
+/// Complete the stream with [`shutdown`](::tokio::io::AsyncWriteExt::shutdown)
+/// (which then shuts `W` down) or [`finish`](Self::finish) (which returns
+/// `W` open). Dropping the writer before either never completes the stream.
+pub struct AsyncCipherWriter<W> {
+    engine: Sealer,
+    inner: W,
+    /// `poll_shutdown` has shut the inner writer down.
+    shut_down: bool,
+}
+
+impl WriterBuilder {
+    /// The async writer over `inner` (feature `tokio`). Does no I/O.
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub fn build_async<W: AsyncWrite + Unpin>(self, inner: W) -> AsyncCipherWriter<W> {
+        AsyncCipherWriter {
+            engine: self.engine(),
+            inner,
+            shut_down: false,
+        }
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncCipherWriter<W> {
+    /// A writer with the default 8 KiB segments (a Tink key's segment
+    /// size with a [`TinkKey`](crate::tink::TinkKey)) and no associated data.
+    pub fn new<K: StreamKey>(key: &K, inner: W) -> Self {
+        CipherWriter::builder(key).build_async(inner)
+    }
+
+    /// A writer whose segments hold `capacity` plaintext bytes each.
+    pub fn with_capacity<K: StreamKey>(capacity: usize, key: &K, inner: W) -> Self {
+        CipherWriter::builder(key)
+            .capacity(capacity)
+            .build_async(inner)
+    }
+
+    /// Plaintext bytes per segment.
+    pub fn capacity(&self) -> usize {
+        self.engine.capacity()
+    }
+
+    /// Which library seals this stream's segments.
+    pub fn provider(&self) -> Provider {
+        self.engine.provider()
+    }
+
+    /// The inner writer.
+    pub fn get_ref(&self) -> &W {
+        &self.inner
+    }
+
+    /// The inner writer. Writing to it directly corrupts the stream.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
+
+    /// Seals the final segment, writes everything out and flushes the
+    /// inner writer, then returns it — without shutting it down.
+    ///
+    /// # Errors
+    ///
+    /// Any error of the inner writer, or a sticky error of this writer.
+    pub async fn finish(mut self) -> io::Result<W> {
+        std::future::poll_fn(|cx| self.poll_complete(cx)).await?;
+        Ok(self.inner)
+    }
+
+    /// Moves the engine's sealed output to `inner`.
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while !self.engine.output().is_empty() {
+            match ready!(Pin::new(&mut self.inner).poll_write(cx, self.engine.output())) {
+                Ok(0) => return Poll::Ready(Err(Error::WriteZero.into())),
+                Ok(n) => self.engine.consume_output(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Completes the stream (once) and flushes the inner writer.
+    fn poll_complete(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.engine.start()?;
+        if !self.engine.is_sealed() {
+            ready!(self.poll_drain(cx))?;
+            self.engine.finish()?;
+        }
+        ready!(self.poll_drain(cx))?;
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncCipherWriter<W> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.engine.is_sealed() {
+            return Poll::Ready(Err(Error::Finished.into()));
+        }
+        this.engine.start()?;
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        // Whatever an earlier call left pending goes first; `Pending` here
+        // has taken nothing, so a dropped future loses nothing.
+        ready!(this.poll_drain(cx))?;
+        let mut taken = 0;
+        while taken < buf.len() {
+            match this.engine.write(&buf[taken..]) {
+                Ok(n) => taken += n,
+                Err(e) if taken == 0 => return Poll::Ready(Err(e.into())),
+                Err(_) => return Poll::Ready(Ok(taken)),
+            }
+            if !matches!(this.poll_drain(cx), Poll::Ready(Ok(()))) {
+                // The segment just sealed is non-final: the bytes after it
+                // are taken now, and the call reports them. A `Pending` or
+                // an error of the inner writer comes back with the next call.
+                taken += this.engine.hold(&buf[taken..]);
+                return Poll::Ready(Ok(taken));
+            }
+        }
+        Poll::Ready(Ok(taken))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Some(e) = this.engine.error() {
+            return Poll::Ready(Err(e.clone().into()));
+        }
+        ready!(this.poll_drain(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.shut_down {
+            return Poll::Ready(Ok(()));
+        }
+        ready!(this.poll_complete(cx))?;
+        ready!(Pin::new(&mut this.inner).poll_shutdown(cx))?;
+        this.shut_down = true;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<W: fmt::Debug> fmt::Debug for AsyncCipherWriter<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AsyncCipherWriter")
+            .field("inner", &self.inner)
+            .field("capacity", &self.engine.capacity())
+            .field("provider", &self.engine.provider())
+            .field("stage", &self.engine.stage_name())
+            .field("buffered", &self.engine.buffered())
+            .field("pending", &self.engine.output().len())
+            .field("shut_down", &self.shut_down)
+            .finish()
+    }
+}
