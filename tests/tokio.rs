@@ -538,7 +538,7 @@ async fn constructors_and_builders_round_trip_with_both_key_types() {
     }
 }
 
-/// get_ref / get_mut / into_inner reach the inner reader and writer.
+/// `get_ref` / `get_mut` / `into_inner` reach the inner reader and writer.
 #[tokio::test]
 async fn accessors_reach_the_inner_reader_and_writer() {
     let case = &Case::all(SEG)[0];
@@ -580,9 +580,7 @@ fn poll_write_never_returns_zero_over_short_pending_writes() {
                 (100, 2, vec![5 * SEG, 333]),
                 (5000, 3, vec![17]),
             ] {
-                let inner = ScriptedWriter::new()
-                    .max_per_call(max)
-                    .pending_every(every);
+                let inner = ScriptedWriter::new().max_per_call(max).pending_every(every);
                 let mut w = case.writer(inner);
                 let errors = write_by_hand(&mut w, &plain, &chunks);
                 assert!(errors.is_empty(), "{errors:?}");
@@ -602,7 +600,10 @@ fn poll_write_never_returns_zero_over_short_pending_writes() {
 /// whole write-and-shutdown (writes, flushes, the final seal, the inner
 /// shutdown): errors pass through unchanged (an inner `Ok(0)` becomes
 /// `WriteZero`, never `Ok(0)`), the next call resumes, and the stream is
-/// still exactly the format's.
+/// still exactly the format's. An error at an inner flush or shutdown
+/// must reach the caller; one at an inner write may be deferred when the
+/// same call already took bytes (it answers `Ok(taken)`, as the std
+/// writer does, and the next call drains again), so there at most one.
 #[test]
 fn writer_resumes_after_pending_error_or_zero_at_every_poll_position() {
     for case in Case::all(SEG) {
@@ -613,8 +614,10 @@ fn writer_resumes_after_pending_error_or_zero_at_every_poll_position() {
         let mut w = case.writer(ScriptedWriter::new().max_per_call(256));
         assert!(write_by_hand(&mut w, &plain, &chunks).is_empty());
         let polls = w.get_ref().polls;
+        let kinds = w.get_ref().kinds.clone();
+        assert_eq!(kinds.len(), polls);
         case.assert_stream(&w.get_ref().output(), &plain, "clean");
-        for at in 0..polls {
+        for (at, &kind) in kinds.iter().enumerate() {
             for what in ["pending", "error", "zero"] {
                 let inner = ScriptedWriter::new().max_per_call(256);
                 let inner = match what {
@@ -626,8 +629,15 @@ fn writer_resumes_after_pending_error_or_zero_at_every_poll_position() {
                 let errors = write_by_hand(&mut w, &plain, &chunks);
                 match what {
                     "error" => {
-                        assert_eq!(errors.len(), 1, "{}: error at poll {at}", case.name());
-                        assert_eq!(errors[0].kind(), ErrorKind::ConnectionReset);
+                        let what = format!("{}: error at poll {at} ({kind})", case.name());
+                        if kind == 'w' {
+                            assert!(errors.len() <= 1, "{what}: {errors:?}");
+                        } else {
+                            assert_eq!(errors.len(), 1, "{what}: {errors:?}");
+                        }
+                        for e in &errors {
+                            assert_eq!(e.kind(), ErrorKind::ConnectionReset, "{what}");
+                        }
                     }
                     "zero" => {
                         // Only a poll_write position turns into an error.
@@ -665,7 +675,11 @@ async fn flush_writes_every_sealed_segment_and_flushes_the_inner_writer() {
         let mut w = case.writer(inner);
         for k in 1..=3 {
             let upto = case.lay.plain_before(k) + 1;
-            let from = if k == 1 { 0 } else { case.lay.plain_before(k - 1) + 1 };
+            let from = if k == 1 {
+                0
+            } else {
+                case.lay.plain_before(k - 1) + 1
+            };
             w.write_all(&plain[from..upto]).await.unwrap();
             w.flush().await.unwrap();
             let inner = w.get_ref();
@@ -719,7 +733,11 @@ async fn poll_shutdown_is_idempotent_and_seals_once() {
             let ct_len = case.lay.ct_len(len);
             let what = format!("{}: {len} bytes", case.name());
             assert!(polls > 1, "{what}: the scripted Pendings were not seen");
-            assert_eq!(w.get_ref().shut_at, Some(ct_len), "{what}: inner shut down early");
+            assert_eq!(
+                w.get_ref().shut_at,
+                Some(ct_len),
+                "{what}: inner shut down early"
+            );
             case.assert_stream(&w.get_ref().output(), &plain, "shutdown");
             for again in 0..2 {
                 let r = poll_fn(|cx| Pin::new(&mut w).poll_shutdown(cx)).await;
@@ -809,7 +827,12 @@ async fn finish_completes_without_shutting_down() {
             let mut w = case.writer(ScriptedWriter::new().max_per_call(100).pending_every(3));
             w.write_all(&plain).await.unwrap();
             let mut inner = w.finish().await.unwrap();
-            assert_eq!(inner.shutdowns, 0, "{}: finish shut the writer down", case.name());
+            assert_eq!(
+                inner.shutdowns,
+                0,
+                "{}: finish shut the writer down",
+                case.name()
+            );
             inner.write_all(TRAILER).await.unwrap();
             let out = inner.output();
             let ct_len = case.lay.ct_len(len);
@@ -831,9 +854,12 @@ async fn finish_completes_without_shutting_down() {
                 })
             };
             let recv = async {
-                let mut r = case.reader(8192, (&mut b).take(ct_len as u64));
-                let got = read_all(&mut r, 1000).await.unwrap();
-                drop(r);
+                // The reader borrows the duplex (through `take`) only for
+                // the stream; the bytes after it are read directly.
+                let got = {
+                    let mut r = case.reader(8192, (&mut b).take(ct_len as u64));
+                    read_all(&mut r, 1000).await.unwrap()
+                };
                 let mut rest = Vec::new();
                 b.read_to_end(&mut rest).await.unwrap();
                 (got, rest)
@@ -956,7 +982,11 @@ async fn tokio_io_copy_into_the_writer_and_out_of_the_reader() {
                 .unwrap();
                 timeout(GUARD, sender).await.unwrap().unwrap().unwrap();
                 assert_eq!(n, len as u64);
-                assert!(got == plain, "{}: {len} bytes, buffered {buffered}", case.name());
+                assert!(
+                    got == plain,
+                    "{}: {len} bytes, buffered {buffered}",
+                    case.name()
+                );
             }
         }
     }
@@ -1051,7 +1081,9 @@ async fn a_reader_waits_only_for_the_first_segment() {
         let sender = tokio::spawn(async move {
             a.write_all(&ct[..one]).await?;
             // Wait (unfinished) until the reader has the segment.
-            let got = timeout(GUARD, rx.recv()).await.expect("reader never got segment 0");
+            let got = timeout(GUARD, rx.recv())
+                .await
+                .expect("reader never got segment 0");
             a.write_all(&ct[one..]).await?;
             a.shutdown().await?;
             io::Result::Ok(got)
@@ -1069,7 +1101,12 @@ async fn a_reader_waits_only_for_the_first_segment() {
         }
         assert_eq!(out.len(), case.lay.first, "{}", case.name());
         tx.send(out.len()).unwrap();
-        out.extend(timeout(GUARD, read_all(&mut r, 5000)).await.unwrap().unwrap());
+        out.extend(
+            timeout(GUARD, read_all(&mut r, 5000))
+                .await
+                .unwrap()
+                .unwrap(),
+        );
         assert_eq!(sender.await.unwrap().unwrap(), Some(case.lay.first));
         assert!(out == plain, "{}", case.name());
     }
@@ -1095,7 +1132,11 @@ fn pausing_sender(
         let mut k = 0;
         while pos < ct.len() {
             let end = (lay.sealed_prefix(k + 1)).min(ct.len());
-            let mid = if k == 0 { lay.header + lay.first / 2 } else { (pos + end) / 2 };
+            let mid = if k == 0 {
+                lay.header + lay.first / 2
+            } else {
+                (pos + end) / 2
+            };
             a.write_all(&ct[pos..mid]).await?;
             paused_tx.send(()).unwrap();
             pauses += 1;
@@ -1235,7 +1276,7 @@ async fn write_flush_and_shutdown_futures_dropped_mid_segment_seal_once() {
                     None => cancel(),
                 }
                 // Now and then a flush, also cancelled while blocked.
-                if pos % 3 == 0 {
+                if pos.is_multiple_of(3) {
                     loop {
                         match timeout(Duration::from_millis(2), w.flush()).await {
                             Ok(r) => break r.unwrap(),
@@ -1301,7 +1342,10 @@ async fn writer_task_panic_or_abort_leaves_the_reader_with_unexpected_eof() {
             };
             let mut r = case.reader(8192, b);
             let mut got = vec![0; two];
-            timeout(GUARD, r.read_exact(&mut got)).await.unwrap().unwrap();
+            timeout(GUARD, r.read_exact(&mut got))
+                .await
+                .unwrap()
+                .unwrap();
             assert!(got == plain[..two]);
             timeout(GUARD, rx.recv()).await.unwrap();
             if abort {
@@ -1310,7 +1354,9 @@ async fn writer_task_panic_or_abort_leaves_the_reader_with_unexpected_eof() {
             let join = timeout(GUARD, task).await.unwrap().unwrap_err();
             assert_eq!(join.is_panic(), !abort);
             assert_eq!(join.is_cancelled(), abort);
-            let (rest, e) = timeout(GUARD, read_until_error(&mut r, 4096)).await.unwrap();
+            let (rest, e) = timeout(GUARD, read_until_error(&mut r, 4096))
+                .await
+                .unwrap();
             let e = e.unwrap_or_else(|| panic!("{}: clean end", case.name()));
             assert_eq!(e.kind(), ErrorKind::UnexpectedEof, "{}: {e:?}", case.name());
             assert!(rest.is_empty());
@@ -1362,7 +1408,11 @@ fn reads_resume_after_pending_at_every_poll_position() {
         let sizes = [5000, 1, 700, 64 * 1024];
         let mut r = case.reader(4096, ScriptedReader::new(ct.clone()).max_per_call(37));
         let clean = read_by_hand(&mut r, &sizes, &plain);
-        assert!(clean.out == plain && clean.errors.is_empty(), "{}", case.name());
+        assert!(
+            clean.out == plain && clean.errors.is_empty(),
+            "{}",
+            case.name()
+        );
         let polls = r.get_ref().polls;
         for at in 0..polls {
             let inner = ScriptedReader::new(ct.clone())
@@ -1382,7 +1432,11 @@ fn reads_resume_after_pending_at_every_poll_position() {
                 let mut r = case.reader(4096, inner);
                 let run = read_by_hand(&mut r, &sizes, &plain);
                 assert!(run.errors.is_empty(), "{:?}", run.errors);
-                assert!(run.out == plain, "{}: every {every}, max {max}", case.name());
+                assert!(
+                    run.out == plain,
+                    "{}: every {every}, max {max}",
+                    case.name()
+                );
             }
         }
     }
@@ -1444,7 +1498,12 @@ async fn reader_errors_are_sticky_and_release_nothing_unauthenticated() {
         let mut trailing = ct.clone();
         trailing.extend_from_slice(b"junk");
         let variants: Vec<(&str, Vec<u8>, usize, ErrorKind)> = vec![
-            ("bit flipped in segment 1", flipped, l.plain_before(1), ErrorKind::InvalidData),
+            (
+                "bit flipped in segment 1",
+                flipped,
+                l.plain_before(1),
+                ErrorKind::InvalidData,
+            ),
             (
                 "cut after segment 2",
                 ct[..l.sealed_prefix(2)].to_vec(),
@@ -1457,12 +1516,20 @@ async fn reader_errors_are_sticky_and_release_nothing_unauthenticated() {
                 l.plain_before(2),
                 ErrorKind::InvalidData,
             ),
-            ("trailing bytes", trailing, plain.len(), ErrorKind::InvalidData),
+            (
+                "trailing bytes",
+                trailing,
+                plain.len(),
+                ErrorKind::InvalidData,
+            ),
         ];
         for (what, bad, good, kind) in variants {
             for max in [usize::MAX, 777] {
                 let what = format!("{}: {what}, {max} per inner call", case.name());
-                let mut r = case.reader(64 * 1024, ScriptedReader::new(bad.clone()).max_per_call(max));
+                let mut r = case.reader(
+                    64 * 1024,
+                    ScriptedReader::new(bad.clone()).max_per_call(max),
+                );
                 let run = read_by_hand(&mut r, &[64 * 1024, 100], &plain);
                 assert_eq!(run.errors.len(), 1, "{what}: {run:?}");
                 let e = &run.errors[0];
@@ -1480,7 +1547,12 @@ async fn reader_errors_are_sticky_and_release_nothing_unauthenticated() {
         let mut r = other.reader(8192, &ct[..]);
         let e = read_all(&mut r, 1000).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidData);
-        assert_eq!(Error::from_io(&e), Some(&Error::Authentication), "{}", case.name());
+        assert_eq!(
+            Error::from_io(&e),
+            Some(&Error::Authentication),
+            "{}",
+            case.name()
+        );
         assert_sticky(&mut r, &e).await;
     }
 }
@@ -1544,12 +1616,16 @@ fn inner_polls_equal_the_std_readers_inner_reads() {
         for how in ["all at once", "one segment a call", "7 bytes a call"] {
             for rcap in [SEG, 8192, 65536] {
                 for bufsize in [1, 100, SEG, 65536] {
-                    let (std_out, std_inner) = std_reads(case.reader_builder(rcap), make(how), bufsize);
+                    let (std_out, std_inner) =
+                        std_reads(case.reader_builder(rcap), make(how), bufsize);
                     assert!(std_out == plain);
                     let mut r = case.reader(rcap, make(how));
                     let run = read_by_hand(&mut r, &[bufsize], &plain);
                     assert!(run.out == plain && run.errors.is_empty(), "{run:?}");
-                    let what = format!("{}: {how}, read-ahead {rcap}, {bufsize}-byte reads", case.name());
+                    let what = format!(
+                        "{}: {how}, read-ahead {rcap}, {bufsize}-byte reads",
+                        case.name()
+                    );
                     assert_eq!(
                         r.get_ref().polls,
                         std_inner.polls,
@@ -1609,7 +1685,10 @@ fn coalesced_segments_need_no_second_poll_and_reads_wait_for_one_segment() {
                 }
                 assert_eq!(out.len(), l.plain_before(k + 1));
             }
-            assert!(matches!(poll_read_once(&mut r, &mut buf), Poll::Ready(Ok(0))));
+            assert!(matches!(
+                poll_read_once(&mut r, &mut buf),
+                Poll::Ready(Ok(0))
+            ));
             assert!(out == plain);
         }
     }
@@ -1632,7 +1711,9 @@ async fn buf_read_lines_over_segment_boundaries() {
     for case in Case::all(SEG) {
         let plain = text(300);
         let ct = case.seal(plain.as_bytes());
-        let inner = ScriptedReader::new(ct.clone()).max_per_call(33).pending_every(2);
+        let inner = ScriptedReader::new(ct.clone())
+            .max_per_call(33)
+            .pending_every(2);
         let mut lines = case.reader(4096, inner).lines();
         let mut got = Vec::new();
         while let Some(line) = timeout(GUARD, lines.next_line()).await.unwrap().unwrap() {
@@ -1664,7 +1745,11 @@ fn poll_fill_buf_and_consume_continue_the_plaintext() {
         let ct = case.seal(&plain);
         for every in [0, 2] {
             let inner = ScriptedReader::new(ct.clone()).max_per_call(200);
-            let inner = if every > 0 { inner.pending_every(every) } else { inner };
+            let inner = if every > 0 {
+                inner.pending_every(every)
+            } else {
+                inner
+            };
             let mut r = case.reader(1000, inner);
             let mut out = Vec::new();
             let mut turn = 0usize;
@@ -1673,7 +1758,7 @@ fn poll_fill_buf_and_consume_continue_the_plaintext() {
                 spins += 1;
                 assert!(spins < 1_000_000);
                 turn += 1;
-                if turn % 3 == 0 {
+                if turn.is_multiple_of(3) {
                     // A read between buffered calls.
                     let mut buf = [0; 50];
                     match poll_read_once(&mut r, &mut buf) {

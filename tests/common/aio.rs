@@ -23,7 +23,8 @@ pub const INJECTED: &str = "injected by the test double";
 
 /// True if `e` is an error injected by a double (passed through unchanged).
 pub fn is_injected(e: &io::Error) -> bool {
-    e.get_ref().is_some_and(|inner| inner.to_string() == INJECTED)
+    e.get_ref()
+        .is_some_and(|inner| inner.to_string() == INJECTED)
 }
 
 fn injected(kind: ErrorKind) -> io::Error {
@@ -54,7 +55,7 @@ impl Script {
             return Some(*e);
         }
         match self.pending_every {
-            Some(n) if n > 0 && (poll + 1) % n == 0 => Some(Event::Pending),
+            Some(n) if n > 0 && (poll + 1).is_multiple_of(n) => Some(Event::Pending),
             _ => None,
         }
     }
@@ -223,6 +224,9 @@ pub struct ScriptedWriter {
     pub shut_at: Option<usize>,
     /// Bytes written when each flush completed.
     pub flushed_at: Vec<usize>,
+    /// What each poll was, by position: `'w'` write, `'f'` flush, `'s'`
+    /// shutdown.
+    pub kinds: Vec<char>,
 }
 
 impl Default for ScriptedWriter {
@@ -244,6 +248,7 @@ impl ScriptedWriter {
             shutdowns: 0,
             shut_at: None,
             flushed_at: Vec::new(),
+            kinds: Vec::new(),
         }
     }
 
@@ -308,7 +313,8 @@ impl ScriptedWriter {
         self.out.lock().unwrap().len()
     }
 
-    fn next(&mut self, cx: &mut Context<'_>) -> Option<Event> {
+    fn next(&mut self, cx: &mut Context<'_>, kind: char) -> Option<Event> {
+        self.kinds.push(kind);
         let poll = self.polls;
         self.polls += 1;
         assert!(self.polls < 10_000_000, "runaway inner polls");
@@ -328,7 +334,7 @@ impl AsyncWrite for ScriptedWriter {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         this.write_polls += 1;
-        match this.next(cx) {
+        match this.next(cx, 'w') {
             Some(Event::Pending) => return Poll::Pending,
             Some(Event::Error(kind)) => return Poll::Ready(Err(injected(kind))),
             Some(Event::Zero) => return Poll::Ready(Ok(0)),
@@ -350,7 +356,7 @@ impl AsyncWrite for ScriptedWriter {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        match this.next(cx) {
+        match this.next(cx, 'f') {
             Some(Event::Pending) => return Poll::Pending,
             Some(Event::Error(kind)) => return Poll::Ready(Err(injected(kind))),
             Some(Event::Zero) | None => {}
@@ -363,7 +369,7 @@ impl AsyncWrite for ScriptedWriter {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        match this.next(cx) {
+        match this.next(cx, 's') {
             Some(Event::Pending) => return Poll::Pending,
             Some(Event::Error(kind)) => return Poll::Ready(Err(injected(kind))),
             Some(Event::Zero) | None => {}
