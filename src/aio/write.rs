@@ -95,14 +95,20 @@ impl<W: AsyncWrite + Unpin> AsyncCipherWriter<W> {
         Poll::Ready(Ok(()))
     }
 
-    /// Completes the stream (once) and flushes the inner writer.
-    fn poll_complete(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    /// Completes the stream (seals the final segment once) and writes
+    /// everything out.
+    fn poll_seal_all(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.engine.start()?;
         if !self.engine.is_sealed() {
             ready!(self.poll_drain(cx))?;
             self.engine.finish()?;
         }
-        ready!(self.poll_drain(cx))?;
+        self.poll_drain(cx)
+    }
+
+    /// Completes the stream and flushes the inner writer.
+    fn poll_complete(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_seal_all(cx))?;
         Pin::new(&mut self.inner).poll_flush(cx)
     }
 }
@@ -156,7 +162,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncCipherWriter<W> {
         if this.shut_down {
             return Poll::Ready(Ok(()));
         }
-        ready!(this.poll_complete(cx))?;
+        // The inner writer's shutdown flushes it: one inner poll per poll
+        // once everything is written.
+        ready!(this.poll_seal_all(cx))?;
         ready!(Pin::new(&mut this.inner).poll_shutdown(cx))?;
         this.shut_down = true;
         Poll::Ready(Ok(()))
