@@ -156,6 +156,35 @@ pub fn read_watching(
     }
 }
 
+/// [`read_watching`] on every front with every provider, which must
+/// agree: returns their common outcome.
+pub fn read_watching_everywhere(
+    ctx: &str,
+    builder: &ReaderBuilder,
+    stream: &[u8],
+    pt: &[u8],
+    buf_len: usize,
+) -> (usize, Error) {
+    let mut results = Front::ALL.iter().flat_map(|&front| {
+        Provider::ALL.iter().map(move |&rp| {
+            let ctx = format!("{ctx} [read by {rp:?}]");
+            read_watching(
+                &ctx,
+                front,
+                builder.clone().provider(rp),
+                stream,
+                pt,
+                buf_len,
+            )
+        })
+    });
+    let first = results.next().expect("at least one front and provider");
+    for other in results {
+        assert_eq!(other, first, "{ctx}: providers or fronts disagree");
+    }
+    first
+}
+
 /// (reader capacity, bytes the inner reader hands out per call) that a
 /// damaged stream is read with.
 pub const TAMPER_CONFIGS: [(usize, usize); 4] = [
@@ -193,17 +222,14 @@ pub struct Tamper<'a> {
 }
 
 impl Tamper<'_> {
-    /// Reads `stream` on every front, with every provider, in `configs` ×
-    /// `pats`: every reading ends in an error as `want` says (never a
-    /// clean end), released only an authenticated prefix (`upto`), and the
-    /// error is sticky.
-    pub fn fail_in(
+    /// Reads `stream` with every front, provider, configuration and
+    /// pattern: `check` gets the context, the reader and how it ended.
+    fn each_reading(
         &self,
         configs: &[(usize, usize)],
         pats: &[ReadMode],
         stream: &[u8],
-        want: &Want,
-        upto: Upto,
+        check: impl Fn(&str, &mut FrontReader<ScriptReader<'_>>, Vec<u8>, io::Result<()>),
     ) {
         for &front in Front::ALL {
             for &rp in Provider::ALL {
@@ -217,17 +243,34 @@ impl Tamper<'_> {
                         let inner = ScriptReader::new(stream).max_per_call(chunk);
                         let mut r = front.build_reader(builder, inner);
                         let (got, res) = read_in(&mut r, pattern);
-                        let Err(e) = res else {
-                            panic!("{ctx}: clean end of stream after {} bytes", got.len())
-                        };
-                        let ce = crate_error(&ctx, &e);
-                        want.check(&ctx, &e, &ce);
-                        check_released(&ctx, &got, self.pt, self.layout, upto);
-                        assert_sticky(&ctx, &mut r, &ce);
+                        check(&ctx, &mut r, got, res);
                     }
                 }
             }
         }
+    }
+
+    /// Reads `stream` on every front, with every provider, in `configs` ×
+    /// `pats`: every reading ends in an error as `want` says (never a
+    /// clean end), released only an authenticated prefix (`upto`), and the
+    /// error is sticky.
+    pub fn fail_in(
+        &self,
+        configs: &[(usize, usize)],
+        pats: &[ReadMode],
+        stream: &[u8],
+        want: &Want,
+        upto: Upto,
+    ) {
+        self.each_reading(configs, pats, stream, |ctx, r, got, res| {
+            let Err(e) = res else {
+                panic!("{ctx}: clean end of stream after {} bytes", got.len())
+            };
+            let ce = crate_error(ctx, &e);
+            want.check(ctx, &e, &ce);
+            check_released(ctx, &got, self.pt, self.layout, upto);
+            assert_sticky(ctx, r, &ce);
+        });
     }
 
     /// [`Tamper::fail_in`] every configuration and pattern.
@@ -245,24 +288,11 @@ impl Tamper<'_> {
     /// configuration and pattern, with a stable end (so a failure elsewhere
     /// is the tampering's doing, not the harness's).
     pub fn clean(&self, stream: &[u8]) {
-        for &front in Front::ALL {
-            for &rp in Provider::ALL {
-                for (cap, chunk) in TAMPER_CONFIGS {
-                    for pattern in tamper_patterns(self.layout) {
-                        let ctx = format!(
-                            "{} [{front:?}, read by {rp:?}, cap {cap}, chunk {chunk}, {pattern:?}]",
-                            self.ctx
-                        );
-                        let builder = self.builder.clone().provider(rp).capacity(cap);
-                        let inner = ScriptReader::new(stream).max_per_call(chunk);
-                        let mut r = front.build_reader(builder, inner);
-                        let (got, res) = read_in(&mut r, &pattern);
-                        res.unwrap_or_else(|e| panic!("{ctx}: {e}"));
-                        assert!(got == self.pt, "{ctx}: wrong plaintext");
-                        assert_eq!(r.read(&mut [0u8; 8]).unwrap(), 0, "{ctx}: end is stable");
-                    }
-                }
-            }
-        }
+        let pats = tamper_patterns(self.layout);
+        self.each_reading(&TAMPER_CONFIGS, &pats, stream, |ctx, r, got, res| {
+            res.unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            assert!(got == self.pt, "{ctx}: wrong plaintext");
+            assert_eq!(r.read(&mut [0u8; 8]).unwrap(), 0, "{ctx}: end is stable");
+        });
     }
 }
