@@ -9,154 +9,44 @@
 //! The inner readers and writers are scripted here; no partial-io crate.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{self, BufRead, ErrorKind, Read, Write};
+mod common;
+
+use std::io::{self, BufRead, ErrorKind, Read};
 
 use cipherio::format::{HEADER_LEN, TAG_LEN};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key};
+use common::{
+    Front, Layout, ScriptReader, ScriptWriter, WriteMode, crate_error_of as crate_error,
+    read_retrying as read_all, write_retrying as drive,
+};
 
 // ---------------------------------------------------------------------------
 // helpers
 
 fn data(len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| u8::try_from(i * 31 % 251).unwrap())
-        .collect()
+    common::data(len, 31)
 }
 
 /// Segments a writer with `seg`-byte segments makes for `len` bytes.
 fn segments(len: usize, seg: usize) -> usize {
-    len.div_ceil(seg).max(1)
+    Layout::native(seg).segments(len)
 }
 
 /// The exact length of a finished stream: the header, one tag per segment,
 /// and the plaintext once. Anything longer was sent or sealed twice.
 fn stream_len(len: usize, seg: usize) -> usize {
-    HEADER_LEN + segments(len, seg) * TAG_LEN + len
+    Layout::native(seg).stream_len(len)
 }
 
+/// What a writer wrote, read back by the std reader.
 fn decrypt(key: &Key, ct: &[u8]) -> io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    CipherReader::new(key, ct).read_to_end(&mut out)?;
-    Ok(out)
+    common::decrypt(Front::Std, CipherReader::builder(key), ct)
 }
 
-fn crate_error(e: &io::Error) -> Option<Error> {
-    Error::from_io(e).cloned()
-}
-
-/// An inner writer with a script: at most `max_per_call` bytes per call,
-/// one error of `fail.1` at write call number `fail.0`, or `Ok(0)` while
-/// `zero` is set. It panics past `call_limit` calls, so a `CipherWriter`
-/// that loops on a misbehaving writer fails the test instead of hanging it.
-struct ScriptWriter {
-    out: Vec<u8>,
-    calls: usize,
-    flushes: usize,
-    max_per_call: usize,
-    fail: Option<(usize, ErrorKind)>,
-    zero: bool,
-    /// Write calls with these indices return `Ok(0)` too.
-    zero_calls: std::ops::Range<usize>,
-    /// Set when a call returned `Ok(0)`; the test clears it after each
-    /// `CipherWriter` call. A second inner call within one `CipherWriter` call
-    /// after an `Ok(0)` panics: the writer must report `WriteZero` instead.
-    after_zero: bool,
-    call_limit: usize,
-}
-
-impl ScriptWriter {
-    fn new() -> Self {
-        ScriptWriter {
-            out: Vec::new(),
-            calls: 0,
-            flushes: 0,
-            max_per_call: usize::MAX,
-            fail: None,
-            zero: false,
-            zero_calls: 0..0,
-            after_zero: false,
-            call_limit: 1_000_000,
-        }
-    }
-
-    fn max_per_call(mut self, n: usize) -> Self {
-        self.max_per_call = n;
-        self
-    }
-
-    fn fail_at(mut self, call: usize, kind: ErrorKind) -> Self {
-        self.fail = Some((call, kind));
-        self
-    }
-}
-
-impl Write for ScriptWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let call = self.calls;
-        self.calls += 1;
-        assert!(
-            self.calls <= self.call_limit,
-            "CipherWriter made {} inner write calls: it loops on a misbehaving writer",
-            self.calls
-        );
-        assert!(
-            !buf.is_empty(),
-            "CipherWriter asked the inner writer to write nothing"
-        );
-        assert!(
-            !self.after_zero,
-            "CipherWriter called the inner writer again after it returned Ok(0)"
-        );
-        if self.zero || self.zero_calls.contains(&call) {
-            self.after_zero = true;
-            return Ok(0);
-        }
-        if let Some((at, kind)) = self.fail
-            && at == call
-        {
-            return Err(io::Error::new(kind, "scripted inner write error"));
-        }
-        let n = buf.len().min(self.max_per_call);
-        self.out.extend_from_slice(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.flushes += 1;
-        Ok(())
-    }
-}
-
-/// Writes `data` through `w` in calls of at most `chunk` bytes, then
-/// finishes with `try_finish`, the way a careful `std::io` caller would: after
-/// an error the *same* call is retried (an `Err` consumed nothing), after
-/// `Ok(n)` the caller moves on by exactly `n`. Returns the error kinds that
-/// surfaced. Checks that no error carries a crate error (inner errors pass
-/// through unchanged) and that `write` never returns `Ok(0)`.
-fn drive<W: Write>(w: &mut CipherWriter<W>, data: &[u8], chunk: usize) -> Vec<ErrorKind> {
-    let mut errors = Vec::new();
-    let mut off = 0;
-    while off < data.len() {
-        let end = off.saturating_add(chunk).min(data.len());
-        match w.write(&data[off..end]) {
-            Ok(0) => panic!("write returned Ok(0) for a {}-byte buffer", end - off),
-            Ok(n) => {
-                assert!(n <= end - off, "write claims {n} of {} bytes", end - off);
-                off += n;
-            }
-            Err(e) => {
-                assert_eq!(crate_error(&e), None, "inner error altered: {e}");
-                errors.push(e.kind());
-            }
-        }
-        assert!(errors.len() < 50, "too many errors: {errors:?}");
-    }
-    while let Err(e) = w.try_finish() {
-        assert_eq!(crate_error(&e), None, "inner error altered: {e}");
-        errors.push(e.kind());
-        assert!(errors.len() < 50, "too many errors: {errors:?}");
-    }
-    errors
+/// A stream to read, written by the std writer.
+fn encrypt(key: &Key, seg: usize, plain: &[u8]) -> Vec<u8> {
+    let builder = CipherWriter::builder(key).capacity(seg);
+    common::encrypt(Front::Std, builder, plain, &WriteMode::AllAtOnce)
 }
 
 const SEG: usize = 64;
@@ -168,25 +58,27 @@ const LEN: usize = 5 * SEG + 17;
 
 #[test]
 fn writer_over_one_byte_per_call_writer() {
-    for alg in Algorithm::ALL {
-        let key = Key::generate(alg);
-        for len in [0, 1, SEG - 1, SEG, SEG + 1, 3 * SEG, LEN] {
-            let plain = data(len);
-            for chunk in [1, 7, SEG, SEG + 1, usize::MAX] {
-                let mut w =
-                    CipherWriter::with_capacity(SEG, &key, ScriptWriter::new().max_per_call(1));
-                let errors = drive(&mut w, &plain, chunk);
-                assert!(errors.is_empty(), "{errors:?}");
-                let inner = w.finish().unwrap();
-                assert_eq!(inner.out.len(), stream_len(len, SEG), "{alg} len {len}");
-                // Every call accepted one byte; a writer that re-sent bytes
-                // after a short write would need more calls.
-                assert_eq!(inner.calls, inner.out.len());
-                assert_eq!(
-                    decrypt(&key, &inner.out).unwrap(),
-                    plain,
-                    "{alg} {len} {chunk}"
-                );
+    for &front in Front::ALL {
+        for alg in Algorithm::ALL {
+            let key = Key::generate(alg);
+            for len in [0, 1, SEG - 1, SEG, SEG + 1, 3 * SEG, LEN] {
+                let plain = data(len);
+                for chunk in [1, 7, SEG, SEG + 1, usize::MAX] {
+                    let mut w =
+                        front.writer_with_capacity(SEG, &key, ScriptWriter::new().max_per_call(1));
+                    let errors = drive(&mut w, &plain, chunk);
+                    assert!(errors.is_empty(), "{errors:?}");
+                    let inner = w.finish().unwrap();
+                    assert_eq!(inner.out.len(), stream_len(len, SEG), "{alg} len {len}");
+                    // Every call accepted one byte; a writer that re-sent bytes
+                    // after a short write would need more calls.
+                    assert_eq!(inner.calls, inner.out.len());
+                    assert_eq!(
+                        decrypt(&key, &inner.out).unwrap(),
+                        plain,
+                        "{alg} {len} {chunk}"
+                    );
+                }
             }
         }
     }
@@ -197,28 +89,32 @@ fn writer_over_one_byte_per_call_writer() {
 fn inject_at_every_position(kind: ErrorKind, check: impl Fn(&[ErrorKind], usize)) {
     let key = Key::generate(Algorithm::Aes256Gcm);
     let plain = data(LEN);
-    for max_per_call in [usize::MAX, 50, 7] {
-        for chunk in [10, SEG, 100, usize::MAX] {
-            let inner = ScriptWriter::new().max_per_call(max_per_call);
-            let mut w = CipherWriter::with_capacity(SEG, &key, inner);
-            assert!(drive(&mut w, &plain, chunk).is_empty());
-            let clean_calls = w.get_ref().calls;
-            assert!(clean_calls >= segments(LEN, SEG));
+    for &front in Front::ALL {
+        for max_per_call in [usize::MAX, 50, 7] {
+            for chunk in [10, SEG, 100, usize::MAX] {
+                let inner = ScriptWriter::new().max_per_call(max_per_call);
+                let mut w = front.writer_with_capacity(SEG, &key, inner);
+                assert!(drive(&mut w, &plain, chunk).is_empty());
+                let clean_calls = w.get_ref().calls;
+                assert!(clean_calls >= segments(LEN, SEG));
 
-            for k in 0..clean_calls {
-                let inner = ScriptWriter::new()
-                    .max_per_call(max_per_call)
-                    .fail_at(k, kind);
-                let mut w = CipherWriter::with_capacity(SEG, &key, inner);
-                let errors = drive(&mut w, &plain, chunk);
-                let ctx = format!("{kind:?} at call {k}, max {max_per_call}, chunk {chunk}");
-                check(&errors, k);
-                let inner = w.finish().unwrap();
-                // The failed call accepted nothing; every other call is the
-                // same as in the clean run: one extra call, same bytes.
-                assert_eq!(inner.calls, clean_calls + 1, "{ctx}");
-                assert_eq!(inner.out.len(), stream_len(LEN, SEG), "{ctx}");
-                assert_eq!(decrypt(&key, &inner.out).unwrap(), plain, "{ctx}");
+                for k in 0..clean_calls {
+                    let inner = ScriptWriter::new()
+                        .max_per_call(max_per_call)
+                        .fail_at(k, kind);
+                    let mut w = front.writer_with_capacity(SEG, &key, inner);
+                    let errors = drive(&mut w, &plain, chunk);
+                    let ctx = format!(
+                        "{front:?}: {kind:?} at call {k}, max {max_per_call}, chunk {chunk}"
+                    );
+                    check(&errors, k);
+                    let inner = w.finish().unwrap();
+                    // The failed call accepted nothing; every other call is the
+                    // same as in the clean run: one extra call, same bytes.
+                    assert_eq!(inner.calls, clean_calls + 1, "{ctx}");
+                    assert_eq!(inner.out.len(), stream_len(LEN, SEG), "{ctx}");
+                    assert_eq!(decrypt(&key, &inner.out).unwrap(), plain, "{ctx}");
+                }
             }
         }
     }
@@ -261,107 +157,111 @@ fn writer_retried_after_a_hard_error_loses_and_duplicates_nothing() {
 
 #[test]
 fn writer_surfaces_would_block_and_the_same_call_succeeds_on_retry() {
-    // A precise walk through one case: segment 1 is refused by the inner
-    // writer while the caller writes byte by byte.
-    let key = Key::generate(Algorithm::ChaCha20Poly1305);
-    let plain = data(3 * SEG);
-    let inner = ScriptWriter::new().fail_at(1, ErrorKind::WouldBlock);
-    let mut w = CipherWriter::with_capacity(SEG, &key, inner);
-    // Segment 0 is held back until byte SEG arrives, then sealed and sent
-    // (with the header) in call 0.
-    w.write_all(&plain[..=SEG]).unwrap();
-    assert_eq!(w.get_ref().calls, 1);
-    assert_eq!(w.get_ref().out.len(), HEADER_LEN + SEG + TAG_LEN);
-    w.write_all(&plain[SEG + 1..2 * SEG]).unwrap();
-    // Byte 2*SEG seals segment 1, whose inner write fails: the segment is
-    // pending. The call either fails, taking nothing, or reports the byte
-    // taken; either way the next call delivers the pending segment first.
-    match w.write(&plain[2 * SEG..=2 * SEG]) {
-        Err(e) => {
-            assert_eq!(e.kind(), ErrorKind::WouldBlock);
-            assert_eq!(w.get_ref().out.len(), HEADER_LEN + SEG + TAG_LEN);
-            // The same call again: the pending segment goes out, the byte
-            // is taken.
-            assert_eq!(w.write(&plain[2 * SEG..=2 * SEG]).unwrap(), 1);
+    for &front in Front::ALL {
+        // A precise walk through one case: segment 1 is refused by the inner
+        // writer while the caller writes byte by byte.
+        let key = Key::generate(Algorithm::ChaCha20Poly1305);
+        let plain = data(3 * SEG);
+        let inner = ScriptWriter::new().fail_at(1, ErrorKind::WouldBlock);
+        let mut w = front.writer_with_capacity(SEG, &key, inner);
+        // Segment 0 is held back until byte SEG arrives, then sealed and sent
+        // (with the header) in call 0.
+        w.write_all(&plain[..=SEG]).unwrap();
+        assert_eq!(w.get_ref().calls, 1);
+        assert_eq!(w.get_ref().out.len(), HEADER_LEN + SEG + TAG_LEN);
+        w.write_all(&plain[SEG + 1..2 * SEG]).unwrap();
+        // Byte 2*SEG seals segment 1, whose inner write fails: the segment is
+        // pending. The call either fails, taking nothing, or reports the byte
+        // taken; either way the next call delivers the pending segment first.
+        match w.write(&plain[2 * SEG..=2 * SEG]) {
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::WouldBlock);
+                assert_eq!(w.get_ref().out.len(), HEADER_LEN + SEG + TAG_LEN);
+                // The same call again: the pending segment goes out, the byte
+                // is taken.
+                assert_eq!(w.write(&plain[2 * SEG..=2 * SEG]).unwrap(), 1);
+            }
+            Ok(n) => {
+                assert_eq!(n, 1);
+                assert_eq!(w.get_ref().out.len(), HEADER_LEN + SEG + TAG_LEN);
+            }
         }
-        Ok(n) => {
-            assert_eq!(n, 1);
-            assert_eq!(w.get_ref().out.len(), HEADER_LEN + SEG + TAG_LEN);
-        }
+        assert_eq!(w.write(&plain[2 * SEG + 1..=2 * SEG + 1]).unwrap(), 1);
+        assert_eq!(w.get_ref().calls, 3);
+        assert_eq!(w.get_ref().out.len(), HEADER_LEN + 2 * (SEG + TAG_LEN));
+        w.write_all(&plain[2 * SEG + 2..]).unwrap();
+        let inner = w.finish().unwrap();
+        assert_eq!(inner.calls, 4);
+        assert_eq!(inner.out.len(), stream_len(plain.len(), SEG));
+        assert_eq!(decrypt(&key, &inner.out).unwrap(), plain);
     }
-    assert_eq!(w.write(&plain[2 * SEG + 1..=2 * SEG + 1]).unwrap(), 1);
-    assert_eq!(w.get_ref().calls, 3);
-    assert_eq!(w.get_ref().out.len(), HEADER_LEN + 2 * (SEG + TAG_LEN));
-    w.write_all(&plain[2 * SEG + 2..]).unwrap();
-    let inner = w.finish().unwrap();
-    assert_eq!(inner.calls, 4);
-    assert_eq!(inner.out.len(), stream_len(plain.len(), SEG));
-    assert_eq!(decrypt(&key, &inner.out).unwrap(), plain);
 }
 
 #[test]
 fn writer_reports_write_zero_without_looping_and_resumes() {
-    let key = Key::generate(Algorithm::Aes128Gcm);
-    let plain = data(LEN);
-    let mut inner = ScriptWriter::new();
-    inner.zero = true;
-    inner.call_limit = 100;
-    let mut w = CipherWriter::with_capacity(SEG, &key, inner);
+    for &front in Front::ALL {
+        let key = Key::generate(Algorithm::Aes128Gcm);
+        let plain = data(LEN);
+        let mut inner = ScriptWriter::new();
+        inner.zero = true;
+        inner.call_limit = 100;
+        let mut w = front.writer_with_capacity(SEG, &key, inner);
 
-    // The inner writer accepts nothing: every call reports WriteZero (or
-    // the bytes it took before the inner writer refused), making at most
-    // one inner call. A writer looping on Ok(0) panics the inner writer.
-    let mut off = 0;
-    let mut write_zero = 0;
-    for _ in 0..6 {
-        let before = w.get_ref().calls;
-        match w.write(&plain[off..]) {
-            Ok(n) => {
-                assert!(n > 0, "write returned Ok(0) for a non-empty buffer");
-                off += n;
+        // The inner writer accepts nothing: every call reports WriteZero (or
+        // the bytes it took before the inner writer refused), making at most
+        // one inner call. A writer looping on Ok(0) panics the inner writer.
+        let mut off = 0;
+        let mut write_zero = 0;
+        for _ in 0..6 {
+            let before = w.get_ref().calls;
+            match w.write(&plain[off..]) {
+                Ok(n) => {
+                    assert!(n > 0, "write returned Ok(0) for a non-empty buffer");
+                    off += n;
+                }
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::WriteZero, "{e}");
+                    assert_eq!(crate_error(&e), Some(Error::WriteZero));
+                    write_zero += 1;
+                }
             }
-            Err(e) => {
-                assert_eq!(e.kind(), ErrorKind::WriteZero, "{e}");
-                assert_eq!(crate_error(&e), Some(Error::WriteZero));
-                write_zero += 1;
-            }
+            w.get_mut().after_zero = false;
+            let made = w.get_ref().calls - before;
+            assert!(
+                made <= 1,
+                "one write made {made} inner calls to a writer returning Ok(0)"
+            );
         }
-        w.get_mut().after_zero = false;
-        let made = w.get_ref().calls - before;
         assert!(
-            made <= 1,
-            "one write made {made} inner calls to a writer returning Ok(0)"
+            write_zero >= 5,
+            "WriteZero surfaced only {write_zero} times"
         );
-    }
-    assert!(
-        write_zero >= 5,
-        "WriteZero surfaced only {write_zero} times"
-    );
-    assert!(off < plain.len());
-    assert!(w.get_ref().out.is_empty());
-    let before = w.get_ref().calls;
-    assert_eq!(w.flush().unwrap_err().kind(), ErrorKind::WriteZero);
-    assert_eq!(w.get_ref().calls - before, 1);
-    w.get_mut().after_zero = false;
-
-    // The inner writer recovers: writing resumes where it stopped.
-    w.get_mut().zero = false;
-    w.write_all(&plain[off..]).unwrap();
-
-    // It refuses again while finishing: try_finish reports WriteZero, one
-    // inner call each time, and can be retried.
-    w.get_mut().zero = true;
-    for _ in 0..3 {
+        assert!(off < plain.len());
+        assert!(w.get_ref().out.is_empty());
         let before = w.get_ref().calls;
-        assert_eq!(w.try_finish().unwrap_err().kind(), ErrorKind::WriteZero);
+        assert_eq!(w.flush().unwrap_err().kind(), ErrorKind::WriteZero);
         assert_eq!(w.get_ref().calls - before, 1);
         w.get_mut().after_zero = false;
+
+        // The inner writer recovers: writing resumes where it stopped.
+        w.get_mut().zero = false;
+        w.write_all(&plain[off..]).unwrap();
+
+        // It refuses again while finishing: try_finish reports WriteZero, one
+        // inner call each time, and can be retried.
+        w.get_mut().zero = true;
+        for _ in 0..3 {
+            let before = w.get_ref().calls;
+            assert_eq!(w.try_finish().unwrap_err().kind(), ErrorKind::WriteZero);
+            assert_eq!(w.get_ref().calls - before, 1);
+            w.get_mut().after_zero = false;
+        }
+        w.get_mut().zero = false;
+        w.try_finish().unwrap();
+        let inner = w.finish().unwrap();
+        assert_eq!(inner.out.len(), stream_len(LEN, SEG));
+        assert_eq!(decrypt(&key, &inner.out).unwrap(), plain);
     }
-    w.get_mut().zero = false;
-    w.try_finish().unwrap();
-    let inner = w.finish().unwrap();
-    assert_eq!(inner.out.len(), stream_len(LEN, SEG));
-    assert_eq!(decrypt(&key, &inner.out).unwrap(), plain);
 }
 
 /// A caller may stop writing after any `write` call, including one that
@@ -373,50 +273,52 @@ fn writer_reports_write_zero_without_looping_and_resumes() {
 /// finishing would need an empty final segment, which the format forbids).
 #[test]
 fn finishing_after_a_refused_inner_write_keeps_exactly_what_was_taken() {
-    let key = Key::generate(Algorithm::Aes128Gcm);
-    let plain = data(LEN);
-    for kind in [
-        ErrorKind::WouldBlock,
-        ErrorKind::BrokenPipe,
-        ErrorKind::WriteZero,
-    ] {
-        for k in 0..segments(LEN, SEG) {
-            for chunk in [1, SEG, SEG + 1, usize::MAX] {
-                let mut inner = ScriptWriter::new();
-                if kind == ErrorKind::WriteZero {
-                    inner.zero_calls = k..k + 1;
-                } else {
-                    inner.fail = Some((k, kind));
-                }
-                let mut w = CipherWriter::with_capacity(SEG, &key, inner);
-                // Write until the first error or short write, then stop.
-                let mut off = 0;
-                while off < plain.len() {
-                    let end = off.saturating_add(chunk).min(plain.len());
-                    let r = w.write(&plain[off..end]);
-                    w.get_mut().after_zero = false;
-                    match r {
-                        Ok(n) => {
-                            let asked = end - off;
-                            off += n;
-                            if n < asked {
-                                break;
-                            }
-                        }
-                        Err(_) => break,
+    for &front in Front::ALL {
+        let key = Key::generate(Algorithm::Aes128Gcm);
+        let plain = data(LEN);
+        for kind in [
+            ErrorKind::WouldBlock,
+            ErrorKind::BrokenPipe,
+            ErrorKind::WriteZero,
+        ] {
+            for k in 0..segments(LEN, SEG) {
+                for chunk in [1, SEG, SEG + 1, usize::MAX] {
+                    let mut inner = ScriptWriter::new();
+                    if kind == ErrorKind::WriteZero {
+                        inner.zero_calls = k..k + 1;
+                    } else {
+                        inner.fail = Some((k, kind));
                     }
-                }
-                w.get_mut().after_zero = false;
-                let mut tries = 0;
-                while w.try_finish().is_err() {
+                    let mut w = front.writer_with_capacity(SEG, &key, inner);
+                    // Write until the first error or short write, then stop.
+                    let mut off = 0;
+                    while off < plain.len() {
+                        let end = off.saturating_add(chunk).min(plain.len());
+                        let r = w.write(&plain[off..end]);
+                        w.get_mut().after_zero = false;
+                        match r {
+                            Ok(n) => {
+                                let asked = end - off;
+                                off += n;
+                                if n < asked {
+                                    break;
+                                }
+                            }
+                            Err(_) => break,
+                        }
+                    }
                     w.get_mut().after_zero = false;
-                    tries += 1;
-                    assert!(tries < 5);
+                    let mut tries = 0;
+                    while w.try_finish().is_err() {
+                        w.get_mut().after_zero = false;
+                        tries += 1;
+                        assert!(tries < 5);
+                    }
+                    let inner = w.finish().unwrap();
+                    let ctx = format!("{kind:?} at call {k}, chunk {chunk}, {off} bytes taken");
+                    assert_eq!(inner.out.len(), stream_len(off, SEG), "{ctx}");
+                    assert_eq!(decrypt(&key, &inner.out).unwrap(), &plain[..off], "{ctx}");
                 }
-                let inner = w.finish().unwrap();
-                let ctx = format!("{kind:?} at call {k}, chunk {chunk}, {off} bytes taken");
-                assert_eq!(inner.out.len(), stream_len(off, SEG), "{ctx}");
-                assert_eq!(decrypt(&key, &inner.out).unwrap(), &plain[..off], "{ctx}");
             }
         }
     }
@@ -424,296 +326,252 @@ fn finishing_after_a_refused_inner_write_keeps_exactly_what_was_taken() {
 
 #[test]
 fn writer_write_zero_mid_stream_then_recovers_to_the_full_plaintext() {
-    let key = Key::generate(Algorithm::Aes256Gcm);
-    let plain = data(LEN);
-    // The inner writer returns Ok(0) for three calls in a row starting at
-    // call `from`, then works again.
-    for from in 0..segments(LEN, SEG) {
-        for chunk in [1, 10, SEG, usize::MAX] {
-            let mut inner = ScriptWriter::new();
-            inner.zero_calls = from..from + 3;
-            inner.call_limit = 1000;
-            let mut w = CipherWriter::with_capacity(SEG, &key, inner);
-            let mut off = 0;
-            let mut write_zero = 0;
-            let mut finished = false;
-            while !finished {
-                let r = if off < plain.len() {
-                    let end = off.saturating_add(chunk).min(plain.len());
-                    w.write(&plain[off..end])
-                } else {
-                    w.try_finish().map(|()| {
-                        finished = true;
-                        0
-                    })
-                };
-                w.get_mut().after_zero = false;
-                match r {
-                    Ok(n) => off += n,
-                    Err(e) => {
-                        assert_eq!(e.kind(), ErrorKind::WriteZero, "{e}");
-                        write_zero += 1;
+    for &front in Front::ALL {
+        let key = Key::generate(Algorithm::Aes256Gcm);
+        let plain = data(LEN);
+        // The inner writer returns Ok(0) for three calls in a row starting at
+        // call `from`, then works again.
+        for from in 0..segments(LEN, SEG) {
+            for chunk in [1, 10, SEG, usize::MAX] {
+                let mut inner = ScriptWriter::new();
+                inner.zero_calls = from..from + 3;
+                inner.call_limit = 1000;
+                let mut w = front.writer_with_capacity(SEG, &key, inner);
+                let mut off = 0;
+                let mut write_zero = 0;
+                let mut finished = false;
+                while !finished {
+                    let r = if off < plain.len() {
+                        let end = off.saturating_add(chunk).min(plain.len());
+                        w.write(&plain[off..end])
+                    } else {
+                        w.try_finish().map(|()| {
+                            finished = true;
+                            0
+                        })
+                    };
+                    w.get_mut().after_zero = false;
+                    match r {
+                        Ok(n) => off += n,
+                        Err(e) => {
+                            assert_eq!(e.kind(), ErrorKind::WriteZero, "{e}");
+                            write_zero += 1;
+                        }
                     }
+                    assert!(write_zero <= 3, "{from} {chunk}");
                 }
-                assert!(write_zero <= 3, "{from} {chunk}");
+                // The first Ok(0) may come back as a short write instead.
+                assert!(write_zero >= 2, "{from} {chunk}: {write_zero}");
+                let inner = w.finish().unwrap();
+                assert_eq!(inner.calls, segments(LEN, SEG) + 3);
+                assert_eq!(inner.out.len(), stream_len(LEN, SEG));
+                assert_eq!(decrypt(&key, &inner.out).unwrap(), plain, "{from} {chunk}");
             }
-            // The first Ok(0) may come back as a short write instead.
-            assert!(write_zero >= 2, "{from} {chunk}: {write_zero}");
-            let inner = w.finish().unwrap();
-            assert_eq!(inner.calls, segments(LEN, SEG) + 3);
-            assert_eq!(inner.out.len(), stream_len(LEN, SEG));
-            assert_eq!(decrypt(&key, &inner.out).unwrap(), plain, "{from} {chunk}");
         }
     }
 }
 
 #[test]
 fn empty_stream_over_a_zero_writer_then_recovered() {
-    let key = Key::generate(Algorithm::ChaCha20Poly1305);
-    let mut inner = ScriptWriter::new();
-    inner.zero = true;
-    inner.call_limit = 10;
-    let mut w = CipherWriter::new(&key, inner);
-    assert_eq!(w.try_finish().unwrap_err().kind(), ErrorKind::WriteZero);
-    assert_eq!(w.get_ref().calls, 1);
-    w.get_mut().zero = false;
-    w.get_mut().after_zero = false;
-    let inner = w.finish().unwrap();
-    assert_eq!(inner.out.len(), HEADER_LEN + TAG_LEN);
-    assert_eq!(decrypt(&key, &inner.out).unwrap(), b"");
+    for &front in Front::ALL {
+        let key = Key::generate(Algorithm::ChaCha20Poly1305);
+        let mut inner = ScriptWriter::new();
+        inner.zero = true;
+        inner.call_limit = 10;
+        let mut w = front.writer(&key, inner);
+        assert_eq!(w.try_finish().unwrap_err().kind(), ErrorKind::WriteZero);
+        assert_eq!(w.get_ref().calls, 1);
+        w.get_mut().zero = false;
+        w.get_mut().after_zero = false;
+        let inner = w.finish().unwrap();
+        assert_eq!(inner.out.len(), HEADER_LEN + TAG_LEN);
+        assert_eq!(decrypt(&key, &inner.out).unwrap(), b"");
+    }
 }
 
 #[test]
 fn write_after_finish_is_a_finished_error_and_try_finish_is_idempotent() {
-    let key = Key::generate(Algorithm::Aes256Gcm);
-    let plain = data(2 * SEG + 3);
-    let mut w = CipherWriter::with_capacity(SEG, &key, ScriptWriter::new());
-    w.write_all(&plain).unwrap();
-    w.try_finish().unwrap();
-    let len = w.get_ref().out.len();
-    assert_eq!(len, stream_len(plain.len(), SEG));
-    let calls = w.get_ref().calls;
+    for &front in Front::ALL {
+        let key = Key::generate(Algorithm::Aes256Gcm);
+        let plain = data(2 * SEG + 3);
+        let mut w = front.writer_with_capacity(SEG, &key, ScriptWriter::new());
+        w.write_all(&plain).unwrap();
+        w.try_finish().unwrap();
+        let len = w.get_ref().out.len();
+        assert_eq!(len, stream_len(plain.len(), SEG));
+        let calls = w.get_ref().calls;
 
-    for buf in [&b"x"[..], &plain[..]] {
-        let e = w.write(buf).unwrap_err();
-        assert_eq!(crate_error(&e), Some(Error::Finished), "{e}");
-        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        for buf in [&b"x"[..], &plain[..]] {
+            let e = w.write(buf).unwrap_err();
+            assert_eq!(crate_error(&e), Some(Error::Finished), "{e}");
+            assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        }
+        let e = w.write_all(b"more").unwrap_err();
+        assert_eq!(crate_error(&e), Some(Error::Finished));
+
+        // Finishing again writes nothing: no second final segment.
+        w.try_finish().unwrap();
+        w.try_finish().unwrap();
+        assert_eq!(w.get_ref().out.len(), len);
+        assert_eq!(w.get_ref().calls, calls);
+        let inner = w.finish().unwrap();
+        assert_eq!(inner.out.len(), len);
+        assert_eq!(decrypt(&key, &inner.out).unwrap(), plain);
     }
-    let e = w.write_all(b"more").unwrap_err();
-    assert_eq!(crate_error(&e), Some(Error::Finished));
-
-    // Finishing again writes nothing: no second final segment.
-    w.try_finish().unwrap();
-    w.try_finish().unwrap();
-    assert_eq!(w.get_ref().out.len(), len);
-    assert_eq!(w.get_ref().calls, calls);
-    let inner = w.finish().unwrap();
-    assert_eq!(inner.out.len(), len);
-    assert_eq!(decrypt(&key, &inner.out).unwrap(), plain);
 }
 
 #[test]
 fn zero_and_oversized_capacity_fail_every_call() {
-    let key = Key::generate(Algorithm::Aes128Gcm);
-    let writers = [
-        CipherWriter::with_capacity(0, &key, ScriptWriter::new()),
-        CipherWriter::builder(&key)
-            .capacity(0)
-            .build(ScriptWriter::new()),
-        CipherWriter::with_capacity(u32::MAX as usize + 1, &key, ScriptWriter::new()),
-    ];
-    for mut w in writers {
-        let cap = w.capacity();
-        for _ in 0..3 {
-            let e = w.write(b"hello").unwrap_err();
-            assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    for &front in Front::ALL {
+        let key = Key::generate(Algorithm::Aes128Gcm);
+        let big = u32::MAX as usize + 1;
+        let writers = [
+            (0, front.writer_with_capacity(0, &key, ScriptWriter::new())),
+            (
+                0,
+                front.build_writer(CipherWriter::builder(&key).capacity(0), ScriptWriter::new()),
+            ),
+            (
+                big,
+                front.writer_with_capacity(big, &key, ScriptWriter::new()),
+            ),
+        ];
+        for (cap, mut w) in writers {
+            if let Some(w) = w.as_std() {
+                assert_eq!(w.capacity(), cap);
+            }
+            for _ in 0..3 {
+                let e = w.write(b"hello").unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidInput);
+                assert_eq!(crate_error(&e), Some(Error::InvalidCapacity(cap)));
+                let e = w.try_finish().unwrap_err();
+                assert_eq!(crate_error(&e), Some(Error::InvalidCapacity(cap)));
+                let e = w.flush().unwrap_err();
+                assert_eq!(crate_error(&e), Some(Error::InvalidCapacity(cap)));
+            }
+            let e = w.write_all(b"hello").unwrap_err();
             assert_eq!(crate_error(&e), Some(Error::InvalidCapacity(cap)));
-            let e = w.try_finish().unwrap_err();
-            assert_eq!(crate_error(&e), Some(Error::InvalidCapacity(cap)));
-            let e = w.flush().unwrap_err();
-            assert_eq!(crate_error(&e), Some(Error::InvalidCapacity(cap)));
+            assert_eq!(w.get_ref().calls, 0);
+            assert!(w.get_ref().out.is_empty());
+            assert!(w.finish().is_err());
         }
-        let e = w.write_all(b"hello").unwrap_err();
-        assert_eq!(crate_error(&e), Some(Error::InvalidCapacity(cap)));
-        assert_eq!(w.get_ref().calls, 0);
-        assert!(w.get_ref().out.is_empty());
-        assert!(w.finish().is_err());
     }
 }
 
 #[test]
 fn flush_pushes_every_sealed_segment_but_not_the_partial_one() {
-    let key = Key::generate(Algorithm::Aes256Gcm);
-    let plain = data(3 * SEG + 1);
-    let sealed3 = HEADER_LEN + 3 * (SEG + TAG_LEN);
+    for &front in Front::ALL {
+        let key = Key::generate(Algorithm::Aes256Gcm);
+        let plain = data(3 * SEG + 1);
+        let sealed3 = HEADER_LEN + 3 * (SEG + TAG_LEN);
 
-    // Written in one call and in small calls.
-    for chunk in [1, 5, usize::MAX] {
-        let mut w = CipherWriter::with_capacity(SEG, &key, ScriptWriter::new());
-        let mut off = 0;
-        while off < plain.len() {
-            let end = off.saturating_add(chunk).min(plain.len());
-            w.write_all(&plain[off..end]).unwrap();
-            off = end;
+        // Written in one call and in small calls.
+        for chunk in [1, 5, usize::MAX] {
+            let mut w = front.writer_with_capacity(SEG, &key, ScriptWriter::new());
+            let mut off = 0;
+            while off < plain.len() {
+                let end = off.saturating_add(chunk).min(plain.len());
+                w.write_all(&plain[off..end]).unwrap();
+                off = end;
+            }
+            w.flush().unwrap();
+            assert_eq!(w.get_ref().flushes, 1);
+            assert_eq!(w.get_ref().out.len(), sealed3, "chunk {chunk}");
+            let inner = w.finish().unwrap();
+            assert_eq!(decrypt(&key, &inner.out).unwrap(), plain);
         }
+
+        // Segment 2 is sealed but refused (WouldBlock) by the inner writer: the
+        // write reports the bytes it took (at least the 3*SEG sealed ones), and
+        // it is flush that delivers the pending segment.
+        let inner = ScriptWriter::new().fail_at(2, ErrorKind::WouldBlock);
+        let mut w = front.writer_with_capacity(SEG, &key, inner);
+        let taken = w.write(&plain).unwrap();
+        assert!(taken >= 3 * SEG, "{taken}");
+        assert_eq!(w.get_ref().out.len(), HEADER_LEN + 2 * (SEG + TAG_LEN));
         w.flush().unwrap();
+        assert_eq!(w.get_ref().out.len(), sealed3);
         assert_eq!(w.get_ref().flushes, 1);
-        assert_eq!(w.get_ref().out.len(), sealed3, "chunk {chunk}");
+        w.write_all(&plain[taken..]).unwrap();
+        assert_eq!(w.get_ref().out.len(), sealed3);
         let inner = w.finish().unwrap();
+        assert_eq!(inner.out.len(), stream_len(plain.len(), SEG));
         assert_eq!(decrypt(&key, &inner.out).unwrap(), plain);
     }
-
-    // Segment 2 is sealed but refused (WouldBlock) by the inner writer: the
-    // write reports the bytes it took (at least the 3*SEG sealed ones), and
-    // it is flush that delivers the pending segment.
-    let inner = ScriptWriter::new().fail_at(2, ErrorKind::WouldBlock);
-    let mut w = CipherWriter::with_capacity(SEG, &key, inner);
-    let taken = w.write(&plain).unwrap();
-    assert!(taken >= 3 * SEG, "{taken}");
-    assert_eq!(w.get_ref().out.len(), HEADER_LEN + 2 * (SEG + TAG_LEN));
-    w.flush().unwrap();
-    assert_eq!(w.get_ref().out.len(), sealed3);
-    assert_eq!(w.get_ref().flushes, 1);
-    w.write_all(&plain[taken..]).unwrap();
-    assert_eq!(w.get_ref().out.len(), sealed3);
-    let inner = w.finish().unwrap();
-    assert_eq!(inner.out.len(), stream_len(plain.len(), SEG));
-    assert_eq!(decrypt(&key, &inner.out).unwrap(), plain);
 }
 
 #[test]
 fn empty_stream_decrypts_to_empty() {
-    for alg in Algorithm::ALL {
-        let key = Key::generate(alg);
-        let ct = CipherWriter::new(&key, Vec::new()).finish().unwrap();
-        assert_eq!(ct.len(), HEADER_LEN + TAG_LEN);
-        assert_eq!(decrypt(&key, &ct).unwrap(), b"");
+    for &front in Front::ALL {
+        for alg in Algorithm::ALL {
+            let key = Key::generate(alg);
+            let ct = front.writer(&key, Vec::new()).finish().unwrap();
+            assert_eq!(ct.len(), HEADER_LEN + TAG_LEN);
+            assert_eq!(decrypt(&key, &ct).unwrap(), b"");
 
-        let mut w = CipherWriter::new(&key, Vec::new());
-        assert_eq!(w.write(&[]).unwrap(), 0);
-        w.flush().unwrap();
-        let ct = w.finish().unwrap();
-        assert_eq!(ct.len(), HEADER_LEN + TAG_LEN);
-        assert_eq!(decrypt(&key, &ct).unwrap(), b"");
+            let mut w = front.writer(&key, Vec::new());
+            assert_eq!(w.write(&[]).unwrap(), 0);
+            w.flush().unwrap();
+            let ct = w.finish().unwrap();
+            assert_eq!(ct.len(), HEADER_LEN + TAG_LEN);
+            assert_eq!(decrypt(&key, &ct).unwrap(), b"");
+        }
     }
 }
 
 #[test]
 fn drop_without_finish_writes_no_final_segment() {
-    let key = Key::generate(Algorithm::ChaCha20Poly1305);
-    for (len, sealed) in [
-        (1, 0),
-        (SEG, 0),
-        (SEG + 1, 1),
-        (2 * SEG + 5, 2),
-        (3 * SEG, 2),
-    ] {
-        let plain = data(len);
-        let mut inner = ScriptWriter::new();
-        {
-            let mut w = CipherWriter::with_capacity(SEG, &key, &mut inner);
-            w.write_all(&plain).unwrap();
-            w.flush().unwrap();
-            // Dropped here, unfinished.
+    for &front in Front::ALL {
+        let key = Key::generate(Algorithm::ChaCha20Poly1305);
+        for (len, sealed) in [
+            (1, 0),
+            (SEG, 0),
+            (SEG + 1, 1),
+            (2 * SEG + 5, 2),
+            (3 * SEG, 2),
+        ] {
+            let plain = data(len);
+            let mut inner = ScriptWriter::new();
+            {
+                let mut w = front.writer_with_capacity(SEG, &key, &mut inner);
+                w.write_all(&plain).unwrap();
+                w.flush().unwrap();
+                // Dropped here, unfinished.
+            }
+            let expect = if sealed == 0 {
+                0
+            } else {
+                HEADER_LEN + sealed * (SEG + TAG_LEN)
+            };
+            assert_eq!(inner.out.len(), expect, "len {len}");
+            let e = decrypt(&key, &inner.out).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::UnexpectedEof, "len {len}: {e}");
+            assert_eq!(crate_error(&e), Some(Error::Truncated));
         }
-        let expect = if sealed == 0 {
-            0
-        } else {
-            HEADER_LEN + sealed * (SEG + TAG_LEN)
-        };
-        assert_eq!(inner.out.len(), expect, "len {len}");
-        let e = decrypt(&key, &inner.out).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::UnexpectedEof, "len {len}: {e}");
-        assert_eq!(crate_error(&e), Some(Error::Truncated));
     }
 }
 
 // ---------------------------------------------------------------------------
 // reader side
 
-/// An inner reader over `data` with a script: at most `max_per_call` bytes
-/// per call and one error of `fail.1` at read call number `fail.0`.
-struct ScriptReader<'a> {
-    data: &'a [u8],
-    pos: usize,
-    calls: usize,
-    max_per_call: usize,
-    fail: Option<(usize, ErrorKind)>,
-}
-
-impl<'a> ScriptReader<'a> {
-    fn new(data: &'a [u8], max_per_call: usize) -> Self {
-        ScriptReader {
-            data,
-            pos: 0,
-            calls: 0,
-            max_per_call,
-            fail: None,
-        }
-    }
-}
-
-impl Read for ScriptReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let call = self.calls;
-        self.calls += 1;
-        assert!(self.calls < 1_000_000, "runaway inner reads");
-        if let Some((at, kind)) = self.fail
-            && at == call
-        {
-            return Err(io::Error::new(kind, "scripted inner read error"));
-        }
-        let n = buf
-            .len()
-            .min(self.max_per_call)
-            .min(self.data.len() - self.pos);
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-/// Reads to the end in calls of `bufsize` bytes, retrying the same call
-/// after any error. Returns the plaintext and the error kinds that surfaced.
-fn read_all<R: Read>(r: &mut R, bufsize: usize) -> (Vec<u8>, Vec<ErrorKind>) {
-    let mut out = Vec::new();
-    let mut errors = Vec::new();
-    let mut buf = vec![0; bufsize];
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) => return (out, errors),
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) => {
-                assert_eq!(crate_error(&e), None, "inner error altered: {e}");
-                errors.push(e.kind());
-                assert!(errors.len() < 50, "{errors:?}");
-            }
-        }
-    }
-}
-
-fn encrypt(key: &Key, seg: usize, plain: &[u8]) -> Vec<u8> {
-    let mut w = CipherWriter::with_capacity(seg, key, Vec::new());
-    w.write_all(plain).unwrap();
-    w.finish().unwrap()
-}
-
 #[test]
 fn reader_over_one_byte_per_call_reader() {
-    for alg in Algorithm::ALL {
-        let key = Key::generate(alg);
-        for len in [0, 1, SEG - 1, SEG, SEG + 1, 2 * SEG, LEN] {
-            let plain = data(len);
-            let ct = encrypt(&key, SEG, &plain);
-            for rcap in [1, 16, 8192] {
-                for bufsize in [1, 7, SEG, 4096] {
-                    let inner = ScriptReader::new(&ct, 1);
-                    let mut r = CipherReader::with_capacity(rcap, &key, inner);
-                    let (out, errors) = read_all(&mut r, bufsize);
-                    assert!(errors.is_empty());
-                    assert_eq!(out, plain, "{alg} len {len} rcap {rcap} buf {bufsize}");
-                    // One byte per call, plus the call that reports the end.
-                    assert_eq!(r.get_ref().calls, ct.len() + 1);
+    for &front in Front::ALL {
+        for alg in Algorithm::ALL {
+            let key = Key::generate(alg);
+            for len in [0, 1, SEG - 1, SEG, SEG + 1, 2 * SEG, LEN] {
+                let plain = data(len);
+                let ct = encrypt(&key, SEG, &plain);
+                for rcap in [1, 16, 8192] {
+                    for bufsize in [1, 7, SEG, 4096] {
+                        let inner = ScriptReader::new(&ct).max_per_call(1);
+                        let mut r = front.reader_with_capacity(rcap, &key, inner);
+                        let (out, errors) = read_all(&mut r, bufsize);
+                        assert!(errors.is_empty());
+                        assert_eq!(out, plain, "{alg} len {len} rcap {rcap} buf {bufsize}");
+                        // One byte per call, plus the call that reports the end.
+                        assert_eq!(r.get_ref().calls, ct.len() + 1);
+                    }
                 }
             }
         }
@@ -722,35 +580,37 @@ fn reader_over_one_byte_per_call_reader() {
 
 fn reader_inject_at_every_position(kind: ErrorKind, exactly_once: bool) {
     let key = Key::generate(Algorithm::Aes128Gcm);
-    for len in [LEN, 4 * SEG] {
-        let plain = data(len);
-        let ct = encrypt(&key, SEG, &plain);
-        for max_per_call in [usize::MAX, 50, 1] {
-            for (rcap, bufsize) in [(8192, 5), (8192, 4096), (16, SEG), (100, 1000)] {
-                let inner = ScriptReader::new(&ct, max_per_call);
-                let mut r = CipherReader::with_capacity(rcap, &key, inner);
-                let (out, errors) = read_all(&mut r, bufsize);
-                assert!(errors.is_empty());
-                assert_eq!(out, plain);
-                let clean_calls = r.get_ref().calls;
-
-                for k in 0..clean_calls {
-                    let mut inner = ScriptReader::new(&ct, max_per_call);
-                    inner.fail = Some((k, kind));
-                    let mut r = CipherReader::with_capacity(rcap, &key, inner);
+    for &front in Front::ALL {
+        for len in [LEN, 4 * SEG] {
+            let plain = data(len);
+            let ct = encrypt(&key, SEG, &plain);
+            for max_per_call in [usize::MAX, 50, 1] {
+                for (rcap, bufsize) in [(8192, 5), (8192, 4096), (16, SEG), (100, 1000)] {
+                    let inner = ScriptReader::new(&ct).max_per_call(max_per_call);
+                    let mut r = front.reader_with_capacity(rcap, &key, inner);
                     let (out, errors) = read_all(&mut r, bufsize);
-                    let ctx = format!(
-                        "{kind:?} at {k}/{clean_calls}, len {len}, max {max_per_call}, \
+                    assert!(errors.is_empty());
+                    assert_eq!(out, plain);
+                    let clean_calls = r.get_ref().calls;
+
+                    for k in 0..clean_calls {
+                        let mut inner = ScriptReader::new(&ct).max_per_call(max_per_call);
+                        inner.fail = Some((k, kind));
+                        let mut r = front.reader_with_capacity(rcap, &key, inner);
+                        let (out, errors) = read_all(&mut r, bufsize);
+                        let ctx = format!(
+                            "{front:?}: {kind:?} at {k}/{clean_calls}, len {len}, max {max_per_call}, \
                          rcap {rcap}, buf {bufsize}"
-                    );
-                    assert_eq!(out, plain, "{ctx}");
-                    assert!(errors.iter().all(|&e| e == kind), "{ctx}: {errors:?}");
-                    if exactly_once {
-                        assert_eq!(errors.len(), 1, "{ctx}");
-                    } else {
-                        assert!(errors.len() <= 1, "{ctx}");
+                        );
+                        assert_eq!(out, plain, "{ctx}");
+                        assert!(errors.iter().all(|&e| e == kind), "{ctx}: {errors:?}");
+                        if exactly_once {
+                            assert_eq!(errors.len(), 1, "{ctx}");
+                        } else {
+                            assert!(errors.len() <= 1, "{ctx}");
+                        }
+                        assert_eq!(r.get_ref().calls, clean_calls + 1, "{ctx}");
                     }
-                    assert_eq!(r.get_ref().calls, clean_calls + 1, "{ctx}");
                 }
             }
         }
@@ -774,48 +634,52 @@ fn reader_inner_hard_errors_are_not_sticky() {
 
 #[test]
 fn reader_hard_error_mid_segment_then_read_continues() {
-    let key = Key::generate(Algorithm::ChaCha20Poly1305);
-    let plain = data(LEN);
-    let ct = encrypt(&key, SEG, &plain);
-    // 30-byte inner reads: call 3 is in the middle of segment 0.
-    let mut inner = ScriptReader::new(&ct, 30);
-    inner.fail = Some((3, ErrorKind::Other));
-    let mut r = CipherReader::new(&key, inner);
-    let mut buf = [0; 10];
-    let e = r.read(&mut buf).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Other);
-    assert_eq!(crate_error(&e), None);
-    assert_eq!(r.get_ref().calls, 4);
-    let n = r.read(&mut buf).unwrap();
-    assert_eq!(&buf[..n], &plain[..n]);
-    let mut out = buf[..n].to_vec();
-    r.read_to_end(&mut out).unwrap();
-    assert_eq!(out, plain);
+    for &front in Front::ALL {
+        let key = Key::generate(Algorithm::ChaCha20Poly1305);
+        let plain = data(LEN);
+        let ct = encrypt(&key, SEG, &plain);
+        // 30-byte inner reads: call 3 is in the middle of segment 0.
+        let mut inner = ScriptReader::new(&ct).max_per_call(30);
+        inner.fail = Some((3, ErrorKind::Other));
+        let mut r = front.reader(&key, inner);
+        let mut buf = [0; 10];
+        let e = r.read(&mut buf).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Other);
+        assert_eq!(crate_error(&e), None);
+        assert_eq!(r.get_ref().calls, 4);
+        let n = r.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &plain[..n]);
+        let mut out = buf[..n].to_vec();
+        r.read_to_end(&mut out).unwrap();
+        assert_eq!(out, plain);
+    }
 }
 
 #[test]
 fn zero_length_reads_return_zero_and_do_not_disturb() {
-    let key = Key::generate(Algorithm::Aes256Gcm);
-    for len in [0, 1, SEG, LEN] {
-        let plain = data(len);
-        let ct = encrypt(&key, SEG, &plain);
-        for (max_per_call, bufsize) in [(usize::MAX, 3), (usize::MAX, 1000), (7, SEG), (1, 1)] {
-            let mut r = CipherReader::new(&key, ScriptReader::new(&ct, max_per_call));
-            let mut out = Vec::new();
-            let mut buf = vec![0; bufsize];
-            assert_eq!(r.read(&mut []).unwrap(), 0);
-            loop {
+    for &front in Front::ALL {
+        let key = Key::generate(Algorithm::Aes256Gcm);
+        for len in [0, 1, SEG, LEN] {
+            let plain = data(len);
+            let ct = encrypt(&key, SEG, &plain);
+            for (max_per_call, bufsize) in [(usize::MAX, 3), (usize::MAX, 1000), (7, SEG), (1, 1)] {
+                let mut r = front.reader(&key, ScriptReader::new(&ct).max_per_call(max_per_call));
+                let mut out = Vec::new();
+                let mut buf = vec![0; bufsize];
                 assert_eq!(r.read(&mut []).unwrap(), 0);
-                let n = r.read(&mut buf).unwrap();
-                assert_eq!(r.read(&mut []).unwrap(), 0);
-                if n == 0 {
-                    break;
+                loop {
+                    assert_eq!(r.read(&mut []).unwrap(), 0);
+                    let n = r.read(&mut buf).unwrap();
+                    assert_eq!(r.read(&mut []).unwrap(), 0);
+                    if n == 0 {
+                        break;
+                    }
+                    out.extend_from_slice(&buf[..n]);
                 }
-                out.extend_from_slice(&buf[..n]);
+                assert_eq!(out, plain, "len {len} max {max_per_call} buf {bufsize}");
+                assert_eq!(r.read(&mut []).unwrap(), 0);
+                assert_eq!(r.read(&mut buf).unwrap(), 0);
             }
-            assert_eq!(out, plain, "len {len} max {max_per_call} buf {bufsize}");
-            assert_eq!(r.read(&mut []).unwrap(), 0);
-            assert_eq!(r.read(&mut buf).unwrap(), 0);
         }
     }
 }
@@ -830,12 +694,19 @@ fn bufread_lines_over_segment_boundaries() {
     for seg in [1, 37, 8192] {
         let ct = encrypt(&key, seg, text.as_bytes());
         for (rcap, max_per_call) in [(5, 3), (8192, usize::MAX), (100, 1)] {
-            let r = CipherReader::with_capacity(rcap, &key, ScriptReader::new(&ct, max_per_call));
+            let r = CipherReader::with_capacity(
+                rcap,
+                &key,
+                ScriptReader::new(&ct).max_per_call(max_per_call),
+            );
             let lines: Vec<String> = r.lines().map(Result::unwrap).collect();
             assert_eq!(lines, expected, "seg {seg} rcap {rcap}");
 
-            let mut r =
-                CipherReader::with_capacity(rcap, &key, ScriptReader::new(&ct, max_per_call));
+            let mut r = CipherReader::with_capacity(
+                rcap,
+                &key,
+                ScriptReader::new(&ct).max_per_call(max_per_call),
+            );
             let mut got = String::new();
             let mut line = String::new();
             let mut count = 0;
@@ -849,8 +720,11 @@ fn bufread_lines_over_segment_boundaries() {
             assert_eq!(got, text);
 
             // fill_buf/consume in odd amounts, mixed with read.
-            let mut r =
-                CipherReader::with_capacity(rcap, &key, ScriptReader::new(&ct, max_per_call));
+            let mut r = CipherReader::with_capacity(
+                rcap,
+                &key,
+                ScriptReader::new(&ct).max_per_call(max_per_call),
+            );
             let mut got = Vec::new();
             let mut turn = 0usize;
             loop {

@@ -23,35 +23,34 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{self, BufRead, ErrorKind, Read, Write};
-use std::ops::Range;
+mod common;
+
+use std::io::ErrorKind;
 
 use cipherio::format::{DEFAULT_MAX_SEGMENT_SIZE, HEADER_LEN, Header, SALT_LEN, TAG_LEN};
 use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key, Provider};
+use common::{
+    Front, Layout, ReadMode, ScriptReader, TAMPER_CONFIGS as CONFIGS, Tamper, Upto, Want,
+    WriteMode, assert_sticky, crate_error, join, tamper_patterns,
+};
 
 const H: usize = HEADER_LEN;
 const T: usize = TAG_LEN;
 /// Writer capacity (plaintext bytes per segment) of most streams here.
 const S: usize = 16;
 
-/// Plaintext bytes 0x01..=0x61: never 0x00 (what a wipe leaves) nor 0xAA
-/// (what the caller's buffer is filled with), so a leak is detectable.
+/// Plaintext that never holds 0x00 (what a wipe leaves) nor 0xAA (what
+/// the caller's buffer is filled with), so a leak is detectable.
 fn plaintext(len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| u8::try_from(i % 97).unwrap() + 1)
-        .collect()
+    common::data(len, 97)
 }
 
 fn seal_with(wp: Provider, key: &Key, seg: usize, aad: &[u8], pt: &[u8]) -> Vec<u8> {
-    let mut w = CipherWriter::builder(key)
+    let builder = CipherWriter::builder(key)
         .provider(wp)
         .capacity(seg)
-        .associated_data(aad)
-        .build(Vec::new());
-    for c in pt.chunks(7) {
-        w.write_all(c).unwrap();
-    }
-    w.finish().unwrap()
+        .associated_data(aad);
+    common::encrypt(Front::Std, builder, pt, &WriteMode::Fixed(7))
 }
 
 fn seal(wp: Provider, key: &Key, seg: usize, pt: &[u8]) -> Vec<u8> {
@@ -60,194 +59,24 @@ fn seal(wp: Provider, key: &Key, seg: usize, pt: &[u8]) -> Vec<u8> {
 
 /// Number of segments of a stream of `pt_len` plaintext bytes.
 fn segment_count(pt_len: usize, seg: usize) -> usize {
-    pt_len.div_ceil(seg).max(1)
-}
-
-/// Byte range of sealed segment `i` in a stream of `len` bytes.
-fn seg_range(seg: usize, len: usize, i: usize) -> Range<usize> {
-    let start = H + i * (seg + T);
-    start..(start + seg + T).min(len)
+    Layout::native(seg).segments(pt_len)
 }
 
 /// A stream cut into its header and its sealed segments.
 fn split(ct: &[u8], seg: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
-    let header = ct[..H].to_vec();
-    let segs = ct[H..].chunks(seg + T).map(<[u8]>::to_vec).collect();
-    (header, segs)
+    Layout::native(seg).split(ct)
 }
 
-fn join(header: &[u8], segs: &[Vec<u8>]) -> Vec<u8> {
-    let mut v = header.to_vec();
-    for s in segs {
-        v.extend_from_slice(s);
-    }
-    v
+fn patterns(seg: usize) -> Vec<ReadMode> {
+    tamper_patterns(&Layout::native(seg))
 }
 
-/// The inner reader: hands out at most `chunk` bytes per call and records
-/// the length of every buffer it is asked to fill.
-struct Source<'a> {
-    data: &'a [u8],
-    pos: usize,
-    chunk: usize,
-    requests: Vec<usize>,
-}
-
-impl<'a> Source<'a> {
-    fn new(data: &'a [u8], chunk: usize) -> Self {
-        Source {
-            data,
-            pos: 0,
-            chunk,
-            requests: Vec::new(),
-        }
-    }
-}
-
-impl Read for Source<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.requests.push(buf.len());
-        let n = buf.len().min(self.chunk).min(self.data.len() - self.pos);
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-/// (reader capacity, bytes the inner reader hands out per call).
-const CONFIGS: [(usize, usize); 4] = [
-    (DEFAULT_CAPACITY, usize::MAX),
-    (1, usize::MAX),
-    (40, usize::MAX),
-    (DEFAULT_CAPACITY, 1),
-];
-
-#[derive(Clone, Copy, Debug)]
-enum Pattern {
-    ToEnd,
-    /// `read` calls with a buffer of this many bytes.
-    Chunks(usize),
-    BufRead,
-}
-
-fn patterns(seg: usize) -> [Pattern; 5] {
-    [
-        Pattern::ToEnd,
-        Pattern::Chunks(1),
-        Pattern::Chunks(seg),
-        // Several segments at once: the zero-copy path coalesces.
-        Pattern::Chunks(5 * seg + 3),
-        Pattern::BufRead,
-    ]
-}
-
-/// Reads until an error or the end; returns what was delivered and how it ended.
-fn drive<R: Read>(r: &mut CipherReader<R>, pattern: Pattern) -> (Vec<u8>, io::Result<()>) {
-    let mut got = Vec::new();
-    match pattern {
-        Pattern::ToEnd => {
-            let res = r.read_to_end(&mut got).map(|_| ());
-            (got, res)
-        }
-        Pattern::Chunks(n) => loop {
-            let mut b = vec![0u8; n];
-            match r.read(&mut b) {
-                Ok(0) => return (got, Ok(())),
-                Ok(k) => got.extend_from_slice(&b[..k]),
-                Err(e) => return (got, Err(e)),
-            }
-        },
-        Pattern::BufRead => loop {
-            match r.fill_buf() {
-                Ok([]) => return (got, Ok(())),
-                Ok(b) => {
-                    let k = b.len();
-                    got.extend_from_slice(b);
-                    r.consume(k);
-                }
-                Err(e) => return (got, Err(e)),
-            }
-        },
-    }
-}
-
-/// The `cipherio::Error` inside `e`, checking that the kinds agree and are
-/// those of a damaged stream.
-fn crate_error(ctx: &str, e: &io::Error) -> Error {
-    let ce = Error::from_io(e)
-        .unwrap_or_else(|| panic!("{ctx}: error {e:?} carries no cipherio::Error"))
-        .clone();
-    assert_eq!(e.kind(), ce.kind(), "{ctx}: io kind vs crate error {ce:?}");
-    assert!(
-        matches!(e.kind(), ErrorKind::InvalidData | ErrorKind::UnexpectedEof),
-        "{ctx}: kind {:?} for a damaged stream",
-        e.kind()
-    );
-    ce
-}
-
-/// Three more reads (empty, 1 byte, many bytes) and a `fill_buf` all fail
-/// with the same error.
-fn assert_sticky<R: Read>(ctx: &str, r: &mut CipherReader<R>, first: &Error) {
-    for len in [0usize, 1, 4096] {
-        let mut b = vec![0u8; len];
-        match r.read(&mut b) {
-            Ok(n) => panic!("{ctx}: read({len}) after {first:?} returned Ok({n})"),
-            Err(e) => assert_eq!(&crate_error(ctx, &e), first, "{ctx}: read({len}) again"),
-        }
-    }
-    match r.fill_buf() {
-        Ok(b) => panic!(
-            "{ctx}: fill_buf after {first:?} returned Ok({} bytes)",
-            b.len()
-        ),
-        Err(e) => assert_eq!(&crate_error(ctx, &e), first, "{ctx}: fill_buf again"),
-    }
-}
-
-#[derive(Clone, Debug)]
-enum Want {
-    Is(Error),
-    /// Any crate error of kind `InvalidData`.
-    InvalidData,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Upto {
-    /// Exactly this many plaintext bytes come out before the error.
-    Exactly(usize),
-    /// Between these many (inclusive), on a segment boundary.
-    Between(usize, usize),
-}
-
-fn check_delivered(ctx: &str, got: &[u8], pt: &[u8], seg: usize, upto: Upto) {
-    assert!(
-        got.len() <= pt.len() && got == &pt[..got.len()],
-        "{ctx}: returned bytes are not a prefix of the plaintext"
-    );
-    match upto {
-        Upto::Exactly(n) => assert_eq!(got.len(), n, "{ctx}: plaintext bytes before the error"),
-        Upto::Between(lo, hi) => {
-            assert!(
-                (lo..=hi).contains(&got.len()),
-                "{ctx}: {} plaintext bytes before the error, want {lo}..={hi}",
-                got.len()
-            );
-            assert!(
-                got.len().is_multiple_of(seg) || got.len() == pt.len(),
-                "{ctx}: {} bytes do not end on a segment boundary",
-                got.len()
-            );
-        }
-    }
-}
-
-/// Reads `stream` in each of `configs` and `pats` and checks the failure
-/// (see the module docs).
+/// Reads `stream` in each of `configs` and `pats`, on every front and with
+/// every provider, and checks the failure (see the module docs).
 #[allow(clippy::too_many_arguments)]
 fn expect_failure_in(
     configs: &[(usize, usize)],
-    pats: &[Pattern],
+    pats: &[ReadMode],
     ctx: &str,
     key: &Key,
     aad: &[u8],
@@ -257,31 +86,15 @@ fn expect_failure_in(
     want: &Want,
     upto: Upto,
 ) {
-    for &rp in Provider::ALL {
-        for &(cap, chunk) in configs {
-            for &pattern in pats {
-                let ctx = format!("{ctx} [read by {rp:?}, cap {cap}, chunk {chunk}, {pattern:?}]");
-                let mut r = CipherReader::builder(key)
-                    .provider(rp)
-                    .capacity(cap)
-                    .associated_data(aad)
-                    .build(Source::new(stream, chunk));
-                let (got, res) = drive(&mut r, pattern);
-                let Err(e) = res else {
-                    panic!("{ctx}: clean end of stream after {} bytes", got.len())
-                };
-                let ce = crate_error(&ctx, &e);
-                match want {
-                    Want::Is(w) => assert_eq!(&ce, w, "{ctx}"),
-                    Want::InvalidData => {
-                        assert_eq!(e.kind(), ErrorKind::InvalidData, "{ctx}: {ce:?}");
-                    }
-                }
-                check_delivered(&ctx, &got, pt, seg, upto);
-                assert_sticky(&ctx, &mut r, &ce);
-            }
-        }
-    }
+    let builder = CipherReader::builder(key).associated_data(aad);
+    let layout = Layout::native(seg);
+    let tamper = Tamper {
+        ctx,
+        builder: &builder,
+        layout: &layout,
+        pt,
+    };
+    tamper.fail_in(configs, pats, stream, want, upto);
 }
 
 /// [`expect_failure_in`] over every configuration and pattern.
@@ -325,21 +138,15 @@ fn expect_failure(
 /// The untampered stream reads back in every configuration and pattern
 /// (so a failure elsewhere is the tampering's doing, not the harness's).
 fn expect_clean(ctx: &str, key: &Key, aad: &[u8], stream: &[u8], seg: usize, pt: &[u8]) {
-    for &rp in Provider::ALL {
-        for (cap, chunk) in CONFIGS {
-            for pattern in patterns(seg) {
-                let ctx = format!("{ctx} [read by {rp:?}, cap {cap}, chunk {chunk}, {pattern:?}]");
-                let mut r = CipherReader::builder(key)
-                    .provider(rp)
-                    .capacity(cap)
-                    .associated_data(aad)
-                    .build(Source::new(stream, chunk));
-                let (got, res) = drive(&mut r, pattern);
-                res.unwrap_or_else(|e| panic!("{ctx}: {e}"));
-                assert_eq!(got, pt, "{ctx}");
-            }
-        }
-    }
+    let builder = CipherReader::builder(key).associated_data(aad);
+    let layout = Layout::native(seg);
+    let tamper = Tamper {
+        ctx,
+        builder: &builder,
+        layout: &layout,
+        pt,
+    };
+    tamper.clean(stream);
 }
 
 /// A fresh key for every algorithm.
@@ -429,10 +236,11 @@ fn stream_every_single_byte_flip_fails_before_the_damaged_segment() {
                     // (and wipes) megabyte buffers on every run, so those
                     // few cases run a reduced matrix to keep the test fast.
                     let size = u32::from_be_bytes(bad[10..14].try_into().unwrap());
+                    let all = patterns(S);
                     let (configs, pats) = if size >= 1 << 20 {
-                        (&CONFIGS[..1], &[Pattern::ToEnd, Pattern::Chunks(1)][..])
+                        (&CONFIGS[..1], &[ReadMode::ToEnd, ReadMode::Chunks(1)][..])
                     } else {
-                        (&CONFIGS[..], &patterns(S)[..])
+                        (&CONFIGS[..], &all[..])
                     };
                     expect_failure_in(
                         configs,
@@ -492,7 +300,7 @@ fn bad_tag(segment: usize) {
         for len in [3 * S + 5, 3 * S] {
             let pt = plaintext(len);
             let ct = seal(wp, &key, S, &pt);
-            let r = seg_range(S, ct.len(), segment);
+            let r = Layout::native(S).seg_range(ct.len(), segment);
             for pos in [r.end - T, r.end - 1] {
                 let mut bad = ct.clone();
                 bad[pos] ^= 0x10;
@@ -522,11 +330,16 @@ fn stream_bad_tag_in_later_segment() {
 
 /// The bytes an unfinished writer left in its `Vec` after `pt` was written
 /// (as one `write_all` or byte by byte, with or without `flush`).
-fn unfinished(wp: Provider, key: &Key, pt: &[u8], bytewise: bool, flush: bool) -> Vec<u8> {
-    let mut w = CipherWriter::builder(key)
-        .provider(wp)
-        .capacity(S)
-        .build(Vec::new());
+fn unfinished(
+    front: Front,
+    wp: Provider,
+    key: &Key,
+    pt: &[u8],
+    bytewise: bool,
+    flush: bool,
+) -> Vec<u8> {
+    let builder = CipherWriter::builder(key).provider(wp).capacity(S);
+    let mut w = front.build_writer(builder, Vec::new());
     if bytewise {
         for b in pt {
             w.write_all(std::slice::from_ref(b)).unwrap();
@@ -546,10 +359,13 @@ fn check_unfinished(len: usize, sealed_segments: usize) {
     for (alg, key, wp) in keys() {
         let pt = plaintext(len);
         for bytewise in [false, true] {
-            for flush in [false, true] {
-                let ct = unfinished(wp, &key, &pt, bytewise, flush);
+            for (flush, &front) in [false, true]
+                .into_iter()
+                .flat_map(|f| Front::ALL.iter().map(move |fr| (f, fr)))
+            {
+                let ct = unfinished(front, wp, &key, &pt, bytewise, flush);
                 let ctx = format!(
-                    "{alg}: unfinished after {len} bytes (bytewise {bytewise}, flush {flush})"
+                    "{alg} {front:?}: unfinished after {len} bytes (bytewise {bytewise}, flush {flush})"
                 );
                 let expected_len = if sealed_segments == 0 {
                     0
@@ -680,8 +496,8 @@ fn stream_two_final_segments() {
             let ct = seal(wp, &key, S, &pt);
             let other = seal(wp, &key, S, &pt);
             let n = segment_count(len, S);
-            let own_final = ct[seg_range(S, ct.len(), n - 1)].to_vec();
-            let other_final = other[seg_range(S, other.len(), n - 1)].to_vec();
+            let own_final = ct[Layout::native(S).seg_range(ct.len(), n - 1)].to_vec();
+            let other_final = other[Layout::native(S).seg_range(other.len(), n - 1)].to_vec();
             for (what, extra) in [
                 ("its own final", own_final),
                 ("another stream's final", other_final),
@@ -720,7 +536,7 @@ fn stream_trailing_bytes_after_final_segment() {
         for len in [3 * S + 5, 3 * S, S, 0] {
             let pt = plaintext(len);
             let ct = seal(wp, &key, S, &pt);
-            let whole = ct[seg_range(S, ct.len(), 0)].to_vec();
+            let whole = ct[Layout::native(S).seg_range(ct.len(), 0)].to_vec();
             let trailers: [(&str, Vec<u8>); 4] = [
                 ("1 zero byte", vec![0]),
                 ("1 byte", vec![0x5c]),
@@ -883,6 +699,7 @@ fn stream_wrong_or_missing_associated_data() {
 
 #[test]
 fn stream_segment_size_above_limit_is_refused_before_allocating() {
+    let requests = |src: &ScriptReader<'_>| src.asks.iter().map(|a| a.1).collect::<Vec<_>>();
     // 16 MiB + 1 first: a reader without the check fails here cheaply,
     // before the u32::MAX case would make it allocate 4 GiB.
     let sizes = [
@@ -905,14 +722,13 @@ fn stream_segment_size_above_limit_is_refused_before_allocating() {
                     .into_iter()
                     .flat_map(move |c| [usize::MAX, 1].map(|k| (p, c, k)))
             }) {
-                {
+                for &front in Front::ALL {
                     let ctx = format!(
-                        "{alg} read by {rp:?}: segment size {size}, cap {cap}, chunk {chunk}"
+                        "{alg} {front:?} read by {rp:?}: segment size {size}, cap {cap}, chunk {chunk}"
                     );
-                    let mut r = CipherReader::builder(&key)
-                        .provider(rp)
-                        .capacity(cap)
-                        .build(Source::new(&input, chunk));
+                    let builder = CipherReader::builder(&key).provider(rp).capacity(cap);
+                    let inner = ScriptReader::new(&input).max_per_call(chunk);
+                    let mut r = front.build_reader(builder, inner);
                     let mut buf = vec![0u8; 4096];
                     let e = r.read(&mut buf).unwrap_err();
                     let ce = crate_error(&ctx, &e);
@@ -930,17 +746,17 @@ fn stream_segment_size_above_limit_is_refused_before_allocating() {
                     // into, and no segment byte beyond that buffer was read.
                     let bound = cap + H;
                     let src = r.get_ref();
-                    assert!(!src.requests.is_empty(), "{ctx}");
+                    assert!(!requests(src).is_empty(), "{ctx}");
                     assert!(
-                        src.requests.iter().all(|&n| n <= bound),
+                        requests(src).iter().all(|&n| n <= bound),
                         "{ctx}: inner reads asked for {:?}, more than the {bound}-byte initial buffer (capacity + header)",
-                        src.requests
+                        requests(src)
                     );
                     assert!(src.pos <= bound, "{ctx}: consumed {} bytes", src.pos);
-                    let calls = src.requests.len();
+                    let calls = src.calls;
                     assert_sticky(&ctx, &mut r, &ce);
                     assert_eq!(
-                        r.get_ref().requests.len(),
+                        r.get_ref().calls,
                         calls,
                         "{ctx}: inner reads after the refusal"
                     );
@@ -954,55 +770,61 @@ fn stream_segment_size_above_limit_is_refused_before_allocating() {
 fn stream_custom_max_segment_size() {
     const SEG: usize = 2048;
     for (alg, key, wp) in keys() {
-        let pt = plaintext(2 * SEG + 7);
-        let ct = seal(wp, &key, SEG, &pt);
-        for limit in [1024, SEG - 1] {
-            for (&rp, cap) in Provider::ALL
-                .iter()
-                .flat_map(|p| [64, DEFAULT_CAPACITY].map(|c| (p, c)))
-            {
-                let ctx = format!("{alg} by {wp:?}, read by {rp:?}: limit {limit}, cap {cap}");
-                let mut r = CipherReader::builder(&key)
-                    .provider(rp)
-                    .capacity(cap)
-                    .max_segment_size(limit)
-                    .build(Source::new(&ct, usize::MAX));
-                let mut out = Vec::new();
-                let e = r.read_to_end(&mut out).unwrap_err();
-                let ce = crate_error(&ctx, &e);
-                assert_eq!(
-                    ce,
-                    Error::SegmentTooLarge {
-                        size: 2048,
-                        limit: u64::try_from(limit).unwrap(),
-                    },
-                    "{ctx}"
-                );
-                assert!(out.is_empty(), "{ctx}");
-                let bound = cap + H;
-                assert!(
-                    r.get_ref().requests.iter().all(|&n| n <= bound),
-                    "{ctx}: inner reads asked for {:?}",
-                    r.get_ref().requests
-                );
-                assert_sticky(&ctx, &mut r, &ce);
+        for &front in Front::ALL {
+            let pt = plaintext(2 * SEG + 7);
+            let ct = seal(wp, &key, SEG, &pt);
+            for limit in [1024, SEG - 1] {
+                for (&rp, cap) in Provider::ALL
+                    .iter()
+                    .flat_map(|p| [64, DEFAULT_CAPACITY].map(|c| (p, c)))
+                {
+                    let ctx = format!(
+                        "{alg} by {wp:?}, {front:?} read by {rp:?}: limit {limit}, cap {cap}"
+                    );
+                    let builder = CipherReader::builder(&key)
+                        .provider(rp)
+                        .capacity(cap)
+                        .max_segment_size(limit);
+                    let mut r = front.build_reader(builder, ScriptReader::new(&ct));
+                    let mut out = Vec::new();
+                    let e = r.read_to_end(&mut out).unwrap_err();
+                    let ce = crate_error(&ctx, &e);
+                    assert_eq!(
+                        ce,
+                        Error::SegmentTooLarge {
+                            size: 2048,
+                            limit: u64::try_from(limit).unwrap(),
+                        },
+                        "{ctx}"
+                    );
+                    assert!(out.is_empty(), "{ctx}");
+                    let bound = cap + H;
+                    assert!(
+                        r.get_ref().asks.iter().all(|&(_, n)| n <= bound),
+                        "{ctx}: inner reads asked for {:?}",
+                        r.get_ref().asks
+                    );
+                    assert_sticky(&ctx, &mut r, &ce);
+                }
             }
-        }
-        for limit in [SEG, 4096] {
-            for (&rp, cap) in Provider::ALL
-                .iter()
-                .flat_map(|p| [64, DEFAULT_CAPACITY].map(|c| (p, c)))
-            {
-                let ctx = format!("{alg} by {wp:?}, read by {rp:?}: limit {limit}, cap {cap}");
-                let mut r = CipherReader::builder(&key)
-                    .provider(rp)
-                    .capacity(cap)
-                    .max_segment_size(limit)
-                    .build(&ct[..]);
-                let mut out = Vec::new();
-                r.read_to_end(&mut out)
-                    .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-                assert_eq!(out, pt, "{ctx}");
+            for limit in [SEG, 4096] {
+                for (&rp, cap) in Provider::ALL
+                    .iter()
+                    .flat_map(|p| [64, DEFAULT_CAPACITY].map(|c| (p, c)))
+                {
+                    let ctx = format!(
+                        "{alg} by {wp:?}, {front:?} read by {rp:?}: limit {limit}, cap {cap}"
+                    );
+                    let builder = CipherReader::builder(&key)
+                        .provider(rp)
+                        .capacity(cap)
+                        .max_segment_size(limit);
+                    let mut r = front.build_reader(builder, &ct[..]);
+                    let mut out = Vec::new();
+                    r.read_to_end(&mut out)
+                        .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                    assert_eq!(out, pt, "{ctx}");
+                }
             }
         }
     }
@@ -1016,7 +838,7 @@ fn stream_short_non_final_segment() {
             let ct = seal(wp, &key, S, &pt);
             for i in [1, 2] {
                 for cut in [1, 5, S / 2, S] {
-                    let r = seg_range(S, ct.len(), i);
+                    let r = Layout::native(S).seg_range(ct.len(), i);
                     let mid = r.start + (S - cut) / 2;
                     let mut bad = ct.clone();
                     bad.drain(mid..mid + cut);
@@ -1128,52 +950,10 @@ fn stream_header_only_and_header_plus_15_bytes() {
     }
 }
 
-fn no_plaintext(b: &[u8]) -> bool {
-    b.iter().all(|&x| x == 0x00 || x == 0xAA)
-}
-
-/// Reads `stream` with `buf_len`-byte reads into buffers pre-filled with
-/// 0xAA; every byte not returned as plaintext must be 0x00 or 0xAA, also in
-/// the call that fails. Returns how much plaintext came out and the error.
-fn read_watching_buffer_with(
-    ctx: &str,
-    rp: Provider,
-    key: &Key,
-    stream: &[u8],
-    pt: &[u8],
-    buf_len: usize,
-) -> (usize, Error) {
-    let ctx = &format!("{ctx} [read by {rp:?}]");
-    let mut r = CipherReader::builder(key).provider(rp).build(stream);
-    let mut delivered = 0;
-    loop {
-        let mut buf = vec![0xAAu8; buf_len];
-        match r.read(&mut buf) {
-            Ok(0) => panic!("{ctx}: clean end of stream after {delivered} bytes"),
-            Ok(n) => {
-                assert_eq!(&buf[..n], &pt[delivered..delivered + n], "{ctx}");
-                assert!(
-                    no_plaintext(&buf[n..]),
-                    "{ctx}: plaintext left past the {n} returned bytes"
-                );
-                delivered += n;
-            }
-            Err(e) => {
-                assert!(
-                    no_plaintext(&buf),
-                    "{ctx}: plaintext in the buffer of a failed read"
-                );
-                let ce = crate_error(ctx, &e);
-                assert_sticky(ctx, &mut r, &ce);
-                return (delivered, ce);
-            }
-        }
-    }
-}
-
-/// [`read_watching_buffer_with`] every provider, which must agree. (AWS-LC
-/// decrypts a segment into the caller's buffer before it checks the tag:
-/// only the wipe after a failed open keeps that plaintext from the caller.)
+/// [`common::read_watching`] on every front with every provider, which
+/// must agree. (AWS-LC decrypts a segment into the caller's buffer before
+/// it checks the tag: only the wipe after a failed open keeps that
+/// plaintext from the caller.)
 fn read_watching_buffer(
     ctx: &str,
     key: &Key,
@@ -1181,14 +961,7 @@ fn read_watching_buffer(
     pt: &[u8],
     buf_len: usize,
 ) -> (usize, Error) {
-    let mut results = Provider::ALL
-        .iter()
-        .map(|&rp| read_watching_buffer_with(ctx, rp, key, stream, pt, buf_len));
-    let first = results.next().unwrap();
-    for other in results {
-        assert_eq!(other, first, "{ctx}: providers disagree");
-    }
-    first
+    common::read_watching_everywhere(ctx, &CipherReader::builder(key), stream, pt, buf_len)
 }
 
 #[test]
@@ -1198,7 +971,7 @@ fn stream_failed_read_leaves_no_plaintext_in_callers_buffer() {
         let pt = plaintext(3 * SEG + 5);
         let ct = seal(wp, &key, SEG, &pt);
         for i in 0..segment_count(pt.len(), SEG) {
-            let r = seg_range(SEG, ct.len(), i);
+            let r = Layout::native(SEG).seg_range(ct.len(), i);
             // A bad tag leaves the ciphertext intact: a reader that
             // decrypted before verifying would hold this segment's exact
             // plaintext.

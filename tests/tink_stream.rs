@@ -21,8 +21,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{self, BufRead, ErrorKind, Read, Write};
-use std::ops::Range;
+mod common;
+
+use std::io::{BufRead, ErrorKind, Read, Write};
+use std::ops::Deref;
 
 use aes_gcm::aead::{AeadCore, AeadInOut, KeyInit, Nonce, Tag};
 use aes_gcm::{Aes128Gcm, Aes256Gcm};
@@ -33,14 +35,21 @@ use hkdf::Hkdf;
 use sha1::Sha1;
 use sha2::{Sha256, Sha512};
 
-const TAG: usize = 16;
-const PREFIX: usize = 7;
+use common::{
+    Front, Layout, ReadMode as Pattern, ScriptReader, ScriptWriter, TAMPER_CONFIGS as CONFIGS,
+    Tamper, Upto, Want, assert_sticky, crate_error, read_retrying, write_retrying,
+};
+
+const TAG: usize = common::TAG;
+const PREFIX: usize = common::PREFIX;
 const MIB: usize = 1 << 20;
 
 // ---------------------------------------------------------------------
 // The layout, from the format description.
 // ---------------------------------------------------------------------
 
+/// A Tink key's sizes and hash, and the layout they make
+/// ([`common::Layout`], from the format description).
 #[derive(Clone, Copy, Debug)]
 struct Lay {
     dks: usize,
@@ -48,22 +57,26 @@ struct Lay {
     hash: HkdfHash,
     /// Header length.
     h: usize,
-    /// Plaintext bytes of segment 0.
-    first: usize,
-    /// Plaintext bytes of every later segment.
-    rest: usize,
+    layout: Layout,
+}
+
+impl Deref for Lay {
+    type Target = Layout;
+
+    fn deref(&self) -> &Layout {
+        &self.layout
+    }
 }
 
 impl Lay {
     fn new(dks: usize, css: usize, hash: HkdfHash) -> Lay {
-        let h = 1 + dks + PREFIX;
+        let layout = Layout::tink(dks, css);
         Lay {
             dks,
             css,
             hash,
-            h,
-            first: css - h - TAG,
-            rest: css - TAG,
+            h: layout.header,
+            layout,
         }
     }
 
@@ -71,106 +84,15 @@ impl Lay {
         TinkParams::new(self.dks, self.css, self.hash).unwrap()
     }
 
-    /// Segments of a stream of `len` plaintext bytes: one for the empty
-    /// stream, and no empty final segment after full ones.
-    fn segments(&self, len: usize) -> usize {
-        if len <= self.first {
-            1
-        } else {
-            1 + (len - self.first).div_ceil(self.rest)
-        }
-    }
-
     fn ct_len(&self, len: usize) -> usize {
-        self.h + len + TAG * self.segments(len)
-    }
-
-    /// Plaintext capacity of segment `i`.
-    fn plain(&self, i: usize) -> usize {
-        if i == 0 { self.first } else { self.rest }
-    }
-
-    /// Plaintext bytes in the segments before segment `i`.
-    fn plain_before(&self, i: usize) -> usize {
-        if i == 0 {
-            0
-        } else {
-            self.first + (i - 1) * self.rest
-        }
-    }
-
-    /// Sealed length of a full segment `i`.
-    fn sealed(&self, i: usize) -> usize {
-        self.plain(i) + TAG
-    }
-
-    fn seg_start(&self, i: usize) -> usize {
-        if i == 0 { self.h } else { i * self.css }
-    }
-
-    /// Byte range of segment `i` in a stream of `len` bytes.
-    fn seg_range(&self, len: usize, i: usize) -> Range<usize> {
-        let s = self.seg_start(i);
-        s..(s + self.sealed(i)).min(len)
-    }
-
-    /// The segment holding stream byte `pos` (at least `h`).
-    fn seg_of(&self, pos: usize) -> usize {
-        assert!(pos >= self.h);
-        pos / self.css
-    }
-
-    /// Header and sealed segments of a stream.
-    fn split(&self, ct: &[u8]) -> (Vec<u8>, Vec<Vec<u8>>) {
-        let mut segs = Vec::new();
-        let mut i = 0;
-        while self.seg_start(i) < ct.len() {
-            segs.push(ct[self.seg_range(ct.len(), i)].to_vec());
-            i += 1;
-        }
-        (ct[..self.h].to_vec(), segs)
-    }
-
-    /// The plaintext cut into its segments (one empty segment if empty).
-    fn plain_segments<'a>(&self, pt: &'a [u8]) -> Vec<&'a [u8]> {
-        let (a, mut b) = pt.split_at(pt.len().min(self.first));
-        let mut v = vec![a];
-        while !b.is_empty() {
-            let (x, y) = b.split_at(b.len().min(self.rest));
-            v.push(x);
-            b = y;
-        }
-        v
-    }
-
-    /// Plaintext lengths that may be released before an error: the
-    /// segment boundaries (and the whole plaintext).
-    fn boundaries(&self, len: usize) -> Vec<usize> {
-        let mut v: Vec<usize> = (0..self.segments(len))
-            .map(|i| self.plain_before(i))
-            .collect();
-        v.push(len);
-        v
-    }
-
-    /// Whether the stream of `len` bytes ends with a full-length segment.
-    fn full_final(&self, len: usize) -> bool {
-        let n = self.segments(len);
-        len > 0 && len - self.plain_before(n - 1) == self.plain(n - 1)
+        self.stream_len(len)
     }
 
     /// 0, 1, first ± 1, first + k·rest ± 1 for k = 1, 2, and several
-    /// segments with a short final one (deduplicated).
+    /// segments with a short final one.
     fn lengths(&self) -> Vec<usize> {
-        let (f, r) = (self.first, self.rest);
-        let mut v = vec![0, 1, f - 1, f, f + 1];
-        for k in 1..=2 {
-            v.extend([f + k * r - 1, f + k * r, f + k * r + 1]);
-        }
-        v.push(f + 3 * r + 7);
-        v.sort_unstable();
-        v.dedup();
-        v
+        let extra = self.first + 3 * self.rest + 7;
+        self.lengths_around(&[1, 2, 3], &[extra])
     }
 }
 
@@ -773,153 +695,8 @@ fn spec_encoded_streams_read_back() {
 // Tampering: harness.
 // ---------------------------------------------------------------------
 
-/// The inner reader: at most `chunk` bytes per call.
-struct Source<'a> {
-    data: &'a [u8],
-    pos: usize,
-    chunk: usize,
-}
-
-impl<'a> Source<'a> {
-    fn new(data: &'a [u8], chunk: usize) -> Self {
-        Source {
-            data,
-            pos: 0,
-            chunk,
-        }
-    }
-}
-
-impl Read for Source<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = buf.len().min(self.chunk).min(self.data.len() - self.pos);
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-/// (reader capacity, bytes the inner reader hands out per call).
-const CONFIGS: [(usize, usize); 4] = [
-    (DEFAULT_CAPACITY, usize::MAX),
-    (1, usize::MAX),
-    (40, usize::MAX),
-    (DEFAULT_CAPACITY, 1),
-];
-
-#[derive(Clone, Copy, Debug)]
-enum Pattern {
-    ToEnd,
-    Chunks(usize),
-    BufRead,
-}
-
-fn patterns(lay: &Lay) -> [Pattern; 6] {
-    [
-        Pattern::ToEnd,
-        Pattern::Chunks(1),
-        Pattern::Chunks(lay.first),
-        Pattern::Chunks(lay.rest),
-        Pattern::Chunks(5 * lay.rest + 3),
-        Pattern::BufRead,
-    ]
-}
-
-fn drive<R: Read>(r: &mut CipherReader<R>, pattern: Pattern) -> (Vec<u8>, io::Result<()>) {
-    let mut got = Vec::new();
-    match pattern {
-        Pattern::ToEnd => {
-            let res = r.read_to_end(&mut got).map(|_| ());
-            (got, res)
-        }
-        Pattern::Chunks(n) => loop {
-            let mut b = vec![0u8; n];
-            match r.read(&mut b) {
-                Ok(0) => return (got, Ok(())),
-                Ok(k) => got.extend_from_slice(&b[..k]),
-                Err(e) => return (got, Err(e)),
-            }
-        },
-        Pattern::BufRead => loop {
-            match r.fill_buf() {
-                Ok([]) => return (got, Ok(())),
-                Ok(b) => {
-                    let k = b.len();
-                    got.extend_from_slice(b);
-                    r.consume(k);
-                }
-                Err(e) => return (got, Err(e)),
-            }
-        },
-    }
-}
-
-/// The crate error inside `e`, whose kinds agree and are a damaged stream's.
-fn crate_error(ctx: &str, e: &io::Error) -> Error {
-    let ce = Error::from_io(e)
-        .unwrap_or_else(|| panic!("{ctx}: error {e:?} carries no cipherio::Error"))
-        .clone();
-    assert_eq!(e.kind(), ce.kind(), "{ctx}: io kind vs {ce:?}");
-    assert!(
-        matches!(e.kind(), ErrorKind::InvalidData | ErrorKind::UnexpectedEof),
-        "{ctx}: kind {:?} for a damaged stream",
-        e.kind()
-    );
-    ce
-}
-
-/// More reads (empty, 1 byte, many) and a `fill_buf` all fail the same way.
-fn assert_sticky<R: Read>(ctx: &str, r: &mut CipherReader<R>, first: &Error) {
-    for len in [0usize, 1, 4096] {
-        let mut b = vec![0u8; len];
-        match r.read(&mut b) {
-            Ok(n) => panic!("{ctx}: read({len}) after {first:?} returned Ok({n})"),
-            Err(e) => assert_eq!(&crate_error(ctx, &e), first, "{ctx}: read({len}) again"),
-        }
-    }
-    match r.fill_buf() {
-        Ok(b) => panic!("{ctx}: fill_buf after {first:?} gave Ok({} bytes)", b.len()),
-        Err(e) => assert_eq!(&crate_error(ctx, &e), first, "{ctx}: fill_buf again"),
-    }
-}
-
-#[derive(Clone, Debug)]
-enum Want {
-    Is(Error),
-    /// `Truncated` or `Authentication`.
-    CutOrAuth,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Upto {
-    /// Exactly this many plaintext bytes come out before the error.
-    Exactly(usize),
-    /// Between these (inclusive), on a segment boundary.
-    Between(usize, usize),
-}
-
-fn check_delivered(ctx: &str, got: &[u8], pt: &[u8], lay: &Lay, upto: Upto) {
-    assert!(
-        got.len() <= pt.len() && got == &pt[..got.len()],
-        "{ctx}: released bytes are not a prefix of the plaintext"
-    );
-    match upto {
-        Upto::Exactly(n) => assert_eq!(got.len(), n, "{ctx}: plaintext bytes before the error"),
-        Upto::Between(lo, hi) => {
-            assert!(
-                (lo..=hi).contains(&got.len()),
-                "{ctx}: {} bytes before the error, want {lo}..={hi}",
-                got.len()
-            );
-            assert!(
-                lay.boundaries(pt.len()).contains(&got.len()),
-                "{ctx}: {} bytes is not a segment boundary",
-                got.len()
-            );
-        }
-    }
-}
-
+/// A stream to damage, read through [`common::Tamper`] (every front,
+/// every provider).
 struct Case<'a> {
     ctx: &'a str,
     key: &'a TinkKey,
@@ -929,6 +706,16 @@ struct Case<'a> {
 }
 
 impl Case<'_> {
+    fn with<T>(&self, f: impl FnOnce(&Tamper<'_>) -> T) -> T {
+        let builder = CipherReader::builder(self.key).associated_data(self.aad);
+        f(&Tamper {
+            ctx: self.ctx,
+            builder: &builder,
+            layout: self.lay,
+            pt: self.pt,
+        })
+    }
+
     /// Reads `stream` in `configs` × `pats` and checks the failure.
     fn fail_in(
         &self,
@@ -938,61 +725,16 @@ impl Case<'_> {
         want: &Want,
         upto: Upto,
     ) {
-        for (&rp, &(cap, chunk)) in Provider::ALL
-            .iter()
-            .flat_map(|p| configs.iter().map(move |c| (p, c)))
-        {
-            for &pattern in pats {
-                let ctx = format!(
-                    "{} [read by {rp:?}, cap {cap}, chunk {chunk}, {pattern:?}]",
-                    self.ctx
-                );
-                let mut r = CipherReader::builder(self.key)
-                    .provider(rp)
-                    .capacity(cap)
-                    .associated_data(self.aad)
-                    .build(Source::new(stream, chunk));
-                let (got, res) = drive(&mut r, pattern);
-                let Err(e) = res else {
-                    panic!("{ctx}: clean end of stream after {} bytes", got.len())
-                };
-                let ce = crate_error(&ctx, &e);
-                match want {
-                    Want::Is(w) => assert_eq!(&ce, w, "{ctx}"),
-                    Want::CutOrAuth => assert!(
-                        matches!(ce, Error::Truncated | Error::Authentication),
-                        "{ctx}: {ce:?}"
-                    ),
-                }
-                check_delivered(&ctx, &got, self.pt, self.lay, upto);
-                assert_sticky(&ctx, &mut r, &ce);
-            }
-        }
+        self.with(|t| t.fail_in(configs, pats, stream, want, upto));
     }
 
     fn fail(&self, stream: &[u8], want: &Want, upto: Upto) {
-        self.fail_in(&CONFIGS, &patterns(self.lay), stream, want, upto);
+        self.with(|t| t.fail(stream, want, upto));
     }
 
     /// `stream` reads back to the plaintext in every configuration.
     fn clean(&self, stream: &[u8]) {
-        for (&rp, (cap, chunk)) in Provider::ALL.iter().flat_map(|p| CONFIGS.map(|c| (p, c))) {
-            for pattern in patterns(self.lay) {
-                let ctx = format!(
-                    "{} [read by {rp:?}, cap {cap}, chunk {chunk}, {pattern:?}]",
-                    self.ctx
-                );
-                let mut r = CipherReader::builder(self.key)
-                    .provider(rp)
-                    .capacity(cap)
-                    .associated_data(self.aad)
-                    .build(Source::new(stream, chunk));
-                let (got, res) = drive(&mut r, pattern);
-                res.unwrap_or_else(|e| panic!("{ctx}: {e}"));
-                assert!(got == self.pt, "{ctx}: wrong plaintext");
-                assert_eq!(r.read(&mut [0u8; 8]).unwrap(), 0, "{ctx}: end is stable");
-            }
-        }
+        self.with(|t| t.clean(stream));
     }
 }
 
@@ -1422,14 +1164,16 @@ fn native_format_still_refuses_an_empty_final_segment() {
             .iter()
             .flat_map(|p| [1, DEFAULT_CAPACITY].map(|c| (p, c)))
         {
-            for chunk in [1, usize::MAX] {
+            for (chunk, &front) in [1, usize::MAX]
+                .into_iter()
+                .flat_map(|c| Front::ALL.iter().map(move |f| (c, f)))
+            {
                 let ctx = format!(
-                    "native, empty final {with_empty}, read by {rp:?}, cap {cap}, chunk {chunk}"
+                    "native, empty final {with_empty}, {front:?} read by {rp:?}, cap {cap}, chunk {chunk}"
                 );
-                let mut r = CipherReader::builder(&key)
-                    .provider(rp)
-                    .capacity(cap)
-                    .build(Source::new(&stream, chunk));
+                let builder = CipherReader::builder(&key).provider(rp).capacity(cap);
+                let inner = ScriptReader::new(&stream).max_per_call(chunk);
+                let mut r = front.build_reader(builder, inner);
                 let mut got = Vec::new();
                 let e = r.read_to_end(&mut got).unwrap_err();
                 assert_eq!(crate_error(&ctx, &e), want, "{ctx}");
@@ -1712,13 +1456,10 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
     assert!(out.is_empty());
 }
 
-fn no_plaintext(b: &[u8]) -> bool {
-    b.iter().all(|&x| x == 0x00 || x == 0xAA)
-}
-
-/// Reads `stream` with `buf_len`-byte reads into 0xAA-filled buffers until
-/// an error; every byte not returned as plaintext must be 0x00 or 0xAA,
-/// also in the failing call. Returns the plaintext released and the error.
+/// [`common::read_watching`] on every front with every provider, which
+/// must agree. (AWS-LC decrypts a segment into the caller's buffer before
+/// it checks the tag: only the wipe after a failed open keeps that
+/// plaintext from the caller.)
 fn read_watching_buffer(
     ctx: &str,
     key: &TinkKey,
@@ -1726,50 +1467,7 @@ fn read_watching_buffer(
     pt: &[u8],
     buf_len: usize,
 ) -> (usize, Error) {
-    let mut results = Provider::ALL
-        .iter()
-        .map(|&rp| read_watching_buffer_with(ctx, rp, key, stream, pt, buf_len));
-    let first = results.next().unwrap();
-    for other in results {
-        assert_eq!(other, first, "{ctx}: providers disagree");
-    }
-    first
-}
-
-/// [`read_watching_buffer`] with provider `rp`. (AWS-LC decrypts a
-/// segment into the caller's buffer before it checks the tag: only the
-/// wipe after a failed open keeps that plaintext from the caller.)
-fn read_watching_buffer_with(
-    ctx: &str,
-    rp: Provider,
-    key: &TinkKey,
-    stream: &[u8],
-    pt: &[u8],
-    buf_len: usize,
-) -> (usize, Error) {
-    let ctx = &format!("{ctx} [read by {rp:?}]");
-    let mut rd = CipherReader::builder(key).provider(rp).build(stream);
-    let mut delivered = 0;
-    loop {
-        let mut buf = vec![0xAAu8; buf_len];
-        match rd.read(&mut buf) {
-            Ok(0) => panic!("{ctx}: clean end"),
-            Ok(n) => {
-                assert_eq!(&buf[..n], &pt[delivered..delivered + n], "{ctx}");
-                assert!(no_plaintext(&buf[n..]), "{ctx}: plaintext past {n}");
-                delivered += n;
-            }
-            Err(e) => {
-                assert!(
-                    no_plaintext(&buf),
-                    "{ctx}: plaintext in a failed read's buffer"
-                );
-                let e = crate_error(ctx, &e);
-                assert_sticky(ctx, &mut rd, &e);
-                return (delivered, e);
-            }
-        }
-    }
+    common::read_watching_everywhere(ctx, &CipherReader::builder(key), stream, pt, buf_len)
 }
 
 /// A failed read leaves no plaintext in the caller's buffer, for small
@@ -1826,72 +1524,6 @@ fn failed_read_leaves_no_plaintext_in_callers_buffer_by(wp: Provider) {
 // Misbehaving inner I/O.
 // ---------------------------------------------------------------------
 
-/// An inner writer that takes at most `max_per_call` bytes per call and
-/// fails call number `fail.0` with `fail.1`.
-struct ScriptWriter {
-    out: Vec<u8>,
-    calls: usize,
-    max_per_call: usize,
-    fail: Option<(usize, ErrorKind)>,
-}
-
-impl ScriptWriter {
-    fn new(max_per_call: usize, fail: Option<(usize, ErrorKind)>) -> Self {
-        ScriptWriter {
-            out: Vec::new(),
-            calls: 0,
-            max_per_call,
-            fail,
-        }
-    }
-}
-
-impl Write for ScriptWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let call = self.calls;
-        self.calls += 1;
-        assert!(self.calls < 1_000_000, "runaway inner writes");
-        assert!(!buf.is_empty(), "asked to write nothing");
-        if let Some((at, kind)) = self.fail
-            && at == call
-        {
-            return Err(io::Error::new(kind, "scripted inner write error"));
-        }
-        let n = buf.len().min(self.max_per_call);
-        self.out.extend_from_slice(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Writes in calls of at most `chunk` bytes and finishes, retrying the
-/// same call after an error; returns the error kinds that surfaced.
-fn drive_writer<W: Write>(w: &mut CipherWriter<W>, data: &[u8], chunk: usize) -> Vec<ErrorKind> {
-    let mut errors = Vec::new();
-    let mut off = 0;
-    while off < data.len() {
-        let end = off.saturating_add(chunk).min(data.len());
-        match w.write(&data[off..end]) {
-            Ok(0) => panic!("write returned Ok(0) for {} bytes", end - off),
-            Ok(n) => off += n,
-            Err(e) => {
-                assert!(Error::from_io(&e).is_none(), "inner error altered: {e}");
-                errors.push(e.kind());
-            }
-        }
-        assert!(errors.len() < 50, "{errors:?}");
-    }
-    while let Err(e) = w.try_finish() {
-        assert!(Error::from_io(&e).is_none(), "inner error altered: {e}");
-        errors.push(e.kind());
-        assert!(errors.len() < 50, "{errors:?}");
-    }
-    errors
-}
-
 /// An 80-byte segment layout: 40 plaintext bytes in segment 0, 64 later.
 fn io_lay() -> Lay {
     Lay::new(16, 80, HkdfHash::Sha256)
@@ -1914,19 +1546,21 @@ fn spec_plain(lay: &Lay, raw: &[u8], ct: &[u8]) -> Vec<u8> {
 
 #[test]
 fn writer_over_one_byte_per_call_writer() {
-    for lay in [io_lay(), Lay::new(32, 57, HkdfHash::Sha512)] {
-        let raw = raw_key(lay.dks, 4);
-        let key = tink_key(&lay, &raw);
-        for len in io_lengths(&lay) {
-            let pt = plaintext(len, 1);
-            for chunk in [1, 7, lay.first, lay.rest + 1, usize::MAX] {
-                let mut w = CipherWriter::new(&key, ScriptWriter::new(1, None));
-                assert!(drive_writer(&mut w, &pt, chunk).is_empty());
-                let inner = w.finish().unwrap();
-                let ctx = format!("{lay:?} len {len} chunk {chunk}");
-                assert_eq!(inner.out.len(), lay.ct_len(len), "{ctx}");
-                assert_eq!(inner.calls, inner.out.len(), "{ctx}: one byte per call");
-                assert_eq!(spec_plain(&lay, &raw, &inner.out), pt, "{ctx}");
+    for &front in Front::ALL {
+        for lay in [io_lay(), Lay::new(32, 57, HkdfHash::Sha512)] {
+            let raw = raw_key(lay.dks, 4);
+            let key = tink_key(&lay, &raw);
+            for len in io_lengths(&lay) {
+                let pt = plaintext(len, 1);
+                for chunk in [1, 7, lay.first, lay.rest + 1, usize::MAX] {
+                    let mut w = front.writer(&key, script_writer(1, None));
+                    assert!(write_retrying(&mut w, &pt, chunk).is_empty());
+                    let inner = w.finish().unwrap();
+                    let ctx = format!("{front:?} {lay:?} len {len} chunk {chunk}");
+                    assert_eq!(inner.out.len(), lay.ct_len(len), "{ctx}");
+                    assert_eq!(inner.calls, inner.out.len(), "{ctx}: one byte per call");
+                    assert_eq!(spec_plain(&lay, &raw, &inner.out), pt, "{ctx}");
+                }
             }
         }
     }
@@ -1934,45 +1568,50 @@ fn writer_over_one_byte_per_call_writer() {
 
 #[test]
 fn writer_makes_one_inner_write_per_segment_header_with_the_first() {
-    let lay = io_lay();
-    let key = tink_key(&lay, &raw_key(16, 4));
-    for len in io_lengths(&lay) {
-        let pt = plaintext(len, 2);
-        let mut w = CipherWriter::new(&key, ScriptWriter::new(usize::MAX, None));
-        w.write_all(&pt).unwrap();
-        let inner = w.finish().unwrap();
-        assert_eq!(inner.calls, lay.segments(len), "len {len}");
-        assert_eq!(inner.out.len(), lay.ct_len(len), "len {len}");
+    for &front in Front::ALL {
+        let lay = io_lay();
+        let key = tink_key(&lay, &raw_key(16, 4));
+        for len in io_lengths(&lay) {
+            let pt = plaintext(len, 2);
+            let mut w = front.writer(&key, script_writer(usize::MAX, None));
+            w.write_all(&pt).unwrap();
+            let inner = w.finish().unwrap();
+            assert_eq!(inner.calls, lay.segments(len), "len {len}");
+            assert_eq!(inner.out.len(), lay.ct_len(len), "len {len}");
+        }
     }
 }
 
 fn writer_inject_at_every_position(kind: ErrorKind, surfaces: bool) {
-    let lay = io_lay();
-    let raw = raw_key(16, 6);
-    let key = tink_key(&lay, &raw);
-    let len = lay.first + 4 * lay.rest + 17;
-    let pt = plaintext(len, 3);
-    for max_per_call in [usize::MAX, 50, 7] {
-        for chunk in [10, lay.first, lay.rest + 1, usize::MAX] {
-            let mut w = CipherWriter::new(&key, ScriptWriter::new(max_per_call, None));
-            assert!(drive_writer(&mut w, &pt, chunk).is_empty());
-            let clean_calls = w.get_ref().calls;
-            assert!(clean_calls >= lay.segments(len));
-            for k in 0..clean_calls {
-                let ctx = format!("{kind:?} at call {k}, max {max_per_call}, chunk {chunk}");
-                let mut w =
-                    CipherWriter::new(&key, ScriptWriter::new(max_per_call, Some((k, kind))));
-                let errors = drive_writer(&mut w, &pt, chunk);
-                assert!(errors.iter().all(|&e| e == kind), "{ctx}: {errors:?}");
-                if surfaces {
-                    assert!(errors.len() <= 1, "{ctx}: {errors:?}");
-                } else {
-                    assert!(errors.is_empty(), "{ctx}: retried inside: {errors:?}");
+    for &front in Front::ALL {
+        let lay = io_lay();
+        let raw = raw_key(16, 6);
+        let key = tink_key(&lay, &raw);
+        let len = lay.first + 4 * lay.rest + 17;
+        let pt = plaintext(len, 3);
+        for max_per_call in [usize::MAX, 50, 7] {
+            for chunk in [10, lay.first, lay.rest + 1, usize::MAX] {
+                let mut w = front.writer(&key, script_writer(max_per_call, None));
+                assert!(write_retrying(&mut w, &pt, chunk).is_empty());
+                let clean_calls = w.get_ref().calls;
+                assert!(clean_calls >= lay.segments(len));
+                for k in 0..clean_calls {
+                    let ctx = format!(
+                        "{front:?}: {kind:?} at call {k}, max {max_per_call}, chunk {chunk}"
+                    );
+                    let mut w = front.writer(&key, script_writer(max_per_call, Some((k, kind))));
+                    let errors = write_retrying(&mut w, &pt, chunk);
+                    assert!(errors.iter().all(|&e| e == kind), "{ctx}: {errors:?}");
+                    if surfaces {
+                        assert!(errors.len() <= 1, "{ctx}: {errors:?}");
+                    } else {
+                        assert!(errors.is_empty(), "{ctx}: retried inside: {errors:?}");
+                    }
+                    let inner = w.finish().unwrap();
+                    assert_eq!(inner.calls, clean_calls + 1, "{ctx}");
+                    assert_eq!(inner.out.len(), lay.ct_len(len), "{ctx}");
+                    assert_eq!(spec_plain(&lay, &raw, &inner.out), pt, "{ctx}");
                 }
-                let inner = w.finish().unwrap();
-                assert_eq!(inner.calls, clean_calls + 1, "{ctx}");
-                assert_eq!(inner.out.len(), lay.ct_len(len), "{ctx}");
-                assert_eq!(spec_plain(&lay, &raw, &inner.out), pt, "{ctx}");
             }
         }
     }
@@ -1988,84 +1627,41 @@ fn writer_retries_interrupted_at_every_call_position() {
     writer_inject_at_every_position(ErrorKind::Interrupted, false);
 }
 
-/// An inner reader: at most `max_per_call` bytes per call; call number
-/// `fail.0` fails with `fail.1`.
-struct ScriptReader<'a> {
-    data: &'a [u8],
-    pos: usize,
-    calls: usize,
-    max_per_call: usize,
-    fail: Option<(usize, ErrorKind)>,
-}
-
-impl Read for ScriptReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let call = self.calls;
-        self.calls += 1;
-        assert!(self.calls < 1_000_000, "runaway inner reads");
-        if let Some((at, kind)) = self.fail
-            && at == call
-        {
-            return Err(io::Error::new(kind, "scripted inner read error"));
-        }
-        let n = buf
-            .len()
-            .min(self.max_per_call)
-            .min(self.data.len() - self.pos);
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
 fn script_reader(
     data: &[u8],
     max_per_call: usize,
     fail: Option<(usize, ErrorKind)>,
 ) -> ScriptReader<'_> {
-    ScriptReader {
-        data,
-        pos: 0,
-        calls: 0,
-        max_per_call,
-        fail,
-    }
+    let mut r = ScriptReader::new(data).max_per_call(max_per_call);
+    r.fail = fail;
+    r
 }
 
-/// Reads to the end in `bufsize` calls, retrying after any error.
-fn read_retrying<R: Read>(r: &mut R, bufsize: usize) -> (Vec<u8>, Vec<ErrorKind>) {
-    let mut out = Vec::new();
-    let mut errors = Vec::new();
-    let mut buf = vec![0; bufsize];
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) => return (out, errors),
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) => {
-                assert!(Error::from_io(&e).is_none(), "inner error altered: {e}");
-                errors.push(e.kind());
-                assert!(errors.len() < 50, "{errors:?}");
-            }
-        }
-    }
+fn script_writer(max_per_call: usize, fail: Option<(usize, ErrorKind)>) -> ScriptWriter {
+    let mut w = ScriptWriter::new().max_per_call(max_per_call);
+    w.fail = fail;
+    w
 }
 
 #[test]
 fn reader_over_one_byte_per_call_reader() {
-    for lay in [io_lay(), Lay::new(32, 57, HkdfHash::Sha1)] {
-        let key = tink_key(&lay, &raw_key(lay.dks, 7));
-        for len in io_lengths(&lay) {
-            let pt = plaintext(len, 4);
-            let ct = encrypt(&key, &lay, &pt);
-            for cap in [1, 16, DEFAULT_CAPACITY] {
-                for bufsize in [1, 7, lay.first, lay.rest, 4096] {
-                    let mut r = CipherReader::with_capacity(cap, &key, script_reader(&ct, 1, None));
-                    let (out, errors) = read_retrying(&mut r, bufsize);
-                    let ctx = format!("{lay:?} len {len} cap {cap} buf {bufsize}");
-                    assert!(errors.is_empty(), "{ctx}");
-                    assert!(out == pt, "{ctx}");
-                    // One byte per call, and the call that reports the end.
-                    assert_eq!(r.get_ref().calls, ct.len() + 1, "{ctx}");
+    for &front in Front::ALL {
+        for lay in [io_lay(), Lay::new(32, 57, HkdfHash::Sha1)] {
+            let key = tink_key(&lay, &raw_key(lay.dks, 7));
+            for len in io_lengths(&lay) {
+                let pt = plaintext(len, 4);
+                let ct = encrypt(&key, &lay, &pt);
+                for cap in [1, 16, DEFAULT_CAPACITY] {
+                    for bufsize in [1, 7, lay.first, lay.rest, 4096] {
+                        let mut r =
+                            front.reader_with_capacity(cap, &key, script_reader(&ct, 1, None));
+                        let (out, errors) = read_retrying(&mut r, bufsize);
+                        let ctx = format!("{front:?} {lay:?} len {len} cap {cap} buf {bufsize}");
+                        assert!(errors.is_empty(), "{ctx}");
+                        assert!(out == pt, "{ctx}");
+                        // One byte per call, and the call that reports the end.
+                        assert_eq!(r.get_ref().calls, ct.len() + 1, "{ctx}");
+                    }
                 }
             }
         }
@@ -2073,39 +1669,44 @@ fn reader_over_one_byte_per_call_reader() {
 }
 
 fn reader_inject_at_every_position(kind: ErrorKind, exactly_once: bool) {
-    let lay = io_lay();
-    let key = tink_key(&lay, &raw_key(16, 8));
-    for len in [lay.first + 4 * lay.rest + 17, lay.first + 3 * lay.rest] {
-        let pt = plaintext(len, 5);
-        let ct = encrypt(&key, &lay, &pt);
-        for max_per_call in [usize::MAX, 50, 1] {
-            for (cap, bufsize) in [
-                (DEFAULT_CAPACITY, 5),
-                (DEFAULT_CAPACITY, 4096),
-                (16, lay.rest),
-                (100, 1000),
-            ] {
-                let mut r =
-                    CipherReader::with_capacity(cap, &key, script_reader(&ct, max_per_call, None));
-                let (out, errors) = read_retrying(&mut r, bufsize);
-                assert!(errors.is_empty());
-                assert!(out == pt);
-                let clean_calls = r.get_ref().calls;
-                for k in 0..clean_calls {
-                    let ctx = format!(
-                        "{kind:?} at {k}/{clean_calls}, len {len}, max {max_per_call}, cap {cap}, buf {bufsize}"
+    for &front in Front::ALL {
+        let lay = io_lay();
+        let key = tink_key(&lay, &raw_key(16, 8));
+        for len in [lay.first + 4 * lay.rest + 17, lay.first + 3 * lay.rest] {
+            let pt = plaintext(len, 5);
+            let ct = encrypt(&key, &lay, &pt);
+            for max_per_call in [usize::MAX, 50, 1] {
+                for (cap, bufsize) in [
+                    (DEFAULT_CAPACITY, 5),
+                    (DEFAULT_CAPACITY, 4096),
+                    (16, lay.rest),
+                    (100, 1000),
+                ] {
+                    let mut r = front.reader_with_capacity(
+                        cap,
+                        &key,
+                        script_reader(&ct, max_per_call, None),
                     );
-                    let inner = script_reader(&ct, max_per_call, Some((k, kind)));
-                    let mut r = CipherReader::with_capacity(cap, &key, inner);
                     let (out, errors) = read_retrying(&mut r, bufsize);
-                    assert!(out == pt, "{ctx}");
-                    assert!(errors.iter().all(|&e| e == kind), "{ctx}: {errors:?}");
-                    if exactly_once {
-                        assert_eq!(errors.len(), 1, "{ctx}");
-                    } else {
-                        assert!(errors.len() <= 1, "{ctx}");
+                    assert!(errors.is_empty());
+                    assert!(out == pt);
+                    let clean_calls = r.get_ref().calls;
+                    for k in 0..clean_calls {
+                        let ctx = format!(
+                            "{front:?}: {kind:?} at {k}/{clean_calls}, len {len}, max {max_per_call}, cap {cap}, buf {bufsize}"
+                        );
+                        let inner = script_reader(&ct, max_per_call, Some((k, kind)));
+                        let mut r = front.reader_with_capacity(cap, &key, inner);
+                        let (out, errors) = read_retrying(&mut r, bufsize);
+                        assert!(out == pt, "{ctx}");
+                        assert!(errors.iter().all(|&e| e == kind), "{ctx}: {errors:?}");
+                        if exactly_once {
+                            assert_eq!(errors.len(), 1, "{ctx}");
+                        } else {
+                            assert!(errors.len() <= 1, "{ctx}");
+                        }
+                        assert_eq!(r.get_ref().calls, clean_calls + 1, "{ctx}");
                     }
-                    assert_eq!(r.get_ref().calls, clean_calls + 1, "{ctx}");
                 }
             }
         }

@@ -1,0 +1,181 @@
+//! The scripted inner reader and writer every test drives the fronts over.
+//! One of each: short transfers, a fixed per-call plan, one injected error,
+//! `Ok(0)`; each counts its calls and what it was asked for. Each panics
+//! when called without end, so a front that loops fails its test instead of
+//! hanging it.
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::ops::Range;
+
+/// An inner reader over `data`. Call `k` hands out at most
+/// `min(max_per_call, plan[k])` bytes (`plan` beyond its end: no limit) and
+/// fails with `fail.1` if `k == fail.0`.
+#[derive(Debug)]
+pub struct ScriptReader<'a> {
+    data: &'a [u8],
+    /// Bytes handed out so far.
+    pub pos: usize,
+    /// Calls so far (the failing one included).
+    pub calls: usize,
+    /// Bytes asked for, over all calls.
+    pub requested: usize,
+    /// The smallest buffer asked to fill.
+    pub min_request: usize,
+    /// Each call: (stream offset it reads at, bytes asked for).
+    pub asks: Vec<(usize, usize)>,
+    pub max_per_call: usize,
+    pub plan: Vec<usize>,
+    pub fail: Option<(usize, ErrorKind)>,
+}
+
+impl<'a> ScriptReader<'a> {
+    pub fn new(data: &'a [u8]) -> Self {
+        ScriptReader {
+            data,
+            pos: 0,
+            calls: 0,
+            requested: 0,
+            min_request: usize::MAX,
+            asks: Vec::new(),
+            max_per_call: usize::MAX,
+            plan: Vec::new(),
+            fail: None,
+        }
+    }
+
+    /// At most `n` bytes per call.
+    pub fn max_per_call(mut self, n: usize) -> Self {
+        self.max_per_call = n;
+        self
+    }
+
+    /// Call `k` hands out at most `plan[k]` bytes.
+    pub fn plan(mut self, plan: Vec<usize>) -> Self {
+        self.plan = plan;
+        self
+    }
+
+    /// Call number `call` fails with `kind`.
+    pub fn fail_at(mut self, call: usize, kind: ErrorKind) -> Self {
+        self.fail = Some((call, kind));
+        self
+    }
+}
+
+impl Read for ScriptReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let call = self.calls;
+        self.calls += 1;
+        assert!(self.calls < 1_000_000, "runaway inner reads");
+        self.requested += buf.len();
+        self.min_request = self.min_request.min(buf.len());
+        self.asks.push((self.pos, buf.len()));
+        if let Some((at, kind)) = self.fail
+            && at == call
+        {
+            return Err(io::Error::new(kind, "scripted inner read error"));
+        }
+        let limit = self.plan.get(call).copied().unwrap_or(usize::MAX);
+        let n = buf
+            .len()
+            .min(self.max_per_call)
+            .min(limit)
+            .min(self.data.len() - self.pos);
+        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// An inner writer into `out`: at most `max_per_call` bytes per call, one
+/// error of `fail.1` at write call number `fail.0`, `Ok(0)` while `zero` is
+/// set or for the calls in `zero_calls`. It records the size of every call
+/// and counts flushes, and panics past `call_limit` calls, on an empty
+/// write, and on a second call within one front call after an `Ok(0)` (the
+/// front must report `WriteZero` instead; the test clears `after_zero`
+/// after each front call where it scripts `Ok(0)`).
+#[derive(Debug)]
+pub struct ScriptWriter {
+    pub out: Vec<u8>,
+    pub calls: usize,
+    /// Bytes offered by each call.
+    pub sizes: Vec<usize>,
+    pub flushes: usize,
+    pub max_per_call: usize,
+    pub fail: Option<(usize, ErrorKind)>,
+    pub zero: bool,
+    pub zero_calls: Range<usize>,
+    pub after_zero: bool,
+    pub call_limit: usize,
+}
+
+impl Default for ScriptWriter {
+    fn default() -> Self {
+        ScriptWriter::new()
+    }
+}
+
+impl ScriptWriter {
+    pub fn new() -> Self {
+        ScriptWriter {
+            out: Vec::new(),
+            calls: 0,
+            sizes: Vec::new(),
+            flushes: 0,
+            max_per_call: usize::MAX,
+            fail: None,
+            zero: false,
+            zero_calls: 0..0,
+            after_zero: false,
+            call_limit: 1_000_000,
+        }
+    }
+
+    pub fn max_per_call(mut self, n: usize) -> Self {
+        self.max_per_call = n;
+        self
+    }
+
+    pub fn fail_at(mut self, call: usize, kind: ErrorKind) -> Self {
+        self.fail = Some((call, kind));
+        self
+    }
+}
+
+impl Write for ScriptWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let call = self.calls;
+        self.calls += 1;
+        assert!(
+            self.calls <= self.call_limit,
+            "{} inner write calls: the front loops on a misbehaving writer",
+            self.calls
+        );
+        assert!(
+            !buf.is_empty(),
+            "the front asked the inner writer to write nothing"
+        );
+        assert!(
+            !self.after_zero,
+            "the front called the inner writer again after it returned Ok(0)"
+        );
+        self.sizes.push(buf.len());
+        if self.zero || self.zero_calls.contains(&call) {
+            self.after_zero = true;
+            return Ok(0);
+        }
+        if let Some((at, kind)) = self.fail
+            && at == call
+        {
+            return Err(io::Error::new(kind, "scripted inner write error"));
+        }
+        let n = buf.len().min(self.max_per_call);
+        self.out.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.flushes += 1;
+        Ok(())
+    }
+}
