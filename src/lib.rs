@@ -102,7 +102,6 @@ mod profile;
 mod provider;
 pub mod tink;
 
-/// The tokio fronts (feature `tokio`).
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 #[path = "aio/mod.rs"]

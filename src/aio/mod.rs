@@ -1,6 +1,6 @@
 //! The tokio fronts (feature `tokio`): [`AsyncCipherWriter`] over
-//! [`tokio::io::AsyncWrite`](::tokio::io::AsyncWrite) and
-//! [`AsyncCipherReader`] over [`tokio::io::AsyncRead`](::tokio::io::AsyncRead).
+//! [`tokio::io::AsyncWrite`] and
+//! [`AsyncCipherReader`] over [`tokio::io::AsyncRead`].
 //!
 //! They are the same engine as [`CipherWriter`](crate::CipherWriter) and
 //! [`CipherReader`](crate::CipherReader) — the same format, errors,

@@ -15,8 +15,8 @@ use crate::{CipherWriter, Error, Provider, StreamKey, WriterBuilder};
 /// [`AsyncWrite`]: the async twin of [`CipherWriter`], same format, same
 /// options, same errors.
 ///
-/// Complete the stream with [`shutdown`](::tokio::io::AsyncWriteExt::shutdown)
-/// (which then shuts `W` down) or [`finish`](Self::finish) (which returns
+/// Complete the stream with `shutdown().await`
+/// ([`poll_shutdown`](AsyncWrite::poll_shutdown), which then shuts `W` down) or [`finish`](Self::finish) (which returns
 /// `W` open). Dropping the writer before either never completes the stream.
 pub struct AsyncCipherWriter<W> {
     engine: Sealer,

@@ -114,8 +114,15 @@ impl Opener {
         provider: Provider,
         windowed: bool,
     ) -> Opener {
+        // A zero read-ahead fails every call, the first one included (an
+        // empty read too).
+        let stage = if capacity == 0 {
+            Stage::Failed(Error::InvalidCapacity(0))
+        } else {
+            Stage::Start { key, aad }
+        };
         Opener {
-            stage: Stage::Start { key, aad },
+            stage,
             input: Window::public(),
             eof: false,
             short: false,

@@ -76,8 +76,14 @@ impl Sealer {
         provider: Provider,
     ) -> Sealer {
         let capacity = capacity.unwrap_or_else(|| key.default_capacity());
+        // A capacity the profile refuses fails every call, the first one
+        // included (a `flush` before any write too).
+        let stage = match key.check_capacity(capacity) {
+            Ok(()) => Stage::Start { key, aad },
+            Err(e) => Stage::Failed(e),
+        };
         Sealer {
-            stage: Stage::Start { key, aad },
+            stage,
             plain: Window::secret(),
             out: Window::public(),
             capacity,

@@ -40,15 +40,15 @@ impl<R> Copy for InnerBuf<R> {}
 ///
 /// - A stream that ends at a segment boundary without its final segment
 ///   (a writer that was never finished), or with fewer than 16 bytes of a
-///   segment: [`Error::Truncated`], [`io::ErrorKind::UnexpectedEof`].
+///   segment: [`Error::Truncated`](crate::Error::Truncated), [`io::ErrorKind::UnexpectedEof`].
 /// - A stream cut inside a segment cannot be told apart from a tampered
-///   final segment: [`Error::Authentication`], like any other damage.
-/// - Bytes after the final segment: [`Error::TrailingData`] (when the
+///   final segment: [`Error::Authentication`](crate::Error::Authentication), like any other damage.
+/// - Bytes after the final segment: [`Error::TrailingData`](crate::Error::TrailingData) (when the
 ///   final segment is full-length and nothing after it has been read yet,
 ///   its authenticated plaintext is released first, and the next read
 ///   fails); a malformed
-///   header: [`Error::BadMagic`] and friends; a header asking for segments
-///   above the limit: [`Error::SegmentTooLarge`], before anything is
+///   header: [`Error::BadMagic`](crate::Error::BadMagic) and friends; a header asking for segments
+///   above the limit: [`Error::SegmentTooLarge`](crate::Error::SegmentTooLarge), before anything is
 ///   allocated for them. All [`io::ErrorKind::InvalidData`].
 ///
 /// These errors are sticky: once one is returned, every later `read`
@@ -97,9 +97,9 @@ pub struct ReaderBuilder {
 impl ReaderBuilder {
     /// Bytes of ciphertext to ask the inner reader for at a time (default
     /// 8 KiB, at least 1). The reader also holds one whole segment,
-    /// whatever this is. Zero makes the first read fail with
-    /// [`Error::InvalidCapacity`] ([`io::ErrorKind::InvalidInput`]), and a
-    /// capacity that cannot be allocated with [`Error::Allocation`].
+    /// whatever this is. Zero makes every call fail (an empty read too) with
+    /// [`Error::InvalidCapacity`](crate::Error::InvalidCapacity) ([`io::ErrorKind::InvalidInput`]), and a
+    /// capacity that cannot be allocated with [`Error::Allocation`](crate::Error::Allocation).
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
         self

@@ -84,7 +84,7 @@ pub struct WriterBuilder {
 impl WriterBuilder {
     /// Plaintext bytes per segment (default 8 KiB; 1 ..= 16 MiB, so that
     /// every reader with default settings reads the stream). An
-    /// out-of-range value makes the first write fail with
+    /// out-of-range value makes every call fail, the first one included, with
     /// [`Error::InvalidCapacity`] ([`io::ErrorKind::InvalidInput`]). With a
     /// [`TinkKey`](crate::tink::TinkKey) the segment size is the key's
     /// ([`segment_plaintext`](crate::tink::TinkParams::segment_plaintext)

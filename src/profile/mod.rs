@@ -78,6 +78,17 @@ impl Profile {
         }
     }
 
+    /// Whether a writer may have segments of `capacity` plaintext bytes:
+    /// natively 1 ..= [`MAX_WRITER_CAPACITY`](native::MAX_WRITER_CAPACITY),
+    /// for a Tink key exactly its segment size.
+    pub(crate) fn check_capacity(&self, capacity: usize) -> Result<(), Error> {
+        match self {
+            Profile::Native(_) => native::segment_size(capacity).map(|_| ()),
+            Profile::Tink(key) if capacity == key.params().segment_plaintext() => Ok(()),
+            Profile::Tink(_) => Err(Error::InvalidCapacity(capacity)),
+        }
+    }
+
     /// The header length of this profile (for a Tink key, exact; natively
     /// always [`HEADER_LEN`]).
     pub(crate) fn header_len(&self) -> usize {
