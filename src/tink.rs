@@ -119,6 +119,11 @@ impl TinkParams {
     /// length + 17 (one plaintext byte in the first segment; 41 for 16-byte
     /// keys, 57 for 32-byte keys) up to 2^31 − 1, any alignment.
     ///
+    /// A large segment costs memory only when it is used: a writer or
+    /// reader holds at most one segment of plaintext and one of ciphertext,
+    /// grown as the data is written or arrives (one byte through 2^31 − 1-byte
+    /// segments costs about 8 KiB; 2 GiB written costs about 4 GiB).
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidParameters`] naming what is out of range.
@@ -196,6 +201,11 @@ impl TinkParams {
 /// material, at least the derived key size) and the parameters. The bytes
 /// are wiped on drop; `Debug` prints only the parameters.
 #[derive(Clone)]
+///
+/// Memory: a writer or reader with this key holds at most one segment of
+/// plaintext and one of ciphertext (the reader also its read-ahead), and
+/// only as much as has been written or has arrived: the buffers grow with
+/// the data, so one byte through 2^31 − 1-byte segments costs about 8 KiB.
 pub struct TinkKey {
     params: TinkParams,
     ikm: Zeroizing<Vec<u8>>,

@@ -29,6 +29,7 @@ use std::alloc::System;
 use std::io::{self, Read, Write};
 
 use cipherio::format::{HEADER_LEN, Header};
+use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, Stats, StatsAlloc};
 
@@ -40,6 +41,7 @@ const MIB: usize = 1024 * KIB;
 
 fn main() {
     for &p in Provider::ALL {
+        memory_follows_the_bytes_that_arrived(p);
         hostile_headers_allocate_no_segment_buffer(p);
         for alg in Algorithm::ALL {
             writer_allocates_once_per_stream(p, alg);
@@ -52,6 +54,126 @@ fn main() {
     println!(
         "alloc: hostile headers, per-segment, zero-copy and build_from_buf_read allocation checks passed for {}",
         names.join(", ")
+    );
+}
+
+/// Bytes a region's allocations still hold (`stats_alloc` counts a
+/// reallocation's growth in `bytes_allocated`, its shrinking in
+/// `bytes_deallocated`).
+fn live(s: &Stats) -> usize {
+    s.bytes_allocated.saturating_sub(s.bytes_deallocated)
+}
+
+/// An inner reader that delivers `data`, then says `WouldBlock` (a peer
+/// that went silent).
+struct ThenSilence<'a>(&'a [u8]);
+
+impl Read for ThenSilence<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.0.is_empty() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = buf.len().min(self.0.len());
+        buf[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
+/// Memory follows the bytes that arrived, not what an unauthenticated
+/// header asks for (the hardening issue, items 1 and 2), measured as the
+/// bytes a reader or writer holds while it is alive:
+/// - a reader fed a native header asking for 16 MiB segments (allowed by
+///   the default limit), or for `u32::MAX`-byte ones under a raised limit,
+///   then `WouldBlock`, or 100 KiB of such a segment and then `WouldBlock`:
+///   at most twice what arrived, plus its 8 KiB read-ahead and a few KiB
+///   (it held the whole segment before: 16 MiB, and 4 GiB);
+/// - a writer given one byte through the largest Tink segment (2^31 − 1
+///   bytes) or a 16 MiB native segment, finished: a few KiB (it reserved
+///   a segment of plaintext and one of ciphertext: 4 GiB, and 32 MiB),
+///   and a reader of the 41-byte Tink stream it wrote: a few KiB.
+fn memory_follows_the_bytes_that_arrived(p: Provider) {
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    let few = 4 * KIB;
+    for (size, limit, arrived) in [
+        (16 << 20, None, 0),
+        (u32::MAX, Some(usize::MAX), 0),
+        (16 << 20, None, 100 * KIB),
+    ] {
+        let header = Header {
+            algorithm: Algorithm::Aes256Gcm,
+            segment_size: size,
+            salt: [1; 32],
+            nonce_prefix: [2; 7],
+        };
+        let mut input = header.to_bytes().to_vec();
+        input.resize(HEADER_LEN + arrived, 0x55);
+        let region = Region::new(GLOBAL);
+        let mut b = CipherReader::builder(&key).provider(p);
+        if let Some(l) = limit {
+            b = b.max_segment_size(l);
+        }
+        let mut r = b.build(ThenSilence(&input));
+        for _ in 0..3 {
+            let err = r.read(&mut [0u8; 4096]).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{p:?}");
+        }
+        let held = live(&region.change());
+        drop(r);
+        println!(
+            "alloc: {p:?} reader, header asking for {size}-byte segments, {arrived} bytes of it, then WouldBlock: {held} bytes held"
+        );
+        assert!(
+            held <= 2 * (HEADER_LEN + arrived) + 8 * KIB + few,
+            "{p:?}: segment size {size}, {arrived} bytes arrived: the reader holds {held} bytes"
+        );
+    }
+
+    let largest = TinkParams::new(32, (1 << 31) - 1, HkdfHash::Sha256).unwrap();
+    let tink = TinkKey::generate(largest).unwrap();
+    let region = Region::new(GLOBAL);
+    let mut w = CipherWriter::builder(&tink).provider(p).build(Vec::new());
+    w.write_all(b"x").unwrap();
+    w.try_finish().unwrap();
+    let held = live(&region.change());
+    let ct = w.finish().unwrap();
+    println!(
+        "alloc: {p:?} one byte through a 2^31-1-byte Tink segment: {held} bytes held by the writer"
+    );
+    assert_eq!(ct.len(), 40 + 1 + 16, "{p:?}");
+    assert!(
+        held <= 8 * KIB + few,
+        "{p:?}: the Tink writer holds {held} bytes"
+    );
+
+    let region = Region::new(GLOBAL);
+    let mut r = CipherReader::builder(&tink).provider(p).build(&ct[..]);
+    let mut out = [0u8; 1];
+    r.read_exact(&mut out).unwrap();
+    let held = live(&region.change());
+    drop(r);
+    println!("alloc: {p:?} reading it back: {held} bytes held by the reader");
+    assert_eq!(&out, b"x");
+    assert!(
+        held <= 8 * KIB + few,
+        "{p:?}: the Tink reader holds {held} bytes"
+    );
+
+    let region = Region::new(GLOBAL);
+    let mut w = CipherWriter::builder(&key)
+        .capacity(16 * MIB)
+        .provider(p)
+        .build(Vec::new());
+    w.write_all(b"x").unwrap();
+    w.try_finish().unwrap();
+    let held = live(&region.change());
+    drop(w);
+    println!(
+        "alloc: {p:?} one byte through a 16 MiB native segment: {held} bytes held by the writer"
+    );
+    assert!(
+        held <= 8 * KIB + few,
+        "{p:?}: the 16 MiB writer holds {held} bytes"
     );
 }
 
@@ -128,11 +250,15 @@ fn writer_allocates_once_per_stream(p: Provider, alg: Algorithm) {
         .capacity(cap)
         .provider(p)
         .build(io::sink());
+    // The first segment: its buffers grow with the data (a plaintext
+    // buffer of 8 KiB for the first 1000 bytes, then of one segment; the
+    // sealed segment when the first segment is sealed).
     w.write_all(&data[..1000]).unwrap();
+    w.write_all(&data[1000..=cap]).unwrap();
     let steady = Region::new(GLOBAL);
     // Every path: small writes through the buffer, held-back segments,
     // large writes sealed straight from the slice.
-    let mut rest = &data[1000..];
+    let mut rest = &data[cap + 1..];
     for chunk in [1, 7, 8 * KIB, cap, cap + 1, 3 * cap + 5, MIB]
         .iter()
         .cycle()
@@ -155,21 +281,27 @@ fn writer_allocates_once_per_stream(p: Provider, alg: Algorithm) {
         (0, 0),
         "{p:?} {alg}: the writer allocated after its setup: {per_segment:?}"
     );
-    // One plaintext segment, one sealed segment (with the header), the key
-    // schedule and the key copy.
+    // One plaintext segment (and the 8 KiB it grew from), one sealed
+    // segment (with the header), the key schedule and the key copy.
     assert!(
-        total.bytes_allocated < 2 * cap + 8 * KIB,
+        total.bytes_allocated < 2 * cap + 16 * KIB,
         "{p:?} {alg}: {total:?}"
     );
-    // Exactly: the keys, the header, the plaintext segment, the sealed
-    // segment (header, segment, tag); nothing reallocated.
+    // Exactly: the keys, the header, the first plaintext buffer (8 KiB)
+    // and the one it grew to (a segment), the sealed segment (header,
+    // segment, tag); nothing reallocated in place.
     assert_eq!(
         (
             (total.allocations, total.bytes_allocated),
             total.reallocations
         ),
         (
-            plus(p, alg, 3, HEADER_LEN + cap + (HEADER_LEN + cap + 16)),
+            plus(
+                p,
+                alg,
+                4,
+                HEADER_LEN + 8 * KIB + cap + (HEADER_LEN + cap + 16)
+            ),
             0
         ),
         "{p:?} {alg}: the writer's allocations: {total:?}"
@@ -205,6 +337,10 @@ fn reader_allocates_once_per_stream(p: Provider, alg: Algorithm) {
     // buffer; then every path: small reads from the buffer, reads of a
     // segment or more decrypted straight into `out`.
     let mut got = r.read(&mut out[..100]).unwrap();
+    // The read-ahead grows when the ciphertext that arrived fills it (here
+    // at the second inner read), not when the header asks: read past it.
+    r.read_exact(&mut out[got..cap + seg]).unwrap();
+    got = cap + seg;
     let steady = Region::new(GLOBAL);
     for chunk in [1, 100, seg - 1, seg, seg + 1, cap, MIB].iter().cycle() {
         let end = (got + chunk).min(out.len());
@@ -234,8 +370,8 @@ fn reader_allocates_once_per_stream(p: Provider, alg: Algorithm) {
         "{p:?} {alg}: {total:?}"
     );
     // Exactly: the keys, the read-ahead (allocated for the header and a
-    // read-ahead, then grown once to a sealed segment and a read-ahead),
-    // the plaintext segment.
+    // read-ahead, then grown once to a sealed segment and a read-ahead when
+    // that much ciphertext had arrived), the plaintext segment.
     assert_eq!(
         (
             (total.allocations, total.bytes_allocated),
@@ -276,14 +412,17 @@ fn large_reads_allocate_no_plaintext_buffer(p: Provider, alg: Algorithm) {
         stats.bytes_allocated < 8 * KIB + (seg + 16) + 16 * KIB,
         "{p:?} {alg}: large reads allocated a plaintext buffer: {stats:?}"
     );
-    // Exactly: the keys and the read-ahead (8 KiB and the header, grown
-    // once to 8 KiB and a sealed segment); no plaintext segment.
+    // Exactly: the keys and the read-ahead (8 KiB and the header, grown as
+    // the first segment's ciphertext arrived — doubled four times, then to
+    // 8 KiB and a sealed segment once that segment fitted); no plaintext
+    // segment. (Before the read-ahead grew with the data: one
+    // reallocation, straight to its full size, when the header was read.)
     assert_eq!(
         (
             (stats.allocations, stats.bytes_allocated),
             stats.reallocations
         ),
-        (plus(p, alg, 1, 8 * KIB + seg + 16), 1),
+        (plus(p, alg, 1, 8 * KIB + seg + 16), 5),
         "{p:?} {alg}: large reads: {stats:?}"
     );
 }
@@ -361,13 +500,15 @@ fn buf_read_allocates_no_more_than_build(p: Provider, alg: Algorithm) {
     let small = run(1000, true);
 
     // Exactly: the keys and the read-ahead (the header and a read-ahead,
-    // grown once to a sealed segment and a read-ahead).
+    // doubled once as the first segment arrived, then grown to a sealed
+    // segment and a read-ahead once it fitted; before the read-ahead grew
+    // with the data: grown once, when the header was read).
     assert_eq!(
         (
             (build.allocations, build.bytes_allocated),
             build.reallocations
         ),
-        (plus(p, alg, 1, cap + seg + 16), 1),
+        (plus(p, alg, 1, cap + seg + 16), 2),
         "{p:?} {alg}: build, reads of a segment: {build:?}"
     );
     assert_eq!(

@@ -31,7 +31,7 @@
 #![allow(unsafe_code, clippy::unwrap_used)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 
 use cipherio::format::{HEADER_LEN, Header};
@@ -195,6 +195,18 @@ fn secrets_are_wiped(p: Provider) {
     }
 }
 
+/// An inner reader that delivers one byte per read.
+struct Trickle<'a>(&'a [u8]);
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(self.0.len()).min(1);
+        buf[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
 /// A read-ahead that cannot be allocated, and one that can be allocated
 /// but not grown by one segment: an error, not an abort (both reservations
 /// must be fallible), naming the size that failed.
@@ -205,13 +217,16 @@ fn allocation_failure_is_an_error(p: Provider) {
     // The header and a read-ahead first; then one sealed 64-byte segment
     // and a read-ahead.
     let (first, grown) = (cap + HEADER_LEN, cap + 64 + 16);
+    // The read-ahead grows only as ciphertext arrives: the second case
+    // trickles it in a byte at a time, so that the header completes and
+    // the growth is needed before the first segment is whole.
     for (limit, failed) in [(cap + 40, first), (first, grown)] {
         LIMIT.store(limit, SeqCst);
         let mut r = CipherReader::builder(&key)
             .capacity(cap)
             .associated_data(b"ad")
             .provider(p)
-            .build(&ct[..]);
+            .build(Trickle(&ct[..]));
         let err = r.read(&mut [0u8; 1]);
         LIMIT.store(0, SeqCst);
         assert_eq!(r.provider(), p, "a reader built for {p:?}");

@@ -73,7 +73,7 @@ impl<R: AsyncRead + Unpin> AsyncCipherReader<R> {
 
     /// Reads into the read-ahead the engine offers.
     fn poll_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut room = ReadBuf::new(self.engine.room());
+        let mut room = ReadBuf::new(self.engine.room()?);
         ready!(Pin::new(&mut self.inner).poll_read(cx, &mut room))?;
         let n = room.filled().len();
         self.engine.filled(n);

@@ -83,6 +83,10 @@ pub(crate) struct Opener {
     /// Bytes the unit in hand (header or segment) needs from the window's
     /// start.
     need: usize,
+    /// The read-ahead's full size: header + `capacity` before the header
+    /// is read, then one sealed segment + `capacity`. It grows there with
+    /// the ciphertext that arrives, not when a header asks.
+    target: usize,
     /// One opened segment for small reads and `BufRead`.
     plain: Window,
     capacity: usize,
@@ -128,6 +132,7 @@ impl Opener {
             short: false,
             offered: 0,
             need: 0,
+            target: 0,
             plain: Window::secret(),
             capacity,
             max_segment,
@@ -210,7 +215,7 @@ impl Opener {
             if let Some(step) = self.settle()? {
                 return Ok(step);
             }
-            if fresh && self.window_wanted(buf.len())? {
+            if fresh && self.window_wanted() {
                 return Ok(Step::Window);
             }
             let Some(cap) = self.fill_segment()? else {
@@ -262,7 +267,7 @@ impl Opener {
             if let Some(step) = self.settle()? {
                 return Ok(step);
             }
-            if fresh && self.window_wanted(0)? {
+            if fresh && self.window_wanted() {
                 return Ok(Step::Window);
             }
             let Some(cap) = self.fill_segment()? else {
@@ -304,9 +309,30 @@ impl Opener {
     /// ciphertext byte is copied once, by the inner reader. Only to
     /// complete segments already begun may it be less (once after the
     /// header, and after short reads). The unit in hand always fits.
-    pub(crate) fn room(&mut self) -> &mut [u8] {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Allocation`] (sticky) when the read-ahead cannot grow.
+    pub(crate) fn room(&mut self) -> Result<&mut [u8], Error> {
         if self.input.is_empty() {
             self.input.clear();
+        }
+        // Memory follows the ciphertext that arrived: grow only when, moved
+        // to the front, what is held would leave less than `capacity` bytes
+        // of room (then double), or once the unit in hand fits: then go
+        // straight to the full read-ahead (at most about twice what arrived,
+        // plus `capacity`), where every read is at least `capacity` bytes
+        // and ends on a segment boundary again.
+        let held = self.input.available();
+        let len = self.input.len();
+        if len < self.target && (len - held < self.capacity || self.need <= len) {
+            let mut grown = (held + self.capacity).max(len.saturating_mul(2));
+            if grown >= self.need {
+                grown = self.target;
+            }
+            if let Err(e) = self.input.grow(grown.min(self.target)) {
+                return Err(self.fail(e));
+            }
         }
         let (pos, end, len) = (self.input.pos(), self.input.end(), self.input.len());
         let far_enough = self
@@ -336,7 +362,7 @@ impl Opener {
             limit = limit.min(pos + self.need);
         }
         self.offered = limit - end;
-        self.input.spare_to(limit)
+        Ok(self.input.spare_to(limit))
     }
 
     /// The inner reader put `n` bytes into the last [`room`](Self::room)
@@ -376,7 +402,8 @@ impl Opener {
         // Room for the header plus a full read-ahead, so that every inner
         // call asks for at least `capacity` bytes even while the header is
         // still incomplete.
-        if let Err(e) = self.input.grow(self.capacity.saturating_add(header_len)) {
+        self.target = self.capacity.saturating_add(header_len);
+        if let Err(e) = self.input.grow(self.target) {
             return Err(self.fail(e));
         }
         let begun =
@@ -392,13 +419,13 @@ impl Opener {
         };
         self.input.consume(header_len);
         // Room for one whole sealed segment plus a read-ahead of
-        // `capacity`, never less than what is already buffered.
-        if let Err(e) = self
-            .input
-            .grow(self.capacity.saturating_add(layout.max_sealed()))
-        {
-            return Err(self.fail(e));
-        }
+        // `capacity`, never less than what is already buffered — reached as
+        // the segment's bytes arrive (`room`), not now: a header is not
+        // authenticated until its first segment opens.
+        self.target = self
+            .capacity
+            .saturating_add(layout.max_sealed())
+            .max(self.input.len());
         self.stage = Stage::Body {
             suite,
             layout,
@@ -521,7 +548,17 @@ impl Opener {
     /// found complete and to hold up to `cap` plaintext bytes, into the
     /// internal plaintext buffer.
     fn fill_plain(&mut self, cap: usize) -> Result<(), Error> {
-        self.plain_room(cap)?;
+        // Only as much as this segment holds (a short final one, less).
+        let Stage::Body { layout, next, .. } = &self.stage else {
+            unreachable!("called while in the body")
+        };
+        let avail = self.input.available();
+        let holds = if avail >= layout.sealed(*next) {
+            cap
+        } else {
+            avail.saturating_sub(layout.tag).min(cap)
+        };
+        self.plain_room(holds)?;
         let mut plain = std::mem::replace(&mut self.plain, Window::secret());
         plain.clear();
         let r = self.open_next(plain.whole_mut());
@@ -534,24 +571,16 @@ impl Opener {
     }
 
     /// Whether to look into the inner reader's buffer now (built with one;
-    /// between segments, with nothing read ahead or buffered). A read
-    /// smaller than the next segment opens it into the internal buffer,
-    /// which is made ready here.
-    fn window_wanted(&mut self, buf_len: usize) -> Result<bool, Error> {
+    /// between segments, with nothing read ahead or buffered; not at a
+    /// segment that already failed there).
+    fn window_wanted(&self) -> bool {
         if !self.windowed || !self.input.is_empty() || self.eof || !self.plain.is_empty() {
-            return Ok(false);
+            return false;
         }
-        let Stage::Body { layout, next, .. } = &self.stage else {
-            return Ok(false);
+        let Stage::Body { next, .. } = &self.stage else {
+            return false;
         };
-        if self.failed_in_place == Some(*next) {
-            return Ok(false);
-        }
-        let first = layout.plain(*next);
-        if buf_len < first {
-            self.plain_room(first)?;
-        }
-        Ok(true)
+        self.failed_in_place != Some(*next)
     }
 
     /// Opens whole segments where they lie in `window`, the inner reader's
@@ -586,6 +615,10 @@ impl Opener {
                 break;
             }
             let ciphertext = &window[used..used + sealed];
+            if into_plain && self.plain.len() < plain && self.plain.renew(plain).is_err() {
+                // Left to the copying path, which reports the failure.
+                break;
+            }
             let opened = if into_plain {
                 self.plain.clear();
                 suite.open_at(

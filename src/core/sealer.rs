@@ -46,15 +46,21 @@ enum Stage {
     Failed(Error),
 }
 
+/// The smallest plaintext buffer a writer allocates (unless its segments
+/// are smaller): streams with the default capacity allocate it once.
+const PLAIN_FLOOR: usize = profile::DEFAULT_CAPACITY;
+
 /// The I/O-free core of a writer.
 pub(crate) struct Sealer {
     stage: Stage,
-    /// Plaintext of the current segment; allocated once, at the segment
-    /// size, so wiping it on drop wipes every copy.
+    /// Plaintext of the current segment. It grows with the data written
+    /// (from [`PLAIN_FLOOR`] bytes, doubling, up to one segment), moving
+    /// to a fresh allocation and wiping the old one each time, so wiping
+    /// it on drop wipes every copy.
     plain: Window,
     /// Sealed bytes (the header and/or one segment) not yet accepted by the
-    /// inner writer. Sized once, for the largest sealed unit, and never
-    /// cleared, so sealing does not first fill it with zeros.
+    /// inner writer. It grows to the largest unit sealed so far and is
+    /// never cleared, so sealing does not first fill it with zeros.
     out: Window,
     capacity: usize,
     provider: Provider,
@@ -153,19 +159,9 @@ impl Sealer {
         let Stage::Start { key, aad } = std::mem::replace(&mut self.stage, Stage::Sealed) else {
             unreachable!("checked above")
         };
-        let begun = profile::begin_write(&key, &aad, self.capacity, self.provider).and_then(
-            |(header, stream)| {
-                // A Tink key may ask for segments up to 2 GiB: fail
-                // cleanly, not abort, if they cannot be had.
-                let seg = stream.layout.first.max(stream.layout.rest);
-                let out_len = header.len() + stream.layout.max_sealed();
-                self.plain
-                    .renew(seg)
-                    .and_then(|()| self.out.grow(out_len))
-                    .map_err(|_| Error::Allocation(out_len))?;
-                Ok((header, stream))
-            },
-        );
+        // Nothing is allocated for the segments yet: the buffers grow with
+        // the data (a Tink key may ask for 2 GiB segments).
+        let begun = profile::begin_write(&key, &aad, self.capacity, self.provider);
         match begun {
             Ok((header, Stream { suite, layout })) => {
                 self.stage = Stage::Open {
@@ -229,7 +225,11 @@ impl Sealer {
                 }
                 r
             } else {
-                taken += self.copy_in(rest, seg);
+                match self.copy_in(rest, seg) {
+                    Ok(n) => taken += n,
+                    Err(_) if taken > 0 => return Ok(taken),
+                    Err(e) => return Err(e),
+                }
                 continue;
             };
             #[cfg(test)]
@@ -258,18 +258,25 @@ impl Sealer {
         };
         debug_assert!(self.plain.is_empty(), "a segment was just sealed");
         let seg = layout.plain(*next);
-        self.copy_in(buf, seg)
+        // An allocation failure is sticky: the stream cannot be finished.
+        self.copy_in(buf, seg).unwrap_or(0)
     }
 
-    /// Copies what fits of `rest` into the plaintext buffer.
-    fn copy_in(&mut self, rest: &[u8], seg: usize) -> usize {
+    /// Copies what fits of `rest` into the plaintext buffer, growing it;
+    /// a failed allocation is fatal (sticky).
+    fn copy_in(&mut self, rest: &[u8], seg: usize) -> Result<usize, Error> {
         let n = rest.len().min(seg - self.plain.available());
+        let need = self.plain.available() + n;
+        if let Err(e) = self.plain.grow_for(need, PLAIN_FLOOR, seg) {
+            self.stage = Stage::Failed(e.clone());
+            return Err(e);
+        }
         self.plain.extend(&rest[..n]);
         #[cfg(test)]
         {
             self.copied += n;
         }
-        n
+        Ok(n)
     }
 
     /// Seals whatever is buffered (possibly nothing, for an empty stream)
@@ -315,6 +322,11 @@ fn seal(stage: &mut Stage, out: &mut Window, plain: &[u8], last: bool) -> Result
     else {
         unreachable!("seal is only called on an open stream")
     };
+    let need = header.as_ref().map_or(0, Vec::len) + plain.len() + suite.tag_len();
+    if let Err(e) = out.grow(need) {
+        *stage = Stage::Failed(e.clone());
+        return Err(e);
+    }
     let bytes = out.whole_mut();
     let mut start = 0;
     if let Some(h) = header.take() {

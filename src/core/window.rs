@@ -130,16 +130,43 @@ impl Window {
     /// Grows the allocation with zeros to `len` bytes, keeping the live
     /// bytes where they are (no-op if it is that long already), or
     /// [`Error::Allocation`] instead of an abort when it cannot be had.
-    /// A secret window is never grown in place: see [`renew`](Self::renew).
+    /// A secret window moves to a fresh allocation and wipes the old one (a
+    /// reallocation in place could leave an unwiped copy behind).
     pub(crate) fn grow(&mut self, len: usize) -> Result<(), Error> {
-        debug_assert!(!self.secret || self.buf.is_empty());
-        if let Some(more) = len.checked_sub(self.buf.len()) {
-            self.buf
-                .try_reserve_exact(more)
+        let Some(more) = len.checked_sub(self.buf.len()).filter(|&m| m > 0) else {
+            return Ok(());
+        };
+        if self.secret && !self.buf.is_empty() {
+            let mut v = Vec::new();
+            v.try_reserve_exact(len)
                 .map_err(|_| Error::Allocation(len))?;
-            self.buf.resize(len, 0);
+            v.extend_from_slice(&self.buf[..self.end]);
+            v.resize(len, 0);
+            self.buf.zeroize();
+            self.buf = v;
+            return Ok(());
         }
+        self.buf
+            .try_reserve_exact(more)
+            .map_err(|_| Error::Allocation(len))?;
+        self.buf.resize(len, 0);
         Ok(())
+    }
+
+    /// Grows (as [`grow`](Self::grow)) so that `need` bytes fit from the
+    /// window's start: to `need`, at least doubling, at most `max`. Memory
+    /// follows the bytes that arrive, and a buffer reaches its full size in
+    /// a few steps.
+    pub(crate) fn grow_for(&mut self, need: usize, floor: usize, max: usize) -> Result<(), Error> {
+        if need <= self.buf.len() {
+            return Ok(());
+        }
+        let len = need
+            .max(self.buf.len().saturating_mul(2))
+            .max(floor)
+            .min(max)
+            .max(need);
+        self.grow(len)
     }
 
     /// Replaces the allocation with a fresh zeroed one of `len` bytes,

@@ -100,6 +100,12 @@ impl ReaderBuilder {
     /// whatever this is. Zero makes every call fail (an empty read too) with
     /// [`Error::InvalidCapacity`](crate::Error::InvalidCapacity) ([`io::ErrorKind::InvalidInput`]), and a
     /// capacity that cannot be allocated with [`Error::Allocation`](crate::Error::Allocation).
+    ///
+    /// Memory: the read-ahead is this many bytes plus the header at first,
+    /// and grows with the ciphertext that arrives (doubling) up to this
+    /// many bytes plus one sealed segment; one segment of plaintext is
+    /// allocated only for reads smaller than a segment, once one has opened.
+    /// A header's segment size alone never allocates anything.
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
         self
@@ -269,7 +275,7 @@ impl<R: Read> CipherReader<R> {
 
     /// Reads into the read-ahead the engine offers.
     fn read_inner(&mut self) -> io::Result<()> {
-        let n = self.inner.read(self.engine.room())?;
+        let n = self.inner.read(self.engine.room()?)?;
         self.engine.filled(n);
         Ok(())
     }

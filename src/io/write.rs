@@ -89,6 +89,10 @@ impl WriterBuilder {
     /// [`TinkKey`](crate::tink::TinkKey) the segment size is the key's
     /// ([`segment_plaintext`](crate::tink::TinkParams::segment_plaintext)
     /// bytes), the default here, and any other value is that error.
+    ///
+    /// Memory: the writer holds at most one segment of plaintext and one of
+    /// ciphertext, grown as data is written (from 8 KiB, doubling), so a
+    /// large capacity costs only what the stream uses.
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = Some(capacity);
         self
