@@ -19,8 +19,6 @@
 //!   without one is truncated.
 //! - **Sticky errors**: once a step fails, every later step fails the same.
 
-use crate::core::layout::Layout;
-use crate::core::suite::Suite;
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
 use crate::{Error, Provider};
@@ -40,16 +38,11 @@ pub(crate) enum Step {
 }
 
 /// Where the reader is in the stream.
-enum Stage {
+pub(super) enum Stage {
     /// The header has not been read yet.
     Start { key: Profile, aad: Vec<u8> },
     /// Segments are being opened.
-    Body {
-        suite: Suite,
-        layout: Layout,
-        /// Index of the next segment to open.
-        next: u64,
-    },
+    Body,
     /// A full-length final segment has authenticated; the inner reader must
     /// still confirm that nothing follows it.
     Final,
@@ -69,7 +62,12 @@ enum Opened {
 
 /// The I/O-free core of a reader.
 pub(crate) struct Opener {
-    stage: Stage,
+    pub(super) stage: Stage,
+    /// The stream's suite and layout, once its header is read; kept after
+    /// the end, so that a seek can go back.
+    pub(super) stream: Option<Stream>,
+    /// Index of the next segment to open.
+    pub(super) next: u64,
     /// Ciphertext read ahead from the inner reader.
     input: Window,
     /// The inner reader has reported its end.
@@ -127,6 +125,8 @@ impl Opener {
         };
         Opener {
             stage,
+            stream: None,
+            next: 0,
             input: Window::public(),
             eof: false,
             short: false,
@@ -239,11 +239,11 @@ impl Opener {
                     // sticky error comes with the next call.
                     Err(_) => return Ok(Step::Done(n)),
                 }
-                let Stage::Body { layout, next, .. } = &self.stage else {
+                let (Stage::Body, Some(Stream { layout, .. })) = (&self.stage, &self.stream) else {
                     break;
                 };
-                if self.input.available() < layout.sealed(*next)
-                    || buf.len() - n < layout.plain(*next)
+                if self.input.available() < layout.sealed(self.next)
+                    || buf.len() - n < layout.plain(self.next)
                 {
                     break;
                 }
@@ -298,7 +298,7 @@ impl Opener {
                 self.stage = Stage::Done;
                 Ok(Some(Step::Done(0)))
             }
-            Stage::Start { .. } | Stage::Body { .. } => Ok(None),
+            Stage::Start { .. } | Stage::Body => Ok(None),
         }
     }
 
@@ -351,7 +351,7 @@ impl Opener {
             Some(l) if l > end => l,
             _ => len,
         };
-        if self.windowed && pos < end && matches!(self.stage, Stage::Body { .. }) {
+        if self.windowed && pos < end && matches!(self.stage, Stage::Body) {
             // With an inner buffer, ask only for the rest of the segment
             // begun (as the reader may: with none begun it asks for its
             // capacity): the read-ahead then empties on a segment boundary,
@@ -380,12 +380,12 @@ impl Opener {
     /// that fits in the read-ahead; `None` before the header is read or if
     /// not even the next segment fits.
     fn aligned_limit(&self, from: usize) -> Option<usize> {
-        let Stage::Body { layout, next, .. } = &self.stage else {
+        let (Stage::Body, Some(Stream { layout, .. })) = (&self.stage, &self.stream) else {
             return None;
         };
         let len = self.input.len();
-        let first = from.checked_add(layout.sealed(*next))?;
-        let rest = layout.sealed(*next + 1);
+        let first = from.checked_add(layout.sealed(self.next))?;
+        let rest = layout.sealed(self.next + 1);
         (first <= len).then(|| first + (len - first) / rest * rest)
     }
 
@@ -408,7 +408,7 @@ impl Opener {
         }
         let begun =
             profile::begin_read(key, aad, self.input.data(), self.max_segment, self.provider);
-        let (header_len, Stream { suite, layout }) = match begun {
+        let (header_len, stream) = match begun {
             Ok(Some(begun)) => begun,
             Ok(None) if !self.eof => {
                 self.need = header_len;
@@ -424,13 +424,11 @@ impl Opener {
         // authenticated until its first segment opens.
         self.target = self
             .capacity
-            .saturating_add(layout.max_sealed())
+            .saturating_add(stream.layout.max_sealed())
             .max(self.input.len());
-        self.stage = Stage::Body {
-            suite,
-            layout,
-            next: 0,
-        };
+        self.stream = Some(stream);
+        self.next = 0;
+        self.stage = Stage::Body;
         Ok(true)
     }
 
@@ -443,10 +441,10 @@ impl Opener {
         {
             return Ok(None);
         }
-        let Stage::Body { layout, next, .. } = &self.stage else {
+        let Some(Stream { layout, .. }) = &self.stream else {
             unreachable!("called while in the body")
         };
-        let (plain, sealed) = (layout.plain(*next), layout.sealed(*next));
+        let (plain, sealed) = (layout.plain(self.next), layout.sealed(self.next));
         if self.input.available() < sealed && !self.eof {
             self.need = sealed;
             return Ok(None);
@@ -458,14 +456,10 @@ impl Opener {
     /// least the segment's plaintext capacity long). On error `out` holds
     /// no plaintext.
     fn open_next(&mut self, out: &mut [u8]) -> Result<Opened, Error> {
-        let Stage::Body {
-            suite,
-            layout,
-            next,
-        } = &mut self.stage
-        else {
+        let Some(Stream { suite, layout }) = &self.stream else {
             unreachable!("called while in the body")
         };
+        let next = &mut self.next;
         let index = *next;
         let tag = suite.tag_len();
         let full = layout.sealed(index);
@@ -549,11 +543,11 @@ impl Opener {
     /// internal plaintext buffer.
     fn fill_plain(&mut self, cap: usize) -> Result<(), Error> {
         // Only as much as this segment holds (a short final one, less).
-        let Stage::Body { layout, next, .. } = &self.stage else {
+        let Some(Stream { layout, .. }) = &self.stream else {
             unreachable!("called while in the body")
         };
         let avail = self.input.available();
-        let holds = if avail >= layout.sealed(*next) {
+        let holds = if avail >= layout.sealed(self.next) {
             cap
         } else {
             avail.saturating_sub(layout.tag).min(cap)
@@ -577,10 +571,7 @@ impl Opener {
         if !self.windowed || !self.input.is_empty() || self.eof || !self.plain.is_empty() {
             return false;
         }
-        let Stage::Body { next, .. } = &self.stage else {
-            return false;
-        };
-        self.failed_in_place != Some(*next)
+        matches!(self.stage, Stage::Body) && self.failed_in_place != Some(self.next)
     }
 
     /// Opens whole segments where they lie in `window`, the inner reader's
@@ -593,14 +584,10 @@ impl Opener {
     /// segment that failed here (the final one, or a damaged one), with
     /// the full rules (final flag, trailing data).
     pub(crate) fn open_window(&mut self, window: &[u8], buf: &mut [u8]) -> (usize, usize) {
-        let Stage::Body {
-            suite,
-            layout,
-            next,
-        } = &mut self.stage
-        else {
+        let (Stage::Body, Some(Stream { suite, layout })) = (&self.stage, &self.stream) else {
             return (0, 0);
         };
+        let next = &mut self.next;
         let into_plain = buf.len() < layout.plain(*next);
         let (mut used, mut n) = (0, 0);
         loop {
