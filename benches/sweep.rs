@@ -26,6 +26,19 @@
 //! one, each timed, and the sample's sums and median per-iteration ratio go
 //! to `CIPHERIO_BENCH_PAIRS_OUT` (see [`Pairs`]).
 //!
+//! With `--features tokio` the buffer sweep has three more directions,
+//! the async fronts driven with `block_on` on a current-thread runtime
+//! (created once, outside the timed loops): `encrypt-async`
+//! (`AsyncCipherWriter` over an `AsyncWrite` that discards, `write_all`
+//! then `shutdown`) and `decrypt-async` (`AsyncCipherReader<&[u8]>`, the
+//! same reads), each timed beside the std front doing the same work
+//! (reference `std`) as well as the raw AEAD; and `roundtrip-duplex`, a
+//! writer task encrypting into a `tokio::io::duplex` and the reader
+//! decrypting from its other end, timed beside the same two fronts run
+//! one after the other without a pipe (reference `async`) and the raw
+//! AEAD sealing and opening the payload. Without the feature those
+//! directions are left out and the bench builds as before.
+//!
 //! A second sweep, `<alg>-<dir>-chunk/stream/<c>`, fixes the buffer at the
 //! default 8 KiB and varies the caller's chunk: `write_all` of `c`-byte
 //! pieces, `read` into a reused `c`-byte buffer, paired with the raw AEAD
@@ -43,11 +56,12 @@
 //! | `CIPHERIO_BENCH_SIZES` | buffer sizes, comma-separated (512 … 1 MiB) |
 //! | `CIPHERIO_BENCH_CHUNKS` | caller chunks at 8 KiB (64 … 1 MiB); empty: none |
 //! | `CIPHERIO_BENCH_ALGS` | `aes128gcm,aes256gcm,chacha20poly1305` |
+//! | `CIPHERIO_BENCH_DIRS` | directions of the buffer sweep (all of `encrypt`, `decrypt`, `decrypt-bufread` and, with `--features tokio`, `encrypt-async`, `decrypt-async`, `roundtrip-duplex`) |
 //! | `CIPHERIO_BENCH_PAYLOAD` | bytes per iteration (4 MiB) |
 //! | `CIPHERIO_BENCH_WARMUP_MS`, `_MEASURE_MS`, `_SAMPLES` | criterion timing |
 //! | `CIPHERIO_BENCH_ROUND` | round number: even rounds start pairs with `raw` |
 //! | `CIPHERIO_BENCH_BACKEND_OUT` | file to write the backends that ran into |
-//! | `CIPHERIO_BENCH_PAIRS_OUT` | file to write the paired samples into |
+//! | `CIPHERIO_BENCH_PAIRS_OUT` | file to write the paired samples into (one row per sample and reference) |
 
 use std::env;
 use std::hint::black_box;
@@ -75,6 +89,8 @@ struct Config {
     measure: Duration,
     samples: usize,
     raw_first: bool,
+    /// Directions of the buffer sweep to run (`None`: all).
+    dirs: Option<Vec<String>>,
 }
 
 fn powers(from: usize, to: usize) -> Vec<usize> {
@@ -154,6 +170,21 @@ impl Config {
             measure: ms("CIPHERIO_BENCH_MEASURE_MS", measure),
             samples: number("CIPHERIO_BENCH_SAMPLES", samples).max(10),
             raw_first: number("CIPHERIO_BENCH_ROUND", 1) & 1 == 0,
+            dirs: var("CIPHERIO_BENCH_DIRS").map(|v| {
+                v.split(',')
+                    .map(|d| d.trim().to_string())
+                    .filter(|d| !d.is_empty())
+                    .collect()
+            }),
+        }
+    }
+
+    /// The buffer sizes to run direction `dir` at: none if
+    /// `CIPHERIO_BENCH_DIRS` leaves it out.
+    fn sizes_for(&self, dir: &str) -> &[usize] {
+        match &self.dirs {
+            Some(d) if !d.iter().any(|x| x == dir) => &[],
+            _ => &self.sizes,
         }
     }
 }
@@ -401,6 +432,121 @@ fn stream_decrypt(
     total
 }
 
+/// The async fronts (feature `tokio`), each driven to completion with
+/// `block_on` on a current-thread runtime created once, outside the timed
+/// loops.
+#[cfg(feature = "tokio")]
+mod async_fronts {
+    use std::io;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll};
+
+    use cipherio::{CipherReader, CipherWriter, Key};
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+    use tokio::runtime::Runtime;
+
+    /// The pipe of the duplex round trip: a socket-buffer-sized
+    /// `tokio::io::duplex`, whatever the segment size.
+    pub const PIPE: usize = 64 * 1024;
+
+    /// The async twin of `io::sink()`: takes every byte at once. (tokio's
+    /// own `io::sink()` spends the task's cooperative budget on every
+    /// write and answers `Pending` every 128 writes, a cost `io::sink()`
+    /// does not have.)
+    pub struct Discard;
+
+    impl AsyncWrite for Discard {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    pub fn runtime() -> Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime")
+    }
+
+    async fn encrypt_into<W: AsyncWrite + Unpin>(key: &Key, capacity: usize, plain: &[u8], w: W) {
+        let mut w = CipherWriter::builder(key).capacity(capacity).build_async(w);
+        w.write_all(plain).await.expect("async write");
+        w.shutdown().await.expect("async shutdown");
+    }
+
+    /// Reads the stream on `r` into a reused `capacity`-byte window at the
+    /// start of `out` until it ends; returns the plaintext length.
+    async fn decrypt_from<R: AsyncRead + Unpin>(
+        key: &Key,
+        capacity: usize,
+        r: R,
+        out: &mut [u8],
+    ) -> usize {
+        let mut r = CipherReader::builder(key).capacity(capacity).build_async(r);
+        let window = capacity.min(out.len());
+        let mut total = 0;
+        loop {
+            match r.read(&mut out[..window]).await.expect("stream opens") {
+                0 => break,
+                n => total += n,
+            }
+        }
+        total
+    }
+
+    /// `encrypt`'s stream through `AsyncCipherWriter<Discard>`: one
+    /// `write_all` of the payload, then `shutdown`.
+    pub fn encrypt(rt: &Runtime, key: &Key, capacity: usize, plain: &[u8]) {
+        rt.block_on(encrypt_into(key, capacity, plain, Discard));
+    }
+
+    /// `decrypt`'s stream through `AsyncCipherReader<&[u8]>`, read into a
+    /// reused `capacity`-byte buffer.
+    pub fn decrypt(
+        rt: &Runtime,
+        key: &Key,
+        capacity: usize,
+        sealed: &[u8],
+        out: &mut [u8],
+    ) -> usize {
+        rt.block_on(decrypt_from(key, capacity, sealed, out))
+    }
+
+    /// The round trip through a pipe: a spawned task encrypts the payload
+    /// into one end of a `tokio::io::duplex(PIPE)` and shuts it down; the
+    /// `block_on` task decrypts from the other end. One thread: the two
+    /// tasks take turns as the pipe fills and empties.
+    pub fn duplex(
+        rt: &Runtime,
+        key: &Arc<Key>,
+        capacity: usize,
+        plain: &Arc<[u8]>,
+        out: &mut [u8],
+    ) -> usize {
+        rt.block_on(async {
+            let (tx, rx) = tokio::io::duplex(PIPE);
+            let (key_w, plain) = (Arc::clone(key), Arc::clone(plain));
+            let writer =
+                tokio::spawn(async move { encrypt_into(&key_w, capacity, &plain, tx).await });
+            let n = decrypt_from(key, capacity, rx, out).await;
+            writer.await.expect("writer task");
+            n
+        })
+    }
+}
+
 /// The implementations the streams of this build run: the RustCrypto
 /// backends `cipherio::backend` detects, or, with aws-lc, AWS-LC, which
 /// picks its own assembly at run time (cipherio cannot see which).
@@ -475,11 +621,18 @@ fn group<'a>(
 /// timed within a millisecond of it, and the ratio of such neighbours
 /// survives a busy machine far better than a ratio of two medians taken
 /// seconds apart.
+///
+/// A benchmark may have more than one reference (the async directions
+/// pair with the std front as well as with the raw AEAD): each iteration
+/// then runs the stream and every reference once, in an order rotated by
+/// one on every iteration (and every sample), and each reference gets its
+/// own row. With one reference the order is exactly stream/raw alternating
+/// as described above.
 #[derive(Default)]
 struct Pairs {
-    /// (group, x, iterations, stream ns, raw ns, median of the iterations'
-    /// raw ÷ stream time)
-    rows: Vec<(String, usize, u64, u128, u128, f64)>,
+    /// (group, x, iterations, stream ns, reference ns, median of the
+    /// iterations' reference ÷ stream time, reference name)
+    rows: Vec<(String, usize, u64, u128, u128, f64, &'static str)>,
 }
 
 impl Pairs {
@@ -495,44 +648,73 @@ impl Pairs {
         stream: &mut dyn FnMut(),
         raw: &mut dyn FnMut(),
     ) -> Duration {
+        self.measure_with(group, x, iters, flip, stream, &mut [("raw", raw)])
+    }
+
+    /// [`measure`](Self::measure) against several references, each
+    /// iteration of the stream timed beside one of each.
+    fn measure_with(
+        &mut self,
+        group: &str,
+        x: usize,
+        iters: u64,
+        flip: &mut bool,
+        stream: &mut dyn FnMut(),
+        refs: &mut [(&'static str, &mut dyn FnMut())],
+    ) -> Duration {
         let time = |f: &mut dyn FnMut()| {
             let t = Instant::now();
             f();
             t.elapsed()
         };
         *flip = !*flip;
-        let (mut ts, mut tr) = (Duration::ZERO, Duration::ZERO);
-        let mut ratios = Vec::with_capacity(usize::try_from(iters).unwrap_or(0));
+        let n = refs.len() + 1;
+        let mut ts = Duration::ZERO;
+        let mut tr = vec![Duration::ZERO; refs.len()];
+        let cap = usize::try_from(iters).unwrap_or(0);
+        let mut ratios = vec![Vec::with_capacity(cap); refs.len()];
+        let mut t = vec![Duration::ZERO; n];
         for i in 0..iters {
-            let (s, r) = if *flip == (i & 1 == 0) {
-                let s = time(stream);
-                (s, time(raw))
-            } else {
-                let r = time(raw);
-                (time(stream), r)
-            };
-            ts += s;
-            tr += r;
-            ratios.push(r.as_secs_f64() / s.as_secs_f64().max(1e-12));
+            // Slot 0 is the stream; the rotation puts it first when
+            // `flip == (i is even)` (with one reference: stream, raw, then
+            // raw, stream, …).
+            let rot = usize::try_from(i % n as u64).unwrap_or(0) + usize::from(!*flip);
+            for k in 0..n {
+                let slot = (k + n - rot % n) % n;
+                t[slot] = if slot == 0 {
+                    time(stream)
+                } else {
+                    time(refs[slot - 1].1)
+                };
+            }
+            ts += t[0];
+            for (j, r) in t[1..].iter().enumerate() {
+                tr[j] += *r;
+                ratios[j].push(r.as_secs_f64() / t[0].as_secs_f64().max(1e-12));
+            }
         }
-        ratios.sort_by(f64::total_cmp);
-        let median = ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN);
-        self.rows.push((
-            group.to_string(),
-            x,
-            iters,
-            ts.as_nanos(),
-            tr.as_nanos(),
-            median,
-        ));
+        for (j, (name, _)) in refs.iter().enumerate() {
+            let r = &mut ratios[j];
+            r.sort_by(f64::total_cmp);
+            let median = r.get(r.len() / 2).copied().unwrap_or(f64::NAN);
+            self.rows.push((
+                group.to_string(),
+                x,
+                iters,
+                ts.as_nanos(),
+                tr[j].as_nanos(),
+                median,
+                name,
+            ));
+        }
         ts
     }
 
     fn write(&self, path: &str) {
         let mut text =
-            String::from("# group\tx\titerations\tstream_ns\traw_ns\tmedian_raw_per_stream\n");
-        for (g, x, n, s, r, m) in &self.rows {
-            text.push_str(&format!("{g}\t{x}\t{n}\t{s}\t{r}\t{m}\n"));
+            String::from("# group\tx\titerations\tstream_ns\tref_ns\tmedian_ref_per_stream\tref\n");
+        for (g, x, n, s, r, m, name) in &self.rows {
+            text.push_str(&format!("{g}\t{x}\t{n}\t{s}\t{r}\t{m}\t{name}\n"));
         }
         std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {path}: {e}"));
     }
@@ -552,7 +734,7 @@ fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs) {
         // Encrypt, by buffer size.
         let group_name = format!("{name}-encrypt");
         let mut g = group(c, cfg, group_name.clone());
-        for &s in &cfg.sizes {
+        for &s in cfg.sizes_for("encrypt") {
             let mut msg_out = vec![0u8; s + TAG];
             g.bench_function(BenchmarkId::new("stream", s), |b| {
                 b.iter_custom(|iters| {
@@ -575,7 +757,7 @@ fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs) {
         for (dir, from_buf) in [("decrypt", false), ("decrypt-bufread", true)] {
             let group_name = format!("{name}-{dir}");
             let mut g = group(c, cfg, group_name.clone());
-            for &s in &cfg.sizes {
+            for &s in cfg.sizes_for(dir) {
                 let stream = sealed_stream(&key, s, &plain);
                 let sealed = raw.seal_all(&plain, s);
                 let n = stream_decrypt(&key, s, &stream, &mut out, usize::MAX, from_buf);
@@ -599,6 +781,9 @@ fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs) {
             }
             g.finish();
         }
+
+        #[cfg(feature = "tokio")]
+        sweep_async(c, cfg, pairs, &mut flip, &key, &raw, &plain, &mut out);
 
         if cfg.chunks.is_empty() {
             continue;
@@ -649,6 +834,132 @@ fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs) {
         }
         g.finish();
     }
+}
+
+/// The async directions of the buffer sweep (feature `tokio`), each
+/// paired with the std front doing the same work and with the raw AEAD:
+///
+/// - `encrypt-async`: `AsyncCipherWriter<Discard>` (an `AsyncWrite` that
+///   takes everything, like `io::sink()`) against `encrypt`'s
+///   `CipherWriter<io::Sink>`;
+/// - `decrypt-async`: `AsyncCipherReader<&[u8]>` against `decrypt`'s
+///   `CipherReader<&[u8]>`, both reading into a reused `s`-byte buffer;
+/// - `roundtrip-duplex`: the writer in a spawned task encrypting into a
+///   `tokio::io::duplex` pipe, the reader decrypting from its other end,
+///   against the same two async fronts run one after the other without a
+///   pipe (reference `async`) and against the raw AEAD sealing and
+///   opening the payload (`raw`).
+#[cfg(feature = "tokio")]
+#[allow(clippy::too_many_arguments)]
+fn sweep_async(
+    c: &mut Criterion,
+    cfg: &Config,
+    pairs: &mut Pairs,
+    flip: &mut bool,
+    key: &Key,
+    raw: &Raw,
+    plain: &[u8],
+    out: &mut [u8],
+) {
+    use std::sync::Arc;
+
+    let rt = async_fronts::runtime();
+    let name = short(key.algorithm());
+    let mut async_out = vec![0u8; out.len()];
+
+    let group_name = format!("{name}-encrypt-async");
+    let mut g = group(c, cfg, group_name.clone());
+    for &s in cfg.sizes_for("encrypt-async") {
+        let mut msg_out = vec![0u8; s + TAG];
+        g.bench_function(BenchmarkId::new("stream", s), |b| {
+            b.iter_custom(|iters| {
+                pairs.measure_with(
+                    &group_name,
+                    s,
+                    iters,
+                    flip,
+                    &mut || async_fronts::encrypt(&rt, key, s, plain),
+                    &mut [
+                        ("std", &mut || {
+                            stream_encrypt(key, s, plain, plain.len().max(1))
+                        }),
+                        ("raw", &mut || raw.seal_into(plain, s, &mut msg_out)),
+                    ],
+                )
+            });
+        });
+    }
+    g.finish();
+
+    let group_name = format!("{name}-decrypt-async");
+    let mut g = group(c, cfg, group_name.clone());
+    for &s in cfg.sizes_for("decrypt-async") {
+        let stream = sealed_stream(key, s, plain);
+        let sealed = raw.seal_all(plain, s);
+        let n = async_fronts::decrypt(&rt, key, s, &stream, &mut async_out);
+        assert_eq!(n, plain.len(), "async round trip at {s}");
+        let mut raw_out = vec![0u8; s];
+        g.bench_function(BenchmarkId::new("stream", s), |b| {
+            b.iter_custom(|iters| {
+                pairs.measure_with(
+                    &group_name,
+                    s,
+                    iters,
+                    flip,
+                    &mut || {
+                        async_fronts::decrypt(&rt, key, s, &stream, &mut async_out);
+                        black_box(&async_out[..]);
+                    },
+                    &mut [
+                        ("std", &mut || {
+                            stream_decrypt(key, s, &stream, out, s, false);
+                        }),
+                        ("raw", &mut || raw.open_each(&sealed, s, &mut raw_out)),
+                    ],
+                )
+            });
+        });
+    }
+    g.finish();
+
+    let group_name = format!("{name}-roundtrip-duplex");
+    let mut g = group(c, cfg, group_name.clone());
+    let shared_key = Arc::new(key.clone());
+    let shared_plain: Arc<[u8]> = Arc::from(plain);
+    for &s in cfg.sizes_for("roundtrip-duplex") {
+        let stream = sealed_stream(key, s, plain);
+        let n = async_fronts::duplex(&rt, &shared_key, s, &shared_plain, &mut async_out);
+        assert_eq!(n, plain.len(), "duplex round trip at {s}");
+        let mut msg_out = vec![0u8; s + TAG];
+        let sealed = raw.seal_all(plain, s);
+        let mut raw_out = vec![0u8; s];
+        g.bench_function(BenchmarkId::new("stream", s), |b| {
+            b.iter_custom(|iters| {
+                pairs.measure_with(
+                    &group_name,
+                    s,
+                    iters,
+                    flip,
+                    &mut || {
+                        async_fronts::duplex(&rt, &shared_key, s, &shared_plain, &mut async_out);
+                        black_box(&async_out[..]);
+                    },
+                    &mut [
+                        ("async", &mut || {
+                            async_fronts::encrypt(&rt, key, s, plain);
+                            async_fronts::decrypt(&rt, key, s, &stream, out);
+                            black_box(&out[..]);
+                        }),
+                        ("raw", &mut || {
+                            raw.seal_into(plain, s, &mut msg_out);
+                            raw.open_each(&sealed, s, &mut raw_out);
+                        }),
+                    ],
+                )
+            });
+        });
+    }
+    g.finish();
 }
 
 fn main() {

@@ -91,6 +91,19 @@ impl Alg {
 /// ciphertext is copied out of the `&[u8]`), `decrypt-bufread` through
 /// `build_from_buf_read` (segments opened where they lie).
 const DIRS: [&str; 3] = ["encrypt", "decrypt", "decrypt-bufread"];
+/// The async fronts' directions of the buffer sweep (the bench is built
+/// with `--features tokio`): `encrypt-async` and `decrypt-async` are
+/// paired with the std front doing the same work (reference `std`) as well
+/// as with the raw AEAD; `roundtrip-duplex` (encrypt into a
+/// `tokio::io::duplex`, decrypt from its other end) with the two async
+/// fronts run without a pipe (reference `async`) and the raw AEAD.
+const ASYNC_DIRS: [&str; 3] = ["encrypt-async", "decrypt-async", "roundtrip-duplex"];
+/// The std direction each async direction is compared with.
+const ASYNC_VS: [(&str, &str); 2] = [("encrypt-async", "encrypt"), ("decrypt-async", "decrypt")];
+/// Every direction of the buffer sweep.
+fn buffer_dirs() -> impl Iterator<Item = &'static str> {
+    DIRS.into_iter().chain(ASYNC_DIRS)
+}
 /// Directions of the caller-granularity sweep.
 const CHUNK_DIRS: [&str; 2] = ["encrypt", "decrypt"];
 
@@ -303,14 +316,18 @@ struct Round {
     /// Per criterion sample, the median over its iterations of raw ÷ stream
     /// time (= stream ÷ raw throughput) of neighbouring iterations.
     ratios: Vec<f64>,
+    /// The same for the other references of the point (`std`, `async`).
+    vs: BTreeMap<String, Vec<f64>>,
 }
 
 /// (build, algorithm, direction, sweep, size) → one entry per round.
 type Results = BTreeMap<(String, Alg, &'static str, Sweep, usize), Vec<Round>>;
 
-/// The paired samples of one round: (group, x) → (iterations, stream ns,
-/// raw ns, median per-iteration raw ÷ stream time) per criterion sample.
-type PairRows = BTreeMap<(String, usize), Vec<[f64; 4]>>;
+/// The paired samples of one round: (group, x, reference) → (iterations,
+/// stream ns, reference ns, median per-iteration reference ÷ stream time)
+/// per criterion sample. The reference is `raw` (the raw AEAD; rows with
+/// no 7th column), or `std`/`async` for the async directions.
+type PairRows = BTreeMap<(String, usize, String), Vec<[f64; 4]>>;
 
 fn read_pairs(path: &Path) -> Result<PairRows, String> {
     let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -321,16 +338,19 @@ fn read_pairs(path: &Path) -> Result<PairRows, String> {
     {
         let f: Vec<&str> = line.split('\t').collect();
         let bad = || format!("{}: bad line {line:?}", path.display());
-        if f.len() != 6 {
+        if f.len() != 6 && f.len() != 7 {
             return Err(bad());
         }
+        let reference = f.get(6).map_or("raw", |r| r.trim()).to_string();
         let x: usize = f[1].parse().map_err(|_| bad())?;
         let mut n = [0f64; 4];
-        for (v, t) in n.iter_mut().zip(&f[2..]) {
+        for (v, t) in n.iter_mut().zip(&f[2..6]) {
             *v = t.parse().map_err(|_| bad())?;
         }
         if n.iter().all(|v| v.is_finite() && *v > 0.0) {
-            rows.entry((f[0].to_string(), x)).or_default().push(n);
+            rows.entry((f[0].to_string(), x, reference))
+                .or_default()
+                .push(n);
         }
     }
     Ok(rows)
@@ -355,11 +375,15 @@ impl Driver {
         let mut c = Command::new(&self.cargo);
         c.current_dir(&self.root)
             .args(["bench", "--bench", "sweep"])
-            .args(if b.features.is_empty() {
-                vec![]
-            } else {
-                vec!["--features", b.features]
-            })
+            // Every build runs the async directions too.
+            .args([
+                "--features",
+                &if b.features.is_empty() {
+                    "tokio".to_string()
+                } else {
+                    format!("{},tokio", b.features)
+                },
+            ])
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .env_remove("CARGO_BUILD_RUSTFLAGS")
             .env("RUSTFLAGS", b.rustflags)
@@ -413,8 +437,13 @@ impl Driver {
             let est = crit.join(group).join("stream").join(x.to_string());
             let stream_ns = fastest_ns(&est.join("new/sample.json"))?;
             let rows = pairs
-                .get(&(group.to_string(), x))
+                .get(&(group.to_string(), x, "raw".to_string()))
                 .ok_or_else(|| format!("no paired samples for {group}/{x}"))?;
+            let vs = pairs
+                .iter()
+                .filter(|((g, s, r), _)| g == group && *s == x && r != "raw")
+                .map(|((_, _, r), rows)| (r.clone(), rows.iter().map(|r| r[3]).collect()))
+                .collect();
             let raw = rows
                 .iter()
                 .map(|r| r[2] / r[0])
@@ -423,10 +452,11 @@ impl Driver {
                 stream_ns,
                 raw_ns: raw,
                 ratios: rows.iter().map(|r| r[3]).collect(),
+                vs,
             })
         };
         for &alg in b.algs {
-            for dir_name in DIRS {
+            for dir_name in buffer_dirs() {
                 let group = format!("{}-{dir_name}", alg.id());
                 for &s in &self.mode.sizes {
                     let key = (b.name.to_string(), alg, dir_name, Sweep::Buffer, s);
@@ -499,19 +529,44 @@ fn cell(
     let gb = |ns: f64| payload as f64 / ns; // bytes per ns = GB/s
     let gbps = stats(&v.iter().map(|r| gb(r.stream_ns)).collect::<Vec<_>>()).0;
     let raw_gbps = stats(&v.iter().map(|r| gb(r.raw_ns)).collect::<Vec<_>>()).0;
-    let ratio = if v.len() > 1 {
-        stats(&v.iter().map(|r| stats(&r.ratios).0).collect::<Vec<_>>())
-    } else {
-        let mut all = v[0].ratios.clone();
-        all.sort_by(f64::total_cmp);
-        let q = |quarters: usize| all[(all.len() - 1) * quarters / 4];
-        (stats(&all).0, q(1), q(3))
-    };
+    let ratio = round_stats(&v.iter().map(|r| &r.ratios[..]).collect::<Vec<_>>())?;
     Some(Cell {
         gbps,
         raw_gbps,
         ratio,
     })
+}
+
+/// A ratio over rounds from each round's per-sample medians: the median
+/// over rounds of each round's median, with the min–max over rounds (with
+/// one round: the median and 25th–75th percentile of its samples).
+fn round_stats(rounds: &[&[f64]]) -> Option<(f64, f64, f64)> {
+    if rounds.iter().any(|r| r.is_empty()) || rounds.is_empty() {
+        return None;
+    }
+    Some(if rounds.len() > 1 {
+        stats(&rounds.iter().map(|r| stats(r).0).collect::<Vec<_>>())
+    } else {
+        let mut all = rounds[0].to_vec();
+        all.sort_by(f64::total_cmp);
+        let q = |quarters: usize| all[(all.len() - 1) * quarters / 4];
+        (stats(&all).0, q(1), q(3))
+    })
+}
+
+/// A point's stream ÷ `reference` ratio (`std`, `async`), as [`cell`]
+/// gives it for the raw AEAD.
+fn vs_ratio(
+    results: &Results,
+    key: &(String, Alg, &'static str, Sweep, usize),
+    reference: &str,
+) -> Option<(f64, f64, f64)> {
+    let v = results.get(key)?;
+    let per: Option<Vec<&[f64]>> = v
+        .iter()
+        .map(|r| r.vs.get(reference).map(|x| &x[..]))
+        .collect();
+    round_stats(&per?)
 }
 
 fn size_label(s: usize) -> String {
@@ -728,11 +783,94 @@ fn report(
         let _ = writeln!(o);
     }
 
+    // Issue 11: the async fronts against the std fronts, per build.
     for r in ran {
         let name = r.build.name;
-        let cols: Vec<(Alg, &str)> = DIRS
-            .iter()
-            .flat_map(|&d| r.build.algs.iter().map(move |&a| (a, d)))
+        let _ = writeln!(o, "## Async fronts ÷ std fronts: `{name}` build\n");
+        let _ = writeln!(
+            o,
+            "`AsyncCipherWriter`/`AsyncCipherReader` driven with `block_on` on a current-thread \
+             tokio runtime, over in-memory ends without a pipe (an `AsyncWrite` that discards, \
+             like `io::sink()`; a `&[u8]`), timed interleaved with `CipherWriter<io::Sink>`/\
+             `CipherReader<&[u8]>` doing the same work: async ÷ std throughput, median over \
+             rounds of the paired ratio (min–max over rounds). Target at 64 KiB: ≥ 90 %.\n"
+        );
+        let _ = writeln!(
+            o,
+            "| algorithm | direction | at 8 KiB | at 64 KiB (target ≥ 90 %) | async GB/s at 64 KiB |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|");
+        for &alg in r.build.algs {
+            for (d, std_dir) in ASYNC_VS {
+                let mut cells = Vec::new();
+                for s in [8 * KIB, 64 * KIB] {
+                    let key = (name.to_string(), alg, d, Sweep::Buffer, s);
+                    cells.push(match vs_ratio(results, &key, "std") {
+                        Some(x) if s == 64 * KIB => format!(
+                            "{} {}",
+                            spread(x, mode.rounds),
+                            if x.0 >= 0.90 { "✅" } else { "❌" }
+                        ),
+                        Some(x) => spread(x, mode.rounds),
+                        None => "not measured".to_string(),
+                    });
+                }
+                let key = (name.to_string(), alg, d, Sweep::Buffer, 64 * KIB);
+                let g = cell(results, mode.payload, &key)
+                    .map_or("–".to_string(), |c| format!("{:.2} GB/s", c.gbps));
+                let _ = writeln!(
+                    o,
+                    "| {} | {d} ÷ {std_dir} | {} | {} | {g} |",
+                    alg.title(),
+                    cells[0],
+                    cells[1]
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "\nThrough a pipe (`roundtrip-duplex`): a spawned task encrypts into a \
+             `tokio::io::duplex` of 64 KiB and shuts it down, the `block_on` task decrypts from \
+             the other end (GB/s of plaintext through the round trip), against the same two \
+             async fronts run one after the other without a pipe (duplex ÷ no pipe) and \
+             against the raw AEAD sealing and opening the payload:\n"
+        );
+        let _ = writeln!(
+            o,
+            "| algorithm | buffer | duplex GB/s | duplex ÷ no pipe | duplex ÷ raw |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|");
+        for &alg in r.build.algs {
+            for s in [8 * KIB, 64 * KIB] {
+                let key = (name.to_string(), alg, "roundtrip-duplex", Sweep::Buffer, s);
+                let (g, raw) = cell(results, mode.payload, &key)
+                    .map_or(("–".to_string(), "–".to_string()), |c| {
+                        (format!("{:.2}", c.gbps), spread(c.ratio, mode.rounds))
+                    });
+                let nopipe = vs_ratio(results, &key, "async")
+                    .map_or("–".to_string(), |x| spread(x, mode.rounds));
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {g} | {nopipe} | {raw} |",
+                    alg.title(),
+                    size_label(s)
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "\nWhat the pipe adds: every sealed byte is copied into the duplex's buffer and out \
+             again (the no-pipe reader copies once, out of its `&[u8]`), each side takes the \
+             pipe's lock on every poll, and whenever the 64 KiB pipe is full or empty a task \
+             parks and the other is woken and scheduled; both tasks share one thread, so the \
+             round trip runs encrypt and decrypt in turn, never at once.\n"
+        );
+    }
+
+    for r in ran {
+        let name = r.build.name;
+        let cols: Vec<(Alg, &str)> = buffer_dirs()
+            .flat_map(|d| r.build.algs.iter().map(move |&a| (a, d)))
             .collect();
         let header = |o: &mut String, first: &str| {
             let _ = write!(o, "| {first} |");
