@@ -56,6 +56,34 @@ impl Cfg {
     }
 }
 
+/// Sets the async bit of an `open`/`open_tink` input (configuration byte 4,
+/// bit 7): the stream is read again through the async reader, whose inner
+/// reader pends before its n-th call when bit n % 6 of `pending` is set,
+/// and whose driver drops the op after its k-th `Pending` when bit k % 3 of
+/// `drop_after` is.
+fn asyncify(data: &mut [u8], pending: u8, drop_after: u8) {
+    assert!(pending < 64 && drop_after < 8);
+    let before = Config::parse(data);
+    data[4] |= 0x80 | drop_after << 4;
+    data[5] |= pending << 2;
+    let c = Config::parse(data);
+    assert!(c.asynchronous);
+    assert_eq!(
+        (c.pending.bits, c.drop_after.bits, c.buf_read, c.wrong_key),
+        (pending, drop_after, before.buf_read, false)
+    );
+    assert_eq!(
+        (c.capacity, c.max_segment, c.aad, c.sizes, c.ops),
+        (
+            before.capacity,
+            before.max_segment,
+            before.aad,
+            before.sizes,
+            before.ops
+        )
+    );
+}
+
 fn write(dir: &Path, name: &str, data: &[u8]) {
     fs::write(dir.join(name), data).expect("write seed");
 }
@@ -253,10 +281,25 @@ fn main() {
             },
         ),
     ];
+    // The async reader too (see `asyncify`): (pending, drop_after).
+    let asynchronous = |name: &str| match name {
+        "aes128-seg1" => Some((0b01_0101, 0)),
+        "chacha-seg16-aad" => Some((0b11_1111, 0b101)),
+        "aes256-full-final" => Some((0b00_0001, 0b001)),
+        "chacha-injected" => Some((0b10_0110, 0b010)),
+        "aes128-many" => Some((0b01_1011, 0)),
+        "aes128-bufread-refills" => Some((0b00_0011, 0b110)),
+        _ => None,
+    };
     for (name, alg, segment, len, cfg) in seeds {
         let mut data = cfg.bytes().to_vec();
         data.extend_from_slice(&stream(alg, cfg.aad, segment, len, len as u8));
         write(&o, name, &data);
+        if let Some((pending, drop_after)) = asynchronous(name) {
+            let mut data = data.clone();
+            asyncify(&mut data, pending, drop_after);
+            write(&o, &format!("{name}-async"), &data);
+        }
         // The same read by the other provider (configuration byte 5, bit 1).
         data[5] |= 2;
         write(&o, &format!("{name}-other-provider"), &data);
@@ -276,6 +319,8 @@ fn main() {
     let mut data = cfg.bytes().to_vec();
     data.extend_from_slice(&stream(Algorithm::Aes128Gcm, b"", 16, 50, 1)[..90]);
     write(&o, "truncated-segment", &data);
+    asyncify(&mut data, 0b10_1010, 0b011);
+    write(&o, "truncated-segment-async", &data);
 
     // An empty final segment after full ones: invalid natively, valid in
     // Tink. Mutations cannot make one (it needs a tag), so it is a seed.
@@ -441,6 +486,13 @@ fn main() {
             },
         ),
     ];
+    let asynchronous = |name: &str| match name {
+        "aes128-sha1-one-segment" => Some((0b11_1111, 0b001)),
+        "aes256-sha512-full-final" => Some((0b01_0110, 0)),
+        "aes256-sha256-many" => Some((0b00_1101, 0b100)),
+        "aes128-sha512-injected" => Some((0b11_0011, 0b011)),
+        _ => None,
+    };
     for (name, params, len, cfg) in tink {
         let mut data = cfg.bytes().to_vec();
         data[2..5].copy_from_slice(&params);
@@ -457,6 +509,17 @@ fn main() {
             &pt,
         ));
         write(&t, name, &data);
+        if let Some((pending, drop_after)) = asynchronous(name) {
+            let mut data = data.clone();
+            asyncify(&mut data, pending, drop_after);
+            let q = tink_params(&data);
+            assert_eq!(
+                (q.key_size, q.segment, q.hash),
+                (p.key_size, p.segment, p.hash),
+                "the async bit kept the parameters"
+            );
+            write(&t, &format!("{name}-async"), &data);
+        }
         data[5] |= 2;
         write(&t, &format!("{name}-other-provider"), &data);
     }
@@ -490,6 +553,7 @@ fn main() {
     // lengths.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut y: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut z: u64 = 0x8e13_2ba6_55d9_0f37;
     for target in ["roundtrip", "roundtrip_tink"] {
         let r = dir(target);
         for len in [48, 200, 700, 2000] {
@@ -536,5 +600,47 @@ fn main() {
             }
         }
         y = x;
+
+        // Async round trips (bit 13 of the reader capacity field; the
+        // plaintext's first bytes script the doubles): the first inputs
+        // of a third generator whose writer and reader both met a
+        // `Pending`, and that dropped an op after one; one completed by
+        // `finish`, one by `poll_shutdown`, twice.
+        let mut x = z;
+        for (i, finish) in [true, false, true, false].into_iter().enumerate() {
+            let bytes = loop {
+                let bytes: Vec<u8> = (0..700)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        (x >> 32) as u8
+                    })
+                    .collect();
+                let u = Unstructured::new(&bytes);
+                let trip = if target == "roundtrip" {
+                    roundtrip::Input::arbitrary_take_rest(u)
+                        .ok()
+                        .filter(roundtrip::Input::run_async)
+                        .map(|i| roundtrip::check_run(&i))
+                } else {
+                    roundtrip::TinkInput::arbitrary_take_rest(u)
+                        .ok()
+                        .filter(roundtrip::TinkInput::run_async)
+                        .map(|i| roundtrip::check_tink_run(&i))
+                };
+                if trip.is_some_and(|t| {
+                    t.finish == finish
+                        && t.write.pendings > 0
+                        && t.read.pendings > 0
+                        && t.write.dropped + t.read.dropped > 0
+                }) {
+                    break bytes;
+                }
+            };
+            let how = if finish { "finish" } else { "shutdown" };
+            write(&r, &format!("async-{how}-{i}"), &bytes);
+        }
+        z = x;
     }
 }

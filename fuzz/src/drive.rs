@@ -23,7 +23,7 @@ impl fmt::Display for Injected {
 
 impl std::error::Error for Injected {}
 
-fn is_injected(e: &io::Error) -> bool {
+pub(crate) fn is_injected(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|e| e.is::<Injected>())
 }
 
@@ -92,6 +92,19 @@ impl<'a> Inner<'a> {
     /// Bytes handed out through `BufRead::consume` so far.
     pub fn consumed(&self) -> usize {
         self.consumed
+    }
+
+    /// What the reader did with it: `read` calls, bytes delivered, short
+    /// or failed calls, calls under the capacity, refills, bytes consumed.
+    pub fn counts(&self) -> [usize; 6] {
+        [
+            self.calls,
+            self.delivered,
+            self.shorts,
+            self.small_asks,
+            self.refills,
+            self.consumed,
+        ]
     }
 
     /// The injected error for call number `n` of its kind (`read` or
@@ -271,7 +284,7 @@ pub fn drive<R: BufRead>(
 }
 
 /// `Ok` to retry an injected error, else cipherio's error.
-fn settle(e: &io::Error) -> Result<(), Error> {
+pub(crate) fn settle(e: &io::Error) -> Result<(), Error> {
     if is_injected(e) {
         return Ok(());
     }

@@ -6,6 +6,7 @@ use cipherio::format::{HEADER_LEN, TAG_LEN};
 use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
 use cipherio::{Algorithm, CipherReader, Error, Key, StreamKey};
 
+use crate::aio::{self, AsyncInner, Script};
 use crate::drive::{self, Inner, SCRATCH_LEN};
 use crate::{alloc, oracle, oracle_tink};
 
@@ -21,11 +22,21 @@ const SLACK: usize = 4096;
 /// ```text
 /// offset len
 ///      0   2  capacity, u16 LE (0 is refused; 0xffff means usize::MAX)
-///      2   3  max_segment_size - 1, u24 LE, low 20 bits (1 B ..= 1 MiB)
+///      2   3  max_segment_size - 1, u24 LE, low 20 bits (1 B ..= 1 MiB);
+///             byte 4 bit 7: the async front (`build_async`, polled by
+///             hand over `aio::AsyncInner`), after the std one; byte 4
+///             bits 4..6, async only:
+///             after the reader's k-th `Pending`, drop the op (go on with
+///             the next one: another caller buffer) if bit k % 3 is set,
+///             else poll it again
 ///      5   1  bit 0: build_from_buf_read (the inner reader's refills take
-///             the read sizes below), else build; bit 1: the reader's
-///             provider (`Provider::ALL[bit % len]`); 0xfe or 0xff: a key
-///             of another algorithm than the header's
+///             the read sizes below), else build (the std reader's only:
+///             there is no async build_from_buf_read); bit 1: the reader's
+///             provider (`Provider::ALL[bit % len]`); bits 2..7, async
+///             only: the inner reader's poll n (from 0, `Pending`s
+///             included) returns `Pending` if bit n % 6 is set (never more
+///             than `aio::MAX_PENDING` in a row); 0xfe or 0xff: a key of
+///             another algorithm than the header's
 ///      6   1  associated data length (mod 9)
 ///      7   8  associated data
 ///     15   4  inner read (and refill) sizes, in turn (0: all that is
@@ -43,6 +54,13 @@ pub struct Config {
     pub wrong_key: bool,
     /// Build the reader with `build_from_buf_read` (else `build`).
     pub buf_read: bool,
+    /// Read the stream again through the async reader (`build_async`),
+    /// polled by hand.
+    pub asynchronous: bool,
+    /// Async: which inner polls return `Pending`.
+    pub pending: Script,
+    /// Async: after which of the reader's `Pending`s the op is dropped.
+    pub drop_after: Script,
     /// The reader's provider.
     pub provider: cipherio::Provider,
     /// Associated data given to the reader.
@@ -66,11 +84,15 @@ impl Config {
             c => usize::from(c),
         };
         let max = u32::from_le_bytes([b[2], b[3], b[4], 0]) & 0xf_ffff;
+        let asynchronous = b[4] & 0x80 != 0;
         Config {
             capacity,
             max_segment: max as usize + 1,
             wrong_key: b[5] >= 0xfe,
             buf_read: b[5] & 1 == 1,
+            asynchronous,
+            pending: Script::new(b[5] >> 2, 6),
+            drop_after: Script::new(b[4] >> 4 & 7, 3),
             provider: cipherio::Provider::ALL
                 [usize::from(b[5] >> 1 & 1) % cipherio::Provider::ALL.len()],
             aad: b[7..7 + usize::from(b[6] % 9)].to_vec(),
@@ -120,7 +142,26 @@ pub fn tink_key(p: &oracle_tink::Params, wrong: bool) -> TinkKey {
     TinkKey::new(params, &raw).expect("long enough")
 }
 
-/// Reads `stream` with `cfg` and `key`, checking allocation bounds
+/// What one `open` input did (the corpus tests look at it).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Run {
+    /// Stream bytes the std reader took from the inner reader's buffer
+    /// (`BufRead::consume`) rather than through `read`.
+    pub consumed: usize,
+    /// The async reader's polls (all 0 without the async bit).
+    pub polls: aio::Stats,
+}
+
+/// One read of the stream: how it ended, the plaintext, the inner
+/// reader's counts ([`Inner::counts`]).
+struct Read {
+    end: Result<(), Error>,
+    out: Vec<u8>,
+    counts: [usize; 6],
+}
+
+/// Reads `stream` with `cfg` and `key` through the std reader or
+/// (`asynchronous`) the async one, checking allocation bounds
 /// (`header_len` and `sealed`, the longest sealed segment, size the
 /// reader's two buffers), the inner reader contract and the sticky end.
 fn read_measured<K: StreamKey>(
@@ -129,7 +170,9 @@ fn read_measured<K: StreamKey>(
     stream: &[u8],
     header_len: usize,
     sealed: usize,
-) -> (Result<(), Error>, Vec<u8>, usize) {
+    asynchronous: bool,
+    run: &mut Run,
+) -> Read {
     let mut scratch = vec![0u8; SCRATCH_LEN];
     let mut out = Vec::with_capacity(stream.len());
     let inner = Inner::new(
@@ -146,15 +189,39 @@ fn read_measured<K: StreamKey>(
         .max_segment_size(cfg.max_segment)
         .associated_data(&cfg.aad)
         .provider(cfg.provider);
-    let mut r = if cfg.buf_read {
-        builder.build_from_buf_read(inner)
+    let (end, counts) = if asynchronous {
+        let mut r = builder.build_async(AsyncInner::new(inner, cfg.pending));
+        let polls = &mut run.polls;
+        let end = aio::drive(
+            &mut r,
+            &cfg.ops,
+            cfg.drop_after,
+            &mut scratch,
+            &mut out,
+            polls,
+        );
+        aio::check_after(&mut r, &end, &mut scratch);
+        polls.inner_pendings = r.get_ref().pendings;
+        assert_eq!(
+            polls.pendings, polls.inner_pendings,
+            "the reader returned Pending without its inner reader's"
+        );
+        let counts = r.get_ref().inner.counts();
+        drop(r);
+        (end, counts)
     } else {
-        builder.build(inner)
+        let mut r = if cfg.buf_read {
+            builder.build_from_buf_read(inner)
+        } else {
+            builder.build(inner)
+        };
+        let end = drive::drive(&mut r, &cfg.ops, &mut scratch, &mut out);
+        drive::check_after(&mut r, &end, &mut scratch);
+        run.consumed = r.get_ref().consumed();
+        let counts = r.get_ref().counts();
+        drop(r);
+        (end, counts)
     };
-    let end = drive::drive(&mut r, &cfg.ops, &mut scratch, &mut out);
-    drive::check_after(&mut r, &end, &mut scratch);
-    let consumed = r.get_ref().consumed();
-    drop(r);
     let (peak, largest) = (alloc::peak() - before, alloc::largest());
 
     let ahead = cfg.capacity.max(header_len);
@@ -166,7 +233,42 @@ fn read_measured<K: StreamKey>(
         peak <= ahead.saturating_mul(2).saturating_add(2 * sealed + SLACK),
         "{peak} bytes live at once, {cfg:?}"
     );
-    (end, out, consumed)
+    Read { end, out, counts }
+}
+
+/// Reads `stream` through the std reader and, with the async bit, the
+/// async reader too, each checked against the oracle by `compare`. When
+/// both were built alike (not `build_from_buf_read`) and the async driver
+/// dropped no op after a `Pending`, the async reader must have done
+/// exactly what the std reader did over the same script: the same
+/// plaintext, the same end, the same inner calls.
+fn read_both<K: StreamKey>(
+    key: &K,
+    cfg: &Config,
+    stream: &[u8],
+    header_len: usize,
+    sealed: usize,
+    compare: impl Fn(&Result<(), Error>, &[u8]),
+) -> Run {
+    let mut run = Run::default();
+    let std = read_measured(key, cfg, stream, header_len, sealed, false, &mut run);
+    compare(&std.end, &std.out);
+    if cfg.asynchronous {
+        let a = read_measured(key, cfg, stream, header_len, sealed, true, &mut run);
+        compare(&a.end, &a.out);
+        if !cfg.buf_read && run.polls.dropped == 0 {
+            assert_eq!(a.end, std.end, "the async and the std reader ended apart");
+            assert!(
+                a.out == std.out,
+                "the async and the std reader released apart"
+            );
+            assert_eq!(
+                a.counts, std.counts,
+                "inner calls differ from the std reader's"
+            );
+        }
+    }
+    run
 }
 
 /// The outcome the oracle calls for: `refused` (an error before any
@@ -217,6 +319,14 @@ fn refused_by_config(cfg: &Config) -> Option<Error> {
 ///   header);
 /// - built with `build_from_buf_read` (configuration byte 5, bit 0) over
 ///   refills of the configured sizes, everything above holds alike;
+/// - with configuration byte 4, bit 7, the stream is read again through
+///   `build_async`, polled by hand over the same script with `Pending`s
+///   in it (byte 5, bits 2..7), re-polled or dropped after each `Pending`
+///   (byte 4, bits 4..6): everything above holds alike; a `Pending` read leaves the caller's
+///   buffer alone and comes only from the inner reader's; after the end
+///   every poll is ready at once; and when no op was dropped the async
+///   reader released, ended and called its inner reader exactly as the std
+///   reader does;
 /// - the end is sticky: after an error every call errors the same way,
 ///   after `Ok(0)` every call returns `Ok(0)`;
 /// - injected inner errors pass through and the reader goes on as if they
@@ -239,6 +349,15 @@ pub fn check(data: &[u8]) {
 ///
 /// As [`check`].
 pub fn check_counting(data: &[u8]) -> usize {
+    check_run(data).consumed
+}
+
+/// [`check`], returning what the run did.
+///
+/// # Panics
+///
+/// As [`check`].
+pub fn check_run(data: &[u8]) -> Run {
     let cfg = Config::parse(data);
     let stream = data.get(CONFIG_LEN..).unwrap_or(&[]);
     let header_alg = stream.get(9).and_then(|&id| Algorithm::from_id(id));
@@ -255,8 +374,6 @@ pub fn check_counting(data: &[u8]) -> usize {
     };
     let key = fixed_key(alg);
     let sealed = cfg.max_segment + TAG_LEN;
-    let (end, out, consumed) = read_measured(&key, &cfg, stream, HEADER_LEN, sealed);
-
     let want = oracle::decrypt(key.as_bytes(), &cfg.aad, stream);
     let refused = refused_by_config(&cfg).or(match want.segment_size {
         Some(size) if size as usize > cfg.max_segment => Some(Error::SegmentTooLarge {
@@ -269,8 +386,9 @@ pub fn check_counting(data: &[u8]) -> usize {
         }),
         _ => None,
     });
-    compare(&end, &out, &want, refused);
-    consumed
+    read_both(&key, &cfg, stream, HEADER_LEN, sealed, |end, out| {
+        compare(end, out, &want, refused.clone());
+    })
 }
 
 /// The same checks as [`check`] with a Tink key whose parameters come from
@@ -292,18 +410,26 @@ pub fn check_tink(data: &[u8]) {
 ///
 /// As [`check_tink`].
 pub fn check_tink_counting(data: &[u8]) -> usize {
+    check_tink_run(data).consumed
+}
+
+/// [`check_tink`], returning what the run did.
+///
+/// # Panics
+///
+/// As [`check_tink`].
+pub fn check_tink_run(data: &[u8]) -> Run {
     let cfg = Config::parse(data);
     let stream = data.get(CONFIG_LEN..).unwrap_or(&[]);
     let p = tink_params(data);
     let key = tink_key(&p, cfg.wrong_key);
-    let (end, out, consumed) = read_measured(&key, &cfg, stream, p.header_len(), p.segment);
-
     let want = oracle_tink::decrypt(&p, key.as_bytes(), &cfg.aad, stream);
     let h = u8::try_from(p.header_len()).expect("at most 40");
     let refused = refused_by_config(&cfg).or(match stream.first() {
         Some(&found) if found != h => Some(Error::HeaderLength { expected: h, found }),
         _ => None,
     });
-    compare(&end, &out, &want, refused);
-    consumed
+    read_both(&key, &cfg, stream, p.header_len(), p.segment, |end, out| {
+        compare(end, out, &want, refused.clone());
+    })
 }
