@@ -96,7 +96,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for AsyncCipherReader<R> {
                     return Poll::Ready(Ok(()));
                 }
                 Step::Read => ready!(this.poll_inner(cx))?,
-                Step::Window => unreachable!("the async front shows no inner buffer"),
+                step => unreachable!(
+                    "the async front neither shows nor seeks its inner reader: {step:?}"
+                ),
             }
             fresh = false;
         }
@@ -111,7 +113,9 @@ impl<R: AsyncRead + Unpin> AsyncBufRead for AsyncCipherReader<R> {
             match this.engine.fill(fresh)? {
                 Step::Done(_) => return Poll::Ready(Ok(this.engine.buffered())),
                 Step::Read => ready!(this.poll_inner(cx))?,
-                Step::Window => unreachable!("the async front shows no inner buffer"),
+                step => unreachable!(
+                    "the async front neither shows nor seeks its inner reader: {step:?}"
+                ),
             }
             fresh = false;
         }

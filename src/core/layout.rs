@@ -64,6 +64,36 @@ impl Layout {
         (1 + q / rest, within(q % rest))
     }
 
+    /// Plaintext offset where segment `index` starts.
+    pub(crate) fn plain_offset(&self, index: u64) -> u64 {
+        match index {
+            0 => 0,
+            i => self.first as u64 + (i - 1) * self.rest as u64,
+        }
+    }
+
+    /// The last segment of a stream of `len` bytes: its index and sealed
+    /// length, or `None` when no stream of this layout has that length.
+    pub(crate) fn last_segment(&self, len: u64) -> Option<(u64, usize)> {
+        let sized =
+            |x: u64| usize::try_from(x).unwrap_or_else(|_| unreachable!("a sealed segment"));
+        let (tag, first, rest) = (self.tag as u64, self.first as u64, self.rest as u64);
+        let body = len.checked_sub(self.header as u64)?;
+        if body < tag {
+            return None;
+        }
+        if body <= first + tag {
+            return Some((0, sized(body)));
+        }
+        let after = body - first - tag;
+        let (full, partial) = (after / (rest + tag), after % (rest + tag));
+        match partial {
+            0 => Some((full, sized(rest + tag))),
+            p if p >= tag => Some((full + 1, sized(p))),
+            _ => None,
+        }
+    }
+
     /// The plaintext length of a well-formed stream of `len` bytes, or
     /// `None` when no stream of this layout has that length. (A length
     /// alone is never trusted: only an opened final segment proves one.)
@@ -113,6 +143,7 @@ mod tests {
             let mut plain = 0u64;
             for i in 0..50u64 {
                 assert_eq!(l.segment_offset(i), offset, "{l:?} segment {i}");
+                assert_eq!(l.plain_offset(i), plain, "{l:?} segment {i}");
                 for k in 0..l.plain(i) {
                     assert_eq!(l.segment_of(plain + k as u64), (i, k));
                 }
@@ -123,11 +154,13 @@ mod tests {
                         continue; // (a native writer never ends on an empty segment)
                     }
                     assert_eq!(l.plaintext_len(len), Some(plain + k as u64), "{l:?} {len}");
+                    assert_eq!(l.last_segment(len), Some((i, k + l.tag)), "{l:?} {len}");
                 }
                 offset += l.sealed(i) as u64;
                 plain += l.plain(i) as u64;
             }
             assert_eq!(l.plaintext_len(l.header as u64 + 15), None);
+            assert_eq!(l.last_segment(l.header as u64 + 15), None);
             assert_eq!(l.plaintext_len(3), None);
         }
     }

@@ -8,6 +8,7 @@
 //! | [`layout`] | segment sizes and offset arithmetic |
 //! | [`sealer`] | the writer's state machine: plaintext in, sealed bytes out |
 //! | [`opener`] | the reader's state machine: ciphertext in, authenticated plaintext out |
+//! | [`seek`] | random access on the opener: seeking, the authenticated length |
 //!
 //! Every front (std, tokio) is glue over [`sealer::Sealer`] and
 //! [`opener::Opener`]: a rule fixed here is fixed everywhere.
@@ -16,5 +17,6 @@ pub(crate) mod kdf;
 pub(crate) mod layout;
 pub(crate) mod opener;
 pub(crate) mod sealer;
+pub(crate) mod seek;
 pub(crate) mod suite;
 pub(crate) mod window;

@@ -35,6 +35,13 @@ pub(crate) enum Step {
     /// Show the inner reader's buffered bytes to [`Opener::open_window`]
     /// (only asked of a front built with an inner buffer).
     Window,
+    /// Move the inner reader to this offset from the stream's start, then
+    /// report it with [`Opener::sought`] (only after a seek or a length
+    /// query, which only a seekable front starts).
+    Seek(u64),
+    /// Tell [`Opener::set_raw_len`] how long the inner source is, from the
+    /// stream's start (the length query of a seekable front).
+    Length,
 }
 
 /// Where the reader is in the stream.
@@ -68,25 +75,50 @@ pub(crate) struct Opener {
     pub(super) stream: Option<Stream>,
     /// Index of the next segment to open.
     pub(super) next: u64,
+    /// The caller's plaintext position (what `read`/`consume` delivered,
+    /// or where a seek put it).
+    pub(super) pos: u64,
+    /// Where the inner reader is, from the stream's start (its bytes read,
+    /// shown and consumed, or where a [`Step::Seek`] put it).
+    pub(super) inner_at: u64,
+    /// A seek not carried out yet: the plaintext position to go to.
+    pub(super) pending: Option<u64>,
+    /// Before the next inner read, move the inner reader here.
+    pub(super) seek_inner: Option<u64>,
+    /// Plaintext bytes to drop from the next segment opened (a seek into
+    /// the middle of a segment).
+    pub(super) skip: usize,
+    /// A seek moved the reader and no segment has opened since.
+    pub(super) repositioned: bool,
+    /// A read after a seek found the input's end where a segment should
+    /// start: the authenticated length decides whether that is the end.
+    pub(super) ending: bool,
+    /// The authenticated plaintext length, once known.
+    pub(super) auth_len: Option<u64>,
+    /// The length query in progress.
+    pub(super) query: crate::core::seek::Query,
+    /// The segment whose whole plaintext `plain` holds (from its start):
+    /// its index, length, and whether it was the final one.
+    pub(super) plain_seg: Option<(u64, usize, bool)>,
     /// Ciphertext read ahead from the inner reader.
-    input: Window,
+    pub(super) input: Window,
     /// The inner reader has reported its end.
-    eof: bool,
+    pub(super) eof: bool,
     /// The last inner read brought fewer bytes than it was offered: the
     /// input may be at its end (a hint for which flag to try first, never
     /// trusted).
-    short: bool,
+    pub(super) short: bool,
     /// Room offered by the last [`room`](Self::room).
     offered: usize,
     /// Bytes the unit in hand (header or segment) needs from the window's
     /// start.
-    need: usize,
+    pub(super) need: usize,
     /// The read-ahead's full size: header + `capacity` before the header
     /// is read, then one sealed segment + `capacity`. It grows there with
     /// the ciphertext that arrives, not when a header asks.
     target: usize,
     /// One opened segment for small reads and `BufRead`.
-    plain: Window,
+    pub(super) plain: Window,
     capacity: usize,
     max_segment: usize,
     provider: Provider,
@@ -94,7 +126,7 @@ pub(crate) struct Opener {
     windowed: bool,
     /// The segment that failed to open in the inner buffer: it is left to
     /// the copying path, not tried there again.
-    failed_in_place: Option<u64>,
+    pub(super) failed_in_place: Option<u64>,
     /// Ciphertext bytes moved to the front of the read-ahead (tests of the
     /// aligned reads).
     #[cfg(test)]
@@ -127,6 +159,16 @@ impl Opener {
             stage,
             stream: None,
             next: 0,
+            pos: 0,
+            inner_at: 0,
+            pending: None,
+            seek_inner: None,
+            skip: 0,
+            repositioned: false,
+            ending: false,
+            auth_len: None,
+            query: crate::core::seek::Query::Idle,
+            plain_seg: None,
             input: Window::public(),
             eof: false,
             short: false,
@@ -160,7 +202,7 @@ impl Opener {
     pub(crate) fn stage_name(&self) -> &'static str {
         match &self.stage {
             Stage::Start { .. } => "start",
-            Stage::Body { .. } => "body",
+            Stage::Body => "body",
             Stage::Final => "final",
             Stage::Done => "done",
             Stage::Failed(_) => "failed",
@@ -181,11 +223,13 @@ impl Opener {
     /// The caller took `n` bytes of [`buffered`](Self::buffered) (clamped:
     /// never past what is buffered).
     pub(crate) fn consume(&mut self, n: usize) {
+        let n = n.min(self.plain.available());
         self.plain.consume(n);
+        self.pos += n as u64;
     }
 
     /// Records a fatal error and returns it.
-    fn fail(&mut self, e: Error) -> Error {
+    pub(super) fn fail(&mut self, e: Error) -> Error {
         self.stage = Stage::Failed(e.clone());
         e
     }
@@ -199,10 +243,14 @@ impl Opener {
     /// The stream's typed errors, sticky.
     pub(crate) fn read(&mut self, buf: &mut [u8], fresh: bool) -> Result<Step, Error> {
         loop {
+            if let Some(step) = self.seek_step()? {
+                return Ok(step);
+            }
             if !self.plain.is_empty() {
                 let n = buf.len().min(self.plain.available());
                 buf[..n].copy_from_slice(&self.plain.data()[..n]);
                 self.plain.consume(n);
+                self.pos += n as u64;
                 return Ok(Step::Done(n));
             }
             if buf.is_empty() {
@@ -219,9 +267,12 @@ impl Opener {
                 return Ok(Step::Window);
             }
             let Some(cap) = self.fill_segment()? else {
-                return Ok(Step::Read);
+                if self.ending {
+                    continue;
+                }
+                return Ok(self.input_step());
             };
-            if buf.len() < cap {
+            if buf.len() < cap || self.skip > 0 {
                 // Small read: through the internal buffer. (An empty final
                 // segment leaves it empty; the loop then reports the end.)
                 self.fill_plain(cap)?;
@@ -252,6 +303,7 @@ impl Opener {
                 // Only an empty final segment; report the end properly.
                 continue;
             }
+            self.pos += n as u64;
             return Ok(Step::Done(n));
         }
     }
@@ -263,7 +315,13 @@ impl Opener {
     ///
     /// The stream's typed errors, sticky.
     pub(crate) fn fill(&mut self, fresh: bool) -> Result<Step, Error> {
-        while self.plain.is_empty() {
+        loop {
+            if let Some(step) = self.seek_step()? {
+                return Ok(step);
+            }
+            if !self.plain.is_empty() {
+                return Ok(Step::Done(self.plain.available()));
+            }
             if let Some(step) = self.settle()? {
                 return Ok(step);
             }
@@ -271,11 +329,22 @@ impl Opener {
                 return Ok(Step::Window);
             }
             let Some(cap) = self.fill_segment()? else {
-                return Ok(Step::Read);
+                if self.ending {
+                    continue;
+                }
+                return Ok(self.input_step());
             };
             self.fill_plain(cap)?;
         }
-        Ok(Step::Done(self.plain.available()))
+    }
+
+    /// The step that brings more input: a read, or first the move of the
+    /// inner reader that a seek left.
+    fn input_step(&self) -> Step {
+        match self.seek_inner {
+            Some(offset) => Step::Seek(offset),
+            None => Step::Read,
+        }
     }
 
     /// Settles every stage but `Body`: `Some(step)` if there is nothing to
@@ -373,6 +442,7 @@ impl Opener {
         } else {
             self.short = n < self.offered;
             self.input.commit(n);
+            self.inner_at += n as u64;
         }
     }
 
@@ -391,7 +461,7 @@ impl Opener {
 
     /// Checks the header once it is complete, then sets the stream up:
     /// `Ok(false)` while more input is needed.
-    fn read_header(&mut self) -> Result<bool, Error> {
+    pub(super) fn read_header(&mut self) -> Result<bool, Error> {
         if self.capacity == 0 {
             return Err(self.fail(Error::InvalidCapacity(0)));
         }
@@ -447,6 +517,12 @@ impl Opener {
         let (plain, sealed) = (layout.plain(self.next), layout.sealed(self.next));
         if self.input.available() < sealed && !self.eof {
             self.need = sealed;
+            return Ok(None);
+        }
+        if self.eof && self.input.is_empty() && self.repositioned && self.next > 0 {
+            // A seek landed where the input ends: past the end, or the
+            // stream is cut there. Only the authenticated length can say.
+            self.ending = true;
             return Ok(None);
         }
         Ok(Some(plain))
@@ -517,8 +593,15 @@ impl Opener {
     /// Moves the stage on after a segment opened, or records the error.
     fn after_open(&mut self, r: Result<Opened, Error>) -> Result<usize, Error> {
         match r {
-            Ok(Opened::More(n)) => Ok(n),
+            Ok(Opened::More(n)) => {
+                self.repositioned = false;
+                Ok(n)
+            }
             Ok(Opened::Last(n)) => {
+                self.repositioned = false;
+                if let Some(Stream { layout, .. }) = &self.stream {
+                    self.auth_len = Some(layout.plain_offset(self.next - 1) + n as u64);
+                }
                 self.stage = if self.eof { Stage::Done } else { Stage::Final };
                 Ok(n)
             }
@@ -527,7 +610,7 @@ impl Opener {
     }
 
     /// Makes the internal plaintext buffer hold at least `cap` bytes.
-    fn plain_room(&mut self, cap: usize) -> Result<(), Error> {
+    pub(super) fn plain_room(&mut self, cap: usize) -> Result<(), Error> {
         if self.plain.len() < cap {
             // Allocated once, at the segment size, so no copy is left
             // behind unwiped by a reallocation.
@@ -553,12 +636,17 @@ impl Opener {
             avail.saturating_sub(layout.tag).min(cap)
         };
         self.plain_room(holds)?;
+        let index = self.next;
         let mut plain = std::mem::replace(&mut self.plain, Window::secret());
         plain.clear();
         let r = self.open_next(plain.whole_mut());
+        let last = matches!(r, Ok(Opened::Last(_)));
         let r = self.after_open(r);
         if let Ok(n) = r {
             plain.set(0, n);
+            self.plain_seg = Some((index, n, last));
+            // A seek into this segment: its first bytes are not the caller's.
+            plain.consume(std::mem::take(&mut self.skip));
         }
         self.plain = plain;
         r.map(|_| ())
@@ -571,7 +659,10 @@ impl Opener {
         if !self.windowed || !self.input.is_empty() || self.eof || !self.plain.is_empty() {
             return false;
         }
-        matches!(self.stage, Stage::Body) && self.failed_in_place != Some(self.next)
+        matches!(self.stage, Stage::Body)
+            && self.failed_in_place != Some(self.next)
+            && self.seek_inner.is_none()
+            && self.skip == 0
     }
 
     /// Opens whole segments where they lie in `window`, the inner reader's
@@ -630,12 +721,16 @@ impl Opener {
             }
             *next += 1;
             used += sealed;
+            self.repositioned = false;
             if into_plain {
                 self.plain.set(0, plain);
+                self.plain_seg = Some((index, plain, false));
                 break;
             }
             n += plain;
         }
+        self.inner_at += used as u64;
+        self.pos += n as u64;
         (used, n)
     }
 }

@@ -4,7 +4,7 @@
 //! stream is the engine's.
 
 use std::fmt;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead, Read, Seek, SeekFrom};
 
 use crate::core::opener::{Opener, Step};
 use crate::format::DEFAULT_MAX_SEGMENT_SIZE;
@@ -79,8 +79,26 @@ pub struct CipherReader<R> {
     /// Set by [`ReaderBuilder::build_from_buf_read`]: `inner`'s own buffer,
     /// from which whole segments are opened where they lie.
     inner_buf: Option<InnerBuf<R>>,
+    /// Set by the first seek or length query (where `R: Seek` is known):
+    /// `inner`'s `seek`, and the offset where the stream starts in it.
+    inner_seek: Option<InnerSeek<R>>,
     inner: R,
 }
+
+/// `Seek::seek` of the inner reader, captured where `R: Seek` is known,
+/// and the inner offset of the stream's first byte.
+struct InnerSeek<R> {
+    seek: fn(&mut R, SeekFrom) -> io::Result<u64>,
+    base: u64,
+}
+
+impl<R> Clone for InnerSeek<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for InnerSeek<R> {}
 
 /// Configures a [`CipherReader`]: read-ahead capacity, associated data and
 /// the largest segment a header may ask for. Its `Debug` shows the
@@ -204,6 +222,7 @@ impl ReaderBuilder {
         CipherReader {
             engine: self.engine(inner_buf.is_some()),
             inner_buf,
+            inner_seek: None,
             inner,
         }
     }
@@ -291,6 +310,31 @@ impl<R: Read> CipherReader<R> {
         (src.consume)(&mut self.inner, used);
         Ok(n)
     }
+
+    /// Answers a step that moves or measures the inner reader.
+    fn seek_inner(&mut self, step: &Step) -> io::Result<()> {
+        let s = self
+            .inner_seek
+            .unwrap_or_else(|| unreachable!("asked only after a seek or a length query"));
+        match *step {
+            Step::Seek(offset) => {
+                let at = s.base.checked_add(offset).ok_or_else(past_u64)?;
+                (s.seek)(&mut self.inner, SeekFrom::Start(at))?;
+                self.engine.sought(offset);
+            }
+            Step::Length => {
+                let end = (s.seek)(&mut self.inner, SeekFrom::End(0))?;
+                // A source that ends before the stream started is empty.
+                self.engine.set_raw_len(end.saturating_sub(s.base))?;
+            }
+            _ => unreachable!("not a seek step"),
+        }
+        Ok(())
+    }
+}
+
+fn past_u64() -> io::Error {
+    crate::Error::InvalidParameters("seek position past 2^64").into()
 }
 
 impl<R: Read> Read for CipherReader<R> {
@@ -306,9 +350,113 @@ impl<R: Read> Read for CipherReader<R> {
                         return Ok(n);
                     }
                 }
+                step => self.seek_inner(&step)?,
             }
             fresh = false;
         }
+    }
+}
+
+impl<R: Read + Seek> CipherReader<R> {
+    /// The authenticated plaintext length of the stream: the source's
+    /// length only says which segment would be the last; that segment is
+    /// opened as the final one (once; the result is cached), so a source
+    /// that was truncated, extended or tampered with fails here with the
+    /// usual typed error ([`Error::Truncated`](crate::Error::Truncated),
+    /// [`Error::Authentication`](crate::Error::Authentication), …) instead
+    /// of giving a length. Reads the header first if no read has.
+    ///
+    /// The inner reader's position moves; the reader's own position does
+    /// not (the next read goes back to it, for free if it falls in the
+    /// final segment, which this call leaves decrypted).
+    ///
+    /// # Errors
+    ///
+    /// As above (sticky), and the inner reader's errors.
+    pub fn plaintext_len(&mut self) -> io::Result<u64> {
+        self.seekable()?;
+        loop {
+            match self.engine.length()? {
+                Step::Done(_) => {
+                    return Ok(self
+                        .engine
+                        .auth_len()
+                        .unwrap_or_else(|| unreachable!("the query ends with a length")));
+                }
+                Step::Read => self.read_inner()?,
+                Step::Window => unreachable!("a length query does not look into the inner buffer"),
+                step => self.seek_inner(&step)?,
+            }
+        }
+    }
+
+    /// Captures the inner `seek` and where the stream starts in it.
+    fn seekable(&mut self) -> io::Result<()> {
+        if self.inner_seek.is_none() {
+            let at = self.inner.stream_position()?;
+            let base = at.checked_sub(self.engine.inner_at()).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "cipherio: the inner reader was moved behind the stream's start",
+                )
+            })?;
+            self.inner_seek = Some(InnerSeek {
+                seek: R::seek,
+                base,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Random access in plaintext offsets (native and Tink streams). A seek
+/// costs nothing until the next read, which opens exactly the segment
+/// holding the new position (two if the read crosses into the next).
+/// [`SeekFrom::End`] uses [`plaintext_len`](CipherReader::plaintext_len),
+/// never the source's raw length. Seeking past the end is allowed, as for a
+/// `File`; a read there returns `Ok(0)` only once the true end has been
+/// authenticated. The stream starts where the inner reader was when this
+/// reader first read from it.
+///
+/// ```
+/// # use cipherio::{Algorithm, CipherReader, CipherWriter, Key};
+/// # use std::io::{Cursor, Read, Seek, SeekFrom, Write};
+/// # let key = Key::generate(Algorithm::Aes128Gcm);
+/// # let mut w = CipherWriter::with_capacity(4096, &key, Vec::new());
+/// # w.write_all(&(0..100_000u32).flat_map(|i| i.to_le_bytes()).collect::<Vec<u8>>())?;
+/// # let sealed = w.finish()?;
+/// let mut r = CipherReader::new(&key, Cursor::new(sealed));
+/// assert_eq!(r.seek(SeekFrom::End(-4))?, 399_996); // opens the final segment
+/// let mut last = [0u8; 4];
+/// r.read_exact(&mut last)?;                         // from that segment, no new open
+/// assert_eq!(u32::from_le_bytes(last), 99_999);
+/// r.seek(SeekFrom::Start(4 * 50_000))?;
+/// r.read_exact(&mut last)?;                         // opens one segment
+/// assert_eq!(u32::from_le_bytes(last), 50_000);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// Writers stay sequential: a writer that could go back would seal two
+/// plaintexts under one nonce.
+impl<R: Read + Seek> Seek for CipherReader<R> {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.seekable()?;
+        let target = match pos {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::Current(d) => self.engine.position().checked_add_signed(d),
+            SeekFrom::End(d) => self.plaintext_len()?.checked_add_signed(d),
+        };
+        let target = target.ok_or_else(|| {
+            io::Error::from(crate::Error::InvalidParameters(
+                "seek to a negative or overflowing position",
+            ))
+        })?;
+        self.engine.seek_to(target)?;
+        Ok(target)
+    }
+
+    fn stream_position(&mut self) -> io::Result<u64> {
+        Ok(self.engine.position())
     }
 }
 
@@ -322,6 +470,7 @@ impl<R: Read> BufRead for CipherReader<R> {
                 Step::Window => {
                     self.open_inner_buf(&mut [])?;
                 }
+                step => self.seek_inner(&step)?,
             }
             fresh = false;
         }

@@ -1,0 +1,278 @@
+//! Random access on the opener: seeking to a plaintext position and the
+//! authenticated length, as steps like every other (a seekable front
+//! answers [`Step::Seek`] and [`Step::Length`] with its inner reader).
+//!
+//! The rules it owns:
+//! - **A seek costs nothing until the next read**, which opens exactly the
+//!   segment holding the new position (found by the layout's arithmetic)
+//!   and drops the bytes before it.
+//! - **Only an opened final segment proves a length.** The length query
+//!   takes the source's raw length only to find which segment would be the
+//!   last, opens it as final, and caches the result; a truncated, extended
+//!   or tampered source fails it with the usual typed error. `SeekFrom::End`
+//!   uses it; no position is ever computed from unauthenticated bytes.
+//! - **Past the end reads `Ok(0)` only once the true end is known**: a read
+//!   that finds the input's end where a segment should start asks for the
+//!   authenticated length first.
+
+use crate::Error;
+use crate::core::opener::{Opener, Stage, Step};
+use crate::profile::Stream;
+
+/// Where the length query is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Query {
+    /// Not running.
+    Idle,
+    /// [`Step::Length`] asked; waiting for [`Opener::set_raw_len`].
+    Asked,
+    /// Reading the would-be final segment: its index and sealed length.
+    Reading { index: u64, sealed: usize },
+}
+
+impl Opener {
+    /// The caller's plaintext position.
+    pub(crate) fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Where the inner reader is, from the stream's start.
+    pub(crate) fn inner_at(&self) -> u64 {
+        self.inner_at
+    }
+
+    /// The authenticated plaintext length, once a final segment opened.
+    pub(crate) fn auth_len(&self) -> Option<u64> {
+        self.auth_len
+    }
+
+    /// Moves the caller's position to plaintext offset `p` (any value, past
+    /// the end too); the next read carries it out.
+    ///
+    /// # Errors
+    ///
+    /// The sticky error of a failed stream.
+    pub(crate) fn seek_to(&mut self, p: u64) -> Result<(), Error> {
+        if let Stage::Failed(e) = &self.stage {
+            return Err(e.clone());
+        }
+        if p != self.pos || self.pending.is_some() {
+            self.pending = Some(p);
+            self.pos = p;
+        }
+        Ok(())
+    }
+
+    /// The front moved the inner reader to `offset` (after
+    /// [`Step::Seek`]).
+    pub(crate) fn sought(&mut self, offset: u64) {
+        self.seek_inner = None;
+        self.inner_at = offset;
+    }
+
+    /// Work that a seek or a length query left for the next read:
+    /// `Some(step)` to hand to the front, `None` to go on reading.
+    pub(super) fn seek_step(&mut self) -> Result<Option<Step>, Error> {
+        if let Stage::Failed(e) = &self.stage {
+            return Err(e.clone());
+        }
+        if self.ending {
+            let step = self.length()?;
+            if step != Step::Done(0) {
+                return Ok(Some(step));
+            }
+            self.ending = false;
+            if self.auth_len.is_some_and(|len| self.pos >= len) {
+                self.stage = Stage::Done;
+                return Ok(Some(Step::Done(0)));
+            }
+            // A segment that the authenticated length says exists is not
+            // there (the source changed under the reader).
+            return Err(self.fail(Error::Truncated));
+        }
+        let Some(p) = self.pending else {
+            return Ok(None);
+        };
+        if let Stage::Start { .. } = self.stage {
+            // The header first, from where the stream starts.
+            if !self.read_header()? {
+                return Ok(Some(Step::Read));
+            }
+        }
+        self.pending = None;
+        self.reposition(p);
+        Ok(None)
+    }
+
+    /// Sets the reader up to deliver plaintext from offset `p`: from the
+    /// plaintext buffer if it holds that segment, from the read-ahead if
+    /// it starts with it, else from the segment's offset in the source.
+    fn reposition(&mut self, p: u64) {
+        let Some(Stream { layout, .. }) = &self.stream else {
+            unreachable!("positioned after the header")
+        };
+        let layout = *layout;
+        self.pos = p;
+        self.skip = 0;
+        if self.auth_len.is_some_and(|len| p >= len) {
+            // At or past the authenticated end: nothing more to read.
+            self.plain.clear();
+            self.stage = Stage::Done;
+            return;
+        }
+        let (index, off) = layout.segment_of(p);
+        if let Some((held, len, last)) = self.plain_seg
+            && held == index
+            && off <= len
+        {
+            self.plain.set(off, len);
+            self.next = index + 1;
+            if last {
+                self.stage = Stage::Done;
+                return;
+            }
+            self.stage = Stage::Body;
+            self.restart_input(layout.segment_offset(index + 1));
+            return;
+        }
+        self.plain.clear();
+        self.plain_seg = None;
+        self.skip = off;
+        self.repositioned = true;
+        if matches!(self.stage, Stage::Body) && index == self.next && self.seek_inner.is_none() {
+            // The read-ahead starts with this segment already.
+            return;
+        }
+        self.stage = Stage::Body;
+        self.next = index;
+        self.restart_input(layout.segment_offset(index));
+    }
+
+    /// Forgets the read-ahead; the next inner read comes from `offset`.
+    fn restart_input(&mut self, offset: u64) {
+        self.input.clear();
+        self.eof = false;
+        self.short = false;
+        self.failed_in_place = None;
+        self.seek_inner = Some(offset);
+    }
+
+    /// One step of the length query: `Done(0)` once
+    /// [`auth_len`](Self::auth_len) is known.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] for a source whose length no stream has, or
+    /// whose last segment opens only as a non-final one;
+    /// [`Error::Authentication`] for one whose last segment does not open;
+    /// the stream's other typed errors. All sticky.
+    pub(crate) fn length(&mut self) -> Result<Step, Error> {
+        loop {
+            if self.auth_len.is_some() {
+                return Ok(Step::Done(0));
+            }
+            if let Stage::Failed(e) = &self.stage {
+                return Err(e.clone());
+            }
+            if let Stage::Start { .. } = self.stage
+                && !self.read_header()?
+            {
+                return Ok(Step::Read);
+            }
+            match self.query {
+                Query::Idle | Query::Asked => {
+                    self.query = Query::Asked;
+                    return Ok(Step::Length);
+                }
+                Query::Reading { index, sealed } => {
+                    if let Some(offset) = self.seek_inner {
+                        return Ok(Step::Seek(offset));
+                    }
+                    if self.input.available() < sealed && !self.eof {
+                        self.need = sealed;
+                        return Ok(Step::Read);
+                    }
+                    self.open_last(index, sealed)?;
+                }
+            }
+        }
+    }
+
+    /// The source is `raw` bytes long from the stream's start (after
+    /// [`Step::Length`]; the inner reader is at its end).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] (sticky) when no stream has that length.
+    pub(crate) fn set_raw_len(&mut self, raw: u64) -> Result<(), Error> {
+        self.inner_at = raw;
+        let Some(Stream { layout, .. }) = &self.stream else {
+            unreachable!("the length is asked after the header")
+        };
+        let Some((index, sealed)) = layout.last_segment(raw) else {
+            return Err(self.fail(Error::Truncated));
+        };
+        let offset = layout.segment_offset(index);
+        self.restart_input(offset);
+        self.query = Query::Reading { index, sealed };
+        // The read-ahead no longer follows the caller: the next read
+        // repositions (from the plaintext buffer, if it lands in the
+        // segment opened here).
+        self.pending.get_or_insert(self.pos);
+        Ok(())
+    }
+
+    /// Opens segment `index`, `sealed` bytes at the end of the source, as
+    /// the final one into the plaintext buffer, and records the length.
+    fn open_last(&mut self, index: u64, sealed: usize) -> Result<(), Error> {
+        self.query = Query::Idle;
+        if self.input.available() != sealed {
+            // The source changed length while it was read.
+            return Err(self.fail(Error::Truncated));
+        }
+        let Some(Stream { layout, .. }) = &self.stream else {
+            unreachable!("the length is asked after the header")
+        };
+        let tag = layout.tag;
+        let len = sealed - tag;
+        let empty_final_refused = len == 0 && index > 0 && !layout.empty_final;
+        self.plain_room(len)?;
+        let Some(Stream { suite, .. }) = &self.stream else {
+            unreachable!("the length is asked after the header")
+        };
+        self.plain.clear();
+        #[cfg(test)]
+        {
+            self.opens += 1;
+        }
+        let opened = suite.open_at(
+            index,
+            true,
+            &[],
+            self.input.data(),
+            &mut self.plain.whole_mut()[..len],
+        );
+        if opened.is_err() {
+            // Whole and authentic but not final: the stream was cut at a
+            // segment boundary. Neither: damaged.
+            let mut scratch = vec![0u8; len];
+            let e = match suite.open_at(index, false, &[], self.input.data(), &mut scratch) {
+                Ok(()) => Error::Truncated,
+                Err(_) => Error::Authentication,
+            };
+            zeroize::Zeroize::zeroize(&mut scratch);
+            return Err(self.fail(e));
+        }
+        if empty_final_refused {
+            return Err(self.fail(Error::EmptyFinalSegment));
+        }
+        self.input.clear();
+        self.plain.set(len, len);
+        self.plain_seg = Some((index, len, true));
+        let Some(Stream { layout, .. }) = &self.stream else {
+            unreachable!("the length is asked after the header")
+        };
+        self.auth_len = Some(layout.plain_offset(index) + len as u64);
+        Ok(())
+    }
+}
