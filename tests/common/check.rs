@@ -61,6 +61,10 @@ pub enum Want {
     InvalidData,
     /// `Truncated` or `Authentication`.
     CutOrAuth,
+    /// Any crate error of a damaged stream (`InvalidData` or
+    /// `UnexpectedEof`, as [`crate_error`] checks): a damaged header may
+    /// fail as either.
+    Damaged,
 }
 
 impl Want {
@@ -72,6 +76,7 @@ impl Want {
                 matches!(ce, Error::Truncated | Error::Authentication),
                 "{ctx}: {ce:?}"
             ),
+            Want::Damaged => {}
         }
     }
 }
