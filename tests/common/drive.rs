@@ -239,6 +239,7 @@ pub fn read_retrying<R: Read + Unpin>(
 /// it, as `Read::read_exact` does `Interrupted`), and the inner reader is
 /// called exactly once more than in the clean run (the failed call: no
 /// call is lost or repeated).
+#[allow(clippy::too_many_arguments)]
 pub fn read_injecting_at_every_call<'a>(
     ctx: &str,
     ct: &'a [u8],
