@@ -32,7 +32,7 @@ use cipherio::{
 };
 use common::{
     Front, Layout, MIB, ReadMode, Tamper, Upto, Want, WriteMode, crate_error, data, decrypt_ok,
-    pairs, read_in, read_watching_everywhere, write_in,
+    pairs, read_in, read_watching_key, write_in,
 };
 
 /// Writer capacities (native segment sizes).
@@ -443,7 +443,7 @@ fn tink_flips_fail_across_providers() {
     }
 }
 
-/// Sealed by `wp`, `bad` read (through [`read_watching_everywhere`]: every
+/// Sealed by `wp`, `bad` read (through [`common::read_watching_key`]: every
 /// front and reader provider, into buffers filled with 0xAA) fails with
 /// an authentication error having released the `released` bytes before
 /// the damaged segment, and leaves no plaintext past the returned bytes,
@@ -457,8 +457,7 @@ fn fails_watched<K: StreamKey>(
     buf_len: usize,
     released: usize,
 ) {
-    let builder = CipherReader::builder(key);
-    let (done, err) = read_watching_everywhere(ctx, &builder, bad, pt, buf_len);
+    let (done, err) = read_watching_key(ctx, key, bad, pt, buf_len);
     assert_eq!(err, Error::Authentication, "{ctx}");
     assert_eq!(done, released, "{ctx}");
 }

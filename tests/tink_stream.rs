@@ -38,7 +38,7 @@ use sha2::{Sha256, Sha512};
 use common::{
     Front, Layout, ReadMode, ScriptReader, ScriptWriter, TAMPER_CONFIGS as CONFIGS, Tamper, Upto,
     Want, WriteMode, assert_sticky, crate_error, decrypt_ok, read_injecting_at_every_call,
-    read_retrying, write_in, write_retrying,
+    read_retrying, read_watching_key, write_in, write_retrying,
 };
 
 const TAG: usize = common::TAG;
@@ -1405,20 +1405,6 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
     assert!(out.is_empty());
 }
 
-/// [`common::read_watching`] on every front with every provider, which
-/// must agree. (AWS-LC decrypts a segment into the caller's buffer before
-/// it checks the tag: only the wipe after a failed open keeps that
-/// plaintext from the caller.)
-fn read_watching_buffer(
-    ctx: &str,
-    key: &TinkKey,
-    stream: &[u8],
-    pt: &[u8],
-    buf_len: usize,
-) -> (usize, Error) {
-    common::read_watching_everywhere(ctx, &CipherReader::builder(key), stream, pt, buf_len)
-}
-
 /// A failed read leaves no plaintext in the caller's buffer, for small
 /// and zero-copy reads: segment `i` with a bad tag or body releases exactly
 /// the segments before it.
@@ -1429,7 +1415,7 @@ fn failed_read_leaves_no_plaintext_in_callers_buffer() {
     }
 }
 
-/// Sealed by `wp`; [`read_watching_buffer`] reads with every provider.
+/// Sealed by `wp`; [`read_watching_key`] reads with every provider.
 fn failed_read_leaves_no_plaintext_in_callers_buffer_by(wp: Provider) {
     let lay = Lay::new(16, 64, HkdfHash::Sha256);
     let key = tink_key(&lay, &raw_key(16, 8));
@@ -1449,7 +1435,7 @@ fn failed_read_leaves_no_plaintext_in_callers_buffer_by(wp: Provider) {
             bad[pos] ^= 0x01;
             for buf_len in buf_lens {
                 let ctx = format!("{what} of segment {i} flipped, reads of {buf_len}");
-                let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
+                let (delivered, e) = read_watching_key(&ctx, &key, &bad, &pt, buf_len);
                 assert_eq!(e, Error::Authentication, "{ctx}");
                 assert_eq!(delivered, lay.plain_before(i), "{ctx}");
             }
@@ -1462,7 +1448,7 @@ fn failed_read_leaves_no_plaintext_in_callers_buffer_by(wp: Provider) {
         let bad = [encrypt_by(wp, &key, &lay, &pt), vec![0x5c]].concat();
         for buf_len in buf_lens {
             let ctx = format!("len {len}: trailing byte, reads of {buf_len}");
-            let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
+            let (delivered, e) = read_watching_key(&ctx, &key, &bad, &pt, buf_len);
             assert_eq!(e, Error::TrailingData, "{ctx}");
             assert_eq!(delivered, lay.plain_before(lay.segments(len) - 1), "{ctx}");
         }
