@@ -19,6 +19,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Cursor, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -28,14 +30,13 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use cipherio::format::{HEADER_LEN, TAG_LEN};
 use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
 use cipherio::{
     Algorithm, CipherReader, CipherWriter, Error, Key, Provider, ReaderBuilder, StreamKey,
 };
+use common::{Layout, TAG as T, no_plaintext};
 use proptest::prelude::*;
 
-const T: usize = TAG_LEN;
 /// A hang guard for the sockets, not a performance threshold.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -47,10 +48,6 @@ fn plaintext(len: usize) -> Vec<u8> {
         .collect()
 }
 
-fn no_plaintext(b: &[u8]) -> bool {
-    b.iter().all(|&x| x == 0x00 || x == 0xAA)
-}
-
 fn seal<K: StreamKey>(key: &K, p: Provider, cap: usize, pt: &[u8]) -> Vec<u8> {
     let mut w = CipherWriter::builder(key)
         .provider(p)
@@ -60,68 +57,6 @@ fn seal<K: StreamKey>(key: &K, p: Provider, cap: usize, pt: &[u8]) -> Vec<u8> {
         w.write_all(c).unwrap();
     }
     w.finish().unwrap()
-}
-
-/// Where the segments of a stream lie.
-#[derive(Clone, Copy, Debug)]
-struct Layout {
-    header: usize,
-    /// Plaintext bytes of segment 0 and of every later segment.
-    first: usize,
-    plain: usize,
-}
-
-impl Layout {
-    fn native(seg: usize) -> Layout {
-        Layout {
-            header: HEADER_LEN,
-            first: seg,
-            plain: seg,
-        }
-    }
-
-    fn tink(p: &TinkParams) -> Layout {
-        Layout {
-            header: p.header_len(),
-            first: p.first_segment_plaintext(),
-            plain: p.segment_plaintext(),
-        }
-    }
-
-    /// Start of segment `i` in the ciphertext.
-    fn ct_start(&self, i: usize) -> usize {
-        if i == 0 {
-            self.header
-        } else {
-            self.header + self.first + T + (i - 1) * (self.plain + T)
-        }
-    }
-
-    /// Plaintext offset where segment `i` begins.
-    fn pt_start(&self, i: usize) -> usize {
-        if i == 0 {
-            0
-        } else {
-            self.first + (i - 1) * self.plain
-        }
-    }
-
-    /// The segment ciphertext byte `pos` belongs to (the header counts as
-    /// segment 0's: damage there fails segment 0).
-    fn segment_at(&self, pos: usize) -> usize {
-        let mut i = 0;
-        while pos >= self.ct_start(i + 1) {
-            i += 1;
-        }
-        i
-    }
-
-    fn on_boundary(&self, released: usize) -> bool {
-        (0..)
-            .map(|i| self.pt_start(i))
-            .take_while(|&s| s <= released)
-            .any(|s| s == released)
-    }
 }
 
 /// A stream and how to read it.
@@ -153,7 +88,7 @@ fn tink_case(p: Provider, params: TinkParams, len: usize) -> Case {
     Case {
         ctx: format!("{params:?} {p:?} len {len}"),
         rb: CipherReader::builder(&key).provider(p),
-        layout: Layout::tink(&params),
+        layout: Layout::of_tink(&params),
         pt,
         ct,
     }
@@ -161,15 +96,7 @@ fn tink_case(p: Provider, params: TinkParams, len: usize) -> Case {
 
 /// Plaintext lengths around the first segment boundaries of `l`.
 fn lengths(l: &Layout) -> Vec<usize> {
-    let mut v = vec![0, 1];
-    for i in 1..=3 {
-        let b = l.pt_start(i);
-        v.extend([b - 1, b, b + 1]);
-    }
-    v.push(l.pt_start(7) + 3);
-    v.sort_unstable();
-    v.dedup();
-    v
+    l.lengths_around(&[1, 2, 3], &[l.plain_before(7) + 3])
 }
 
 fn tink_params() -> [TinkParams; 3] {
@@ -192,7 +119,7 @@ fn cases(p: Provider) -> Vec<Case> {
         }
     }
     for params in tink_params() {
-        for len in lengths(&Layout::tink(&params)) {
+        for len in lengths(&Layout::of_tink(&params)) {
             v.push(tink_case(p, params, len));
         }
     }
@@ -214,8 +141,8 @@ fn patterns(l: &Layout) -> [Pattern; 6] {
     [
         Pattern::Read(1 << 16),
         Pattern::Read(7),
-        Pattern::Read(l.plain),
-        Pattern::Read(l.plain.saturating_sub(1).max(1)),
+        Pattern::Read(l.rest),
+        Pattern::Read(l.rest.saturating_sub(1).max(1)),
         Pattern::FillBuf(5),
         Pattern::ToEnd,
     ]
@@ -375,7 +302,7 @@ fn check_complete<R: BufRead>(ctx: &str, case: &Case, cap: usize, pat: Pattern, 
 }
 
 fn reader_caps(l: &Layout) -> [usize; 5] {
-    let s = l.plain + T;
+    let s = l.rest + T;
     [1, s - 1, s, 3 * s + 5, 8192]
 }
 
@@ -384,7 +311,7 @@ fn equivalent_to_build_over_memory() {
     for &p in Provider::ALL {
         for case in cases(p) {
             let l = case.layout;
-            let s = l.plain + T;
+            let s = l.rest + T;
             for cap in reader_caps(&l) {
                 for pat in patterns(&l) {
                     let ctx = format!("{} cap {cap} {pat:?}", case.ctx);
@@ -396,7 +323,12 @@ fn equivalent_to_build_over_memory() {
                     // `Chain`'s `fill_buf` shows one part at a time: a
                     // segment split across the two is only ever partly
                     // there.
-                    for at in [l.header, l.header + s / 2, l.ct_start(1), case.ct.len() / 2] {
+                    for at in [
+                        l.header,
+                        l.header + s / 2,
+                        l.seg_start(1),
+                        case.ct.len() / 2,
+                    ] {
                         let at = at.min(case.ct.len());
                         let ctx = format!("{ctx} chain at {at}");
                         let inner = (&case.ct[..at]).chain(&case.ct[at..]);
@@ -435,7 +367,7 @@ fn temp_path(what: &str) -> PathBuf {
 /// `BufReader` capacities that split segments: 1, 7, a sealed segment
 /// less one, one, one and 17 bytes, three.
 fn bufreader_caps(l: &Layout) -> [usize; 6] {
-    let s = l.plain + T;
+    let s = l.rest + T;
     [1, 7, s - 1, s, s + 17, 3 * s]
 }
 
@@ -463,7 +395,7 @@ fn equivalent_to_build_over_a_file() {
             fs::write(&path, &case.ct).unwrap();
             let l = case.layout;
             for bcap in bufreader_caps(&l) {
-                for cap in [1, l.plain + T, 8192] {
+                for cap in [1, l.rest + T, 8192] {
                     for pat in patterns(&l) {
                         let ctx = format!("{} BufReader {bcap} cap {cap} {pat:?}", case.ctx);
                         let inner = BufReader::with_capacity(bcap, File::open(&path).unwrap());
@@ -500,7 +432,7 @@ fn equivalent_to_build_over_tcp() {
             for bcap in bufreader_caps(&l) {
                 for (cap, pat) in [
                     (8192, Pattern::Read(1 << 16)),
-                    (l.plain + T, Pattern::Read(7)),
+                    (l.rest + T, Pattern::Read(7)),
                     (1, Pattern::FillBuf(100)),
                 ] {
                     let ctx = format!("{} tcp BufReader {bcap} cap {cap} {pat:?}", case.ctx);
@@ -538,8 +470,8 @@ fn a_waiting_peer_gets_its_segments_over_tcp() {
         let case = native_case(p, Algorithm::Aes128Gcm, 100, 1000);
         let l = case.layout;
         // Header and two segments now, the rest after the answer.
-        let first = l.ct_start(2);
-        for bcap in [7, l.plain + T, 1 << 16] {
+        let first = l.seg_start(2);
+        for bcap in [7, l.rest + T, 1 << 16] {
             for pat_len in [1 << 16, 10] {
                 let (mut tx, rx) = pair(&listener);
                 let (go_tx, go_rx) = mpsc::channel();
@@ -558,7 +490,7 @@ fn a_waiting_peer_gets_its_segments_over_tcp() {
                     .build_from_buf_read(BufReader::with_capacity(bcap, rx));
                 let mut got = Vec::new();
                 let mut buf = vec![0u8; pat_len];
-                while got.len() < 2 * l.plain {
+                while got.len() < 2 * l.rest {
                     let n = r.read(&mut buf).unwrap_or_else(|e| {
                         panic!(
                             "bcap {bcap} reads of {pat_len}: {e} after {} bytes",
@@ -568,7 +500,7 @@ fn a_waiting_peer_gets_its_segments_over_tcp() {
                     assert_ne!(n, 0, "bcap {bcap}");
                     got.extend_from_slice(&buf[..n]);
                 }
-                assert_eq!(got, case.pt[..2 * l.plain], "bcap {bcap}");
+                assert_eq!(got, case.pt[..2 * l.rest], "bcap {bcap}");
                 go_tx.send(()).unwrap();
                 r.read_to_end(&mut got).unwrap();
                 assert!(got == case.pt, "bcap {bcap} reads of {pat_len}");
@@ -629,7 +561,7 @@ fn segments_are_consumed_from_the_inner_buffer_not_read() {
             tink_case(p, TinkParams::AES256_GCM_HKDF_4KB, 300_000),
         ] {
             let l = case.layout;
-            let s = l.plain + T;
+            let s = l.rest + T;
             for cap in [1, s, 8192] {
                 for pat in [
                     Pattern::Read(1 << 20),
@@ -696,11 +628,11 @@ fn damaged_inners<'a>(l: &Layout, ct: &'a [u8]) -> Vec<(String, Box<dyn BufRead 
 /// authenticated before the bytes after it were seen (documented), so
 /// there the two readers may differ by that segment.
 fn check_damaged(ctx: &str, rb: &ReaderBuilder, l: &Layout, pt: &[u8], bad: &[u8], damaged: usize) {
-    let s = l.plain + T;
+    let s = l.rest + T;
     for cap in [1, s, 4 * s + 1] {
         for pat in [
             Pattern::Read(1 << 12),
-            Pattern::Read(l.plain),
+            Pattern::Read(l.rest),
             Pattern::Read(3),
             Pattern::FillBuf(7),
         ] {
@@ -727,19 +659,19 @@ fn check_damaged(ctx: &str, rb: &ReaderBuilder, l: &Layout, pt: &[u8], bad: &[u8
                 );
                 if end == Err(Failure::Crate(Error::TrailingData)) {
                     assert!(
-                        out.len() == pt.len() || out.len() == l.pt_start(damaged),
+                        out.len() == pt.len() || out.len() == l.plain_before(damaged),
                         "{ctx}: {} bytes released",
                         out.len()
                     );
                     assert!(
-                        want.len().abs_diff(out.len()) <= l.plain,
+                        want.len().abs_diff(out.len()) <= l.rest,
                         "{ctx}: {} released, build {}",
                         out.len(),
                         want.len()
                     );
                 } else {
                     assert!(
-                        out.len() <= l.pt_start(damaged),
+                        out.len() <= l.plain_before(damaged),
                         "{ctx}: {} bytes released",
                         out.len()
                     );
@@ -765,9 +697,9 @@ fn small_cases(p: Provider) -> Vec<Case> {
         v.push(native_case(p, alg, 16, 4 * 16));
     }
     let params = tink_params()[0];
-    let l = Layout::tink(&params);
-    v.push(tink_case(p, params, l.pt_start(3) + 7));
-    v.push(tink_case(p, params, l.pt_start(3)));
+    let l = Layout::of_tink(&params);
+    v.push(tink_case(p, params, l.plain_before(3) + 7));
+    v.push(tink_case(p, params, l.plain_before(3)));
     v
 }
 
@@ -779,7 +711,7 @@ fn every_single_byte_flip_fails_as_with_build() {
                 let mut bad = case.ct.clone();
                 bad[pos] ^= 0x40;
                 let ctx = format!("{}: byte {pos} flipped", case.ctx);
-                let damaged = case.layout.segment_at(pos);
+                let damaged = case.layout.seg_of(pos);
                 check_damaged(&ctx, &case.rb, &case.layout, &case.pt, &bad, damaged);
             }
         }
@@ -792,7 +724,7 @@ fn every_truncation_fails_as_with_build() {
         for case in small_cases(p) {
             for len in 0..case.ct.len() {
                 let ctx = format!("{}: cut at {len}", case.ctx);
-                let damaged = case.layout.segment_at(len);
+                let damaged = case.layout.seg_of(len);
                 check_damaged(
                     &ctx,
                     &case.rb,
@@ -811,11 +743,11 @@ fn trailing_bytes_fail_as_with_build() {
     for &p in Provider::ALL {
         for case in small_cases(p) {
             let l = case.layout;
-            for extra in [1, 15, 16, 17, l.plain + T, 3 * (l.plain + T) + 1] {
+            for extra in [1, 15, 16, 17, l.rest + T, 3 * (l.rest + T) + 1] {
                 let mut bad = case.ct.clone();
                 bad.extend((0..extra).map(|i| u8::try_from(i % 251).unwrap()));
                 let ctx = format!("{}: {extra} trailing bytes", case.ctx);
-                let last = l.segment_at(case.ct.len() - 1);
+                let last = l.seg_of(case.ct.len() - 1);
                 check_damaged(&ctx, &case.rb, &l, &case.pt, &bad, last);
             }
         }
@@ -827,14 +759,14 @@ fn swapped_segments_fail_as_with_build() {
     for &p in Provider::ALL {
         for case in small_cases(p) {
             let l = case.layout;
-            let count = l.segment_at(case.ct.len() - 1) + 1;
+            let count = l.seg_of(case.ct.len() - 1) + 1;
             for i in 0..count - 1 {
                 let j = i + 1;
                 // Swap two neighbours of equal length (segment 0 of a Tink
                 // stream is shorter, a short final one too).
                 let (a, b) = (
-                    l.ct_start(i)..l.ct_start(j),
-                    l.ct_start(j)..l.ct_start(j + 1).min(case.ct.len()),
+                    l.seg_start(i)..l.seg_start(j),
+                    l.seg_start(j)..l.seg_start(j + 1).min(case.ct.len()),
                 );
                 if a.len() != b.len() {
                     continue;
@@ -984,7 +916,7 @@ fn inner_fill_buf_errors_pass_through_and_are_retryable() {
             tink_case(p, tink_params()[1], 2000),
         ] {
             let l = case.layout;
-            let s = l.plain + T;
+            let s = l.rest + T;
             for every in [2, 3, 5] {
                 for reads_too in [false, true] {
                     for cap in [1, s, 3 * s + 1] {
@@ -1140,7 +1072,7 @@ proptest! {
         if end == Err(Failure::Crate(Error::TrailingData)) {
             // A full-length final segment may be released before the
             // bytes after it are seen, by either reader.
-            prop_assert!(out.len().abs_diff(want.len()) <= case.layout.plain);
+            prop_assert!(out.len().abs_diff(want.len()) <= case.layout.rest);
         } else {
             prop_assert_eq!(out.len(), want.len());
         }
@@ -1194,12 +1126,12 @@ fn segment_zero_opens_from_the_inner_buffer_after_a_failed_read() {
             all.push(native_case(p, alg, 16, 5 * 16 + 3));
         }
         for params in tink_params() {
-            let l = Layout::tink(&params);
-            all.push(tink_case(p, params, l.pt_start(4) + 1));
+            let l = Layout::of_tink(&params);
+            all.push(tink_case(p, params, l.plain_before(4) + 1));
         }
         for case in all {
             let l = case.layout;
-            let final_len = case.ct.len() - l.ct_start(l.segment_at(case.ct.len() - 1));
+            let final_len = case.ct.len() - l.seg_start(l.seg_of(case.ct.len() - 1));
             for cap in [1, 100, 8192] {
                 for pat in [
                     Pattern::Read(1 << 16),
@@ -1250,7 +1182,7 @@ fn behind_a_bufreader_about_one_segment_per_refill_is_copied() {
     for &p in Provider::ALL {
         let case = native_case(p, Algorithm::Aes128Gcm, 8192, 8 << 20);
         let l = case.layout;
-        let s = l.plain + T;
+        let s = l.rest + T;
         for bcap in [64 << 10, 256 << 10] {
             for cap in [8192, 64 << 10] {
                 let ctx = format!("{} BufReader {bcap} cap {cap}", case.ctx);
@@ -1359,7 +1291,7 @@ fn inner_reads_ask_for_the_capacity_or_complete_a_segment() {
     for &p in Provider::ALL {
         let case = native_case(p, Algorithm::ChaCha20Poly1305, 100, 40 * 100 + 7);
         let l = case.layout;
-        let s = l.plain + T;
+        let s = l.rest + T;
         for cap in [1, s - 1, s, 4 * s + 3, 8192] {
             for what in ["slice", "refills 3.5 segments", "BufReader 7 segments + 3"] {
                 for pat in [Pattern::Read(1 << 16), Pattern::Read(7)] {

@@ -3,54 +3,38 @@
 //! that happens to find them again.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{self, Read, Write};
+mod common;
+
+use std::io::Write;
 
 use cipherio::tink::{TinkKey, TinkParams};
-use cipherio::{Algorithm, CipherReader, CipherWriter, Key, StreamKey};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, StreamKey};
+use common::{Front, Layout, ScriptReader};
 
-/// An inner reader that delivers at most `step` bytes per call and records,
-/// for each call, how many bytes it had delivered before and how many the
-/// reader asked for.
-struct Trickle {
-    data: Vec<u8>,
-    pos: usize,
-    step: usize,
-    asks: Vec<(usize, usize)>,
-}
-
-impl Read for Trickle {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.asks.push((self.pos, buf.len()));
-        let n = self.step.min(buf.len()).min(self.data.len() - self.pos);
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-/// Reads `ct` with every capacity and trickle size and checks that each
-/// inner read made before the header was complete asked for at least the
-/// capacity, as `CipherReader`'s docs promise.
+/// Reads `ct` on every front and provider with every capacity and inner
+/// reads of at most `step` bytes, and checks that each inner read made
+/// before the header was complete asked for at least the capacity, as
+/// `CipherReader`'s docs promise.
 fn header_reads_ask_for_capacity<K: StreamKey>(key: &K, ct: &[u8], header_len: usize, pt: &[u8]) {
-    for capacity in [1, 3, header_len - 1, header_len, 100, 4096] {
-        for step in [1, 3, 50] {
-            let inner = Trickle {
-                data: ct.to_vec(),
-                pos: 0,
-                step,
-                asks: Vec::new(),
-            };
-            let mut r = CipherReader::with_capacity(capacity, key, inner);
-            let mut out = Vec::new();
-            r.read_to_end(&mut out).unwrap();
-            assert!(out == pt);
-            for &(before, ask) in &r.get_ref().asks {
-                if before < header_len {
-                    assert!(
-                        ask >= capacity,
-                        "capacity {capacity}, {step}-byte inner reads: asked for {ask} \
-                         bytes with {before} of the header read"
-                    );
+    for &front in Front::ALL {
+        for &p in Provider::ALL {
+            for capacity in [1, 3, header_len - 1, header_len, 100, 4096] {
+                for step in [1, 3, 50] {
+                    let builder = CipherReader::builder(key).capacity(capacity).provider(p);
+                    let inner = ScriptReader::new(ct).max_per_call(step);
+                    let mut r = front.build_reader(builder, inner);
+                    let mut out = Vec::new();
+                    r.read_to_end(&mut out).unwrap();
+                    assert!(out == pt);
+                    for &(before, ask) in &r.get_ref().asks {
+                        if before < header_len {
+                            assert!(
+                                ask >= capacity,
+                                "{front:?}, {p:?}, capacity {capacity}, {step}-byte inner \
+                                 reads: asked for {ask} bytes with {before} of the header read"
+                            );
+                        }
+                    }
                 }
             }
         }
@@ -68,7 +52,7 @@ fn native_header_reads_ask_for_the_capacity() {
         let mut w = CipherWriter::with_capacity(64, &key, Vec::new());
         w.write_all(&pt).unwrap();
         let ct = w.finish().unwrap();
-        header_reads_ask_for_capacity(&key, &ct, cipherio::format::HEADER_LEN, &pt);
+        header_reads_ask_for_capacity(&key, &ct, Layout::native(64).header, &pt);
     }
 }
 
@@ -81,5 +65,5 @@ fn tink_header_reads_ask_for_the_capacity() {
     let mut w = CipherWriter::new(&key, Vec::new());
     w.write_all(&pt).unwrap();
     let ct = w.finish().unwrap();
-    header_reads_ask_for_capacity(&key, &ct, params.header_len(), &pt);
+    header_reads_ask_for_capacity(&key, &ct, Layout::of_tink(&params).header, &pt);
 }

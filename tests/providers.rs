@@ -18,292 +18,117 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{self, BufRead, ErrorKind, Read, Write};
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cipherio::format::{HEADER_LEN, TAG_LEN};
 use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
 use cipherio::{
     Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key, Provider, StreamKey,
 };
-
-const T: usize = TAG_LEN;
-const MIB: usize = 1 << 20;
+use common::{
+    Front, Layout, MIB, ReadMode, Tamper, Upto, Want, WriteMode, crate_error, data, decrypt_ok,
+    pairs, read_in, read_watching_key, write_in,
+};
 
 /// Writer capacities (native segment sizes).
 const WRITER_CAPS: [usize; 5] = [1, 17, 4096, 8192, 65536];
 /// Reader capacities, used in rotation.
 const READER_CAPS: [usize; 4] = [1, 100, DEFAULT_CAPACITY, MIB];
 
-/// Every (writer provider, reader provider) pair.
-fn pairs() -> Vec<(Provider, Provider)> {
-    let mut v = Vec::new();
-    for &w in Provider::ALL {
-        for &r in Provider::ALL {
-            v.push((w, r));
-        }
-    }
-    v
-}
-
 /// Deterministic plaintext without 0x00 (what a wipe leaves) and 0xAA
 /// (what caller buffers are filled with), so that a leak shows.
 fn plaintext(len: usize, seed: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| {
-            let b = u8::try_from((i * 131 + seed * 17 + i / 251) % 251).unwrap();
-            if b == 0 || b == 0xAA { 0x3c } else { b }
-        })
-        .collect()
+    data(len, seed as u64)
 }
 
-// ---------------------------------------------------------------------
-// Layout: where each segment lies, for both formats.
-// ---------------------------------------------------------------------
-
-#[derive(Clone, Copy, Debug)]
-struct Lay {
-    /// Header bytes.
-    h: usize,
-    /// Plaintext bytes of segment 0.
-    first: usize,
-    /// Plaintext bytes of every later segment.
-    rest: usize,
-}
-
-impl Lay {
-    fn native(cap: usize) -> Lay {
-        Lay {
-            h: HEADER_LEN,
-            first: cap,
-            rest: cap,
-        }
-    }
-
-    fn tink(p: &TinkParams) -> Lay {
-        // From the format description: H = 1 + derived key size + 7.
-        let h = 1 + p.derived_key_size() + 7;
-        let css = p.ciphertext_segment_size();
-        Lay {
-            h,
-            first: css - h - T,
-            rest: css - T,
-        }
-    }
-
-    fn segments(&self, len: usize) -> usize {
-        if len <= self.first {
-            1
-        } else {
-            1 + (len - self.first).div_ceil(self.rest)
-        }
-    }
-
-    fn ct_len(&self, len: usize) -> usize {
-        self.h + len + T * self.segments(len)
-    }
-
-    fn plain_before(&self, i: usize) -> usize {
-        if i == 0 {
-            0
-        } else {
-            self.first + (i - 1) * self.rest
-        }
-    }
-
-    fn seg_start(&self, i: usize) -> usize {
-        if i == 0 {
-            self.h
-        } else {
-            self.h + self.first + T + (i - 1) * (self.rest + T)
-        }
-    }
-
-    /// The segment holding stream byte `pos` (at least `h`).
-    fn seg_of(&self, pos: usize) -> usize {
-        let second = self.h + self.first + T;
-        if pos < second {
-            0
-        } else {
-            1 + (pos - second) / (self.rest + T)
-        }
-    }
-
-    /// Lengths around the segment boundaries: 0, 1, first ± 1,
-    /// first + rest ± 1, and several segments with a short final one.
-    fn lengths(&self) -> Vec<usize> {
-        let (f, r) = (self.first, self.rest);
-        let mut v = vec![
-            0,
-            1,
-            f - 1,
-            f,
-            f + 1,
-            f + r - 1,
-            f + r,
-            f + r + 1,
-            f + 2 * r + 5,
-        ];
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
+/// Lengths around the segment boundaries: 0, 1, first ± 1,
+/// first + rest ± 1, and several segments with a short final one.
+fn lengths(lay: &Layout) -> Vec<usize> {
+    lay.lengths_around(&[1, 2], &[lay.plain_before(3) + 5])
 }
 
 // ---------------------------------------------------------------------
 // Writing and reading.
 // ---------------------------------------------------------------------
 
-#[derive(Clone, Copy, Debug)]
-enum WriteMode {
-    AllAtOnce,
-    Fixed(usize),
-    /// Sizes around the segment size (below, at, above, several), with
-    /// empty writes between.
-    Varied,
+/// All at once, 7 bytes a call, and [`varied`].
+fn write_modes(seg: usize) -> [WriteMode; 3] {
+    [WriteMode::AllAtOnce, WriteMode::Fixed(7), varied(seg)]
 }
 
-const WRITE_MODES: [WriteMode; 3] = [WriteMode::AllAtOnce, WriteMode::Fixed(7), WriteMode::Varied];
-
-fn write_in<W: Write>(w: &mut W, pt: &[u8], mode: WriteMode, seg: usize) {
-    let varied = [1, seg.saturating_sub(1).max(1), seg, seg + 1, 2 * seg + 3];
-    let mut pos = 0;
-    let mut i = 0;
-    while pos < pt.len() {
-        let size = match mode {
-            WriteMode::AllAtOnce => pt.len(),
-            WriteMode::Fixed(n) => n,
-            WriteMode::Varied => {
-                if i % 2 == 1 {
-                    assert_eq!(w.write(&[]).unwrap(), 0, "empty write");
-                }
-                varied[i % varied.len()]
-            }
-        };
-        let n = size.min(pt.len() - pos);
-        w.write_all(&pt[pos..pos + n]).unwrap();
-        pos += n;
-        i += 1;
+/// Sizes around the segment size (below, at, above, several), with empty
+/// writes between.
+fn varied(seg: usize) -> WriteMode {
+    WriteMode::Cycle {
+        sizes: vec![1, seg.saturating_sub(1).max(1), seg, seg + 1, 2 * seg + 3],
+        empty_every: 2,
     }
 }
 
-/// Seals `pt` with provider `p` (native: segments of `cap`; Tink: the
-/// key's, `cap` = None).
+/// Seals `pt` with provider `p` through `front` (native: segments of
+/// `cap`; Tink: the key's, `cap` = None).
+#[allow(clippy::too_many_arguments)]
 fn seal<K: StreamKey>(
+    front: Front,
     p: Provider,
     key: &K,
     cap: Option<usize>,
     aad: &[u8],
     pt: &[u8],
-    mode: WriteMode,
-    seg: usize,
+    mode: &WriteMode,
 ) -> Vec<u8> {
     let mut b = CipherWriter::builder(key).provider(p).associated_data(aad);
     if let Some(c) = cap {
         b = b.capacity(c);
     }
-    let mut w = b.build(Vec::new());
+    let mut w = front.build_writer(b, Vec::new());
     assert_eq!(w.provider(), p, "the writer reports its provider");
-    write_in(&mut w, pt, mode, seg);
+    write_in(&mut w, pt, mode);
     w.finish().unwrap()
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum ReadMode {
-    ToEnd,
-    /// `read` calls of this many bytes.
-    Small(usize),
-    /// `read` calls of 2 MiB: the zero-copy path, several segments a call.
-    Big,
-    /// `fill_buf`, consuming 5 bytes and everything in turn.
-    Buf,
-}
-
+/// `read_to_end`, reads of 7 bytes and of one byte less than a segment,
+/// reads of 2 MiB (the zero-copy path, several segments a call),
+/// `fill_buf` consuming 5 bytes and everything in turn.
 fn read_modes(seg: usize) -> [ReadMode; 5] {
     [
         ReadMode::ToEnd,
-        ReadMode::Small(7),
-        ReadMode::Small(seg.saturating_sub(1).max(1)),
-        ReadMode::Big,
-        ReadMode::Buf,
+        ReadMode::Chunks(7),
+        ReadMode::Chunks(seg.saturating_sub(1).max(1)),
+        ReadMode::Chunks(2 * MIB),
+        ReadMode::FillBuf(5),
     ]
 }
 
-/// Reads to the end (or the first error) in `mode`; returns what came out.
-fn drive<R: Read>(r: &mut CipherReader<R>, mode: ReadMode) -> (Vec<u8>, io::Result<()>) {
-    let mut got = Vec::new();
-    let chunked = |r: &mut CipherReader<R>, got: &mut Vec<u8>, n: usize| {
-        let mut b = vec![0u8; n];
-        loop {
-            match r.read(&mut b) {
-                Ok(0) => return Ok(()),
-                Ok(k) => got.extend_from_slice(&b[..k]),
-                Err(e) => return Err(e),
-            }
-        }
-    };
-    let res = match mode {
-        ReadMode::ToEnd => r.read_to_end(&mut got).map(|_| ()),
-        ReadMode::Small(n) => chunked(r, &mut got, n),
-        ReadMode::Big => chunked(r, &mut got, 2 * MIB),
-        ReadMode::Buf => {
-            let mut i = 0;
-            loop {
-                match r.fill_buf() {
-                    Ok([]) => break Ok(()),
-                    Ok(b) => {
-                        let k = if i % 2 == 0 { b.len().min(5) } else { b.len() };
-                        got.extend_from_slice(&b[..k]);
-                        r.consume(k);
-                        i += 1;
-                    }
-                    Err(e) => break Err(e),
-                }
-            }
-        }
-    };
-    (got, res)
-}
-
-/// Opens `ct` with provider `p` and checks it reads back `pt`, with a
-/// stable end.
+/// Opens `ct` with provider `p` through `front` and checks it reads back
+/// `pt`, with a stable end.
 #[allow(clippy::too_many_arguments)]
 fn open_ok<K: StreamKey>(
     ctx: &str,
+    front: Front,
     p: Provider,
     key: &K,
     rcap: usize,
     aad: &[u8],
     ct: &[u8],
     pt: &[u8],
-    mode: ReadMode,
+    mode: &ReadMode,
 ) {
-    let mut r = CipherReader::builder(key)
+    let builder = CipherReader::builder(key)
         .provider(p)
         .capacity(rcap)
-        .associated_data(aad)
-        .build(ct);
-    assert_eq!(r.provider(), p, "{ctx}: the reader reports its provider");
-    let (got, res) = drive(&mut r, mode);
-    res.unwrap_or_else(|e| panic!("{ctx}: {e}"));
-    assert!(
-        got == pt,
-        "{ctx}: wrong plaintext ({} bytes, want {})",
-        got.len(),
-        pt.len()
-    );
+        .associated_data(aad);
     assert_eq!(
-        r.read(&mut [0u8; 16]).unwrap(),
-        0,
-        "{ctx}: read after the end"
+        front.build_reader(builder.clone(), ct).provider(),
+        p,
+        "{ctx}: the reader reports its provider"
     );
-    assert!(
-        r.fill_buf().unwrap().is_empty(),
-        "{ctx}: fill_buf after the end"
-    );
+    decrypt_ok(ctx, front, builder, ct, pt, mode);
 }
 
 // ---------------------------------------------------------------------
@@ -317,25 +142,31 @@ fn native_round_trips_across_providers() {
         let key = Key::generate(alg);
         for &wp in Provider::ALL {
             for (ci, cap) in WRITER_CAPS.into_iter().enumerate() {
-                let lay = Lay::native(cap);
+                let lay = Layout::native(cap);
                 let mut lens = vec![0, 1, cap - 1, cap, cap + 1, 3 * cap + 5];
                 lens.dedup();
                 for (li, len) in lens.into_iter().enumerate() {
                     let pt = plaintext(len, ai + li);
-                    for (wi, wmode) in WRITE_MODES.into_iter().enumerate() {
-                        let ct = seal(wp, &key, Some(cap), aad, &pt, wmode, cap);
-                        assert_eq!(ct.len(), lay.ct_len(len), "{alg} cap {cap} len {len}");
-                        for &rp in Provider::ALL {
-                            for (ri, rmode) in read_modes(cap).into_iter().enumerate() {
-                                let rcap =
-                                    READER_CAPS[(ai + ci + li + wi + ri) % READER_CAPS.len()];
-                                let ctx = format!(
-                                    "{alg}, sealed by {} (cap {cap}, {wmode:?}), opened by {} \
-                                     (cap {rcap}, {rmode:?}), len {len}",
-                                    wp.name(),
-                                    rp.name()
-                                );
-                                open_ok(&ctx, rp, &key, rcap, aad, &ct, &pt, rmode);
+                    for (wi, wmode) in write_modes(cap).iter().enumerate() {
+                        for &front in Front::ALL {
+                            let ct = seal(front, wp, &key, Some(cap), aad, &pt, wmode);
+                            assert_eq!(
+                                ct.len(),
+                                lay.stream_len(len),
+                                "{alg} cap {cap} len {len} {front:?}"
+                            );
+                            for &rp in Provider::ALL {
+                                for (ri, rmode) in read_modes(cap).iter().enumerate() {
+                                    let rcap =
+                                        READER_CAPS[(ai + ci + li + wi + ri) % READER_CAPS.len()];
+                                    let ctx = format!(
+                                        "{alg}, sealed by {} (cap {cap}, {wmode:?}), opened by {} \
+                                         (cap {rcap}, {rmode:?}), len {len}",
+                                        wp.name(),
+                                        rp.name()
+                                    );
+                                    open_ok(&ctx, front, rp, &key, rcap, aad, &ct, &pt, rmode);
+                                }
                             }
                         }
                     }
@@ -353,25 +184,28 @@ fn native_one_mebibyte_across_providers() {
     for alg in Algorithm::ALL {
         let key = Key::generate(alg);
         for cap in [4096, 8192, 65536] {
+            let wmodes = write_modes(cap);
+            let modes = read_modes(cap);
             for (wp, rp) in pairs() {
-                let wmode = WRITE_MODES[turn % WRITE_MODES.len()];
-                let ct = seal(wp, &key, Some(cap), b"", &pt, wmode, cap);
-                assert_eq!(ct.len(), Lay::native(cap).ct_len(len));
-                // Two read patterns and a reader capacity per case, in
-                // rotation: every pair meets every pattern.
-                for k in 0..2 {
-                    let modes = read_modes(cap);
-                    let rmode = modes[(2 * turn + k) % modes.len()];
-                    let rcap = READER_CAPS[(turn + k) % READER_CAPS.len()];
-                    let ctx = format!(
-                        "{alg} 1 MiB, sealed by {} (cap {cap}, {wmode:?}), opened by {} \
-                         (cap {rcap}, {rmode:?})",
-                        wp.name(),
-                        rp.name()
-                    );
-                    open_ok(&ctx, rp, &key, rcap, b"", &ct, &pt, rmode);
+                for &front in Front::ALL {
+                    let wmode = &wmodes[turn % wmodes.len()];
+                    let ct = seal(front, wp, &key, Some(cap), b"", &pt, wmode);
+                    assert_eq!(ct.len(), Layout::native(cap).stream_len(len));
+                    // Two read patterns and a reader capacity per case, in
+                    // rotation: every pair meets every pattern.
+                    for k in 0..2 {
+                        let rmode = &modes[(2 * turn + k) % modes.len()];
+                        let rcap = READER_CAPS[(turn + k) % READER_CAPS.len()];
+                        let ctx = format!(
+                            "{alg} 1 MiB, sealed by {} (cap {cap}, {wmode:?}), opened by {} \
+                             (cap {rcap}, {rmode:?})",
+                            wp.name(),
+                            rp.name()
+                        );
+                        open_ok(&ctx, front, rp, &key, rcap, b"", &ct, &pt, rmode);
+                    }
+                    turn += 1;
                 }
-                turn += 1;
             }
         }
     }
@@ -402,26 +236,32 @@ fn tink_round_trips_across_providers() {
     let aad = b"tink providers";
     for (si, params) in tink_sets().into_iter().enumerate() {
         let key = tink_key(params, u8::try_from(si).unwrap());
-        let lay = Lay::tink(&params);
+        let lay = Layout::of_tink(&params);
         assert_eq!(lay.first, params.first_segment_plaintext());
         assert_eq!(lay.rest, params.segment_plaintext());
-        for (li, len) in lay.lengths().into_iter().enumerate() {
+        for (li, len) in lengths(&lay).into_iter().enumerate() {
             let pt = plaintext(len, si + li);
             for &wp in Provider::ALL {
-                for (wi, wmode) in WRITE_MODES.into_iter().enumerate() {
-                    let ct = seal(wp, &key, None, aad, &pt, wmode, lay.rest);
-                    assert_eq!(ct.len(), lay.ct_len(len), "{params:?} len {len}");
-                    assert_eq!(usize::from(ct[0]), lay.h, "header length byte");
-                    for &rp in Provider::ALL {
-                        for (ri, rmode) in read_modes(lay.rest).into_iter().enumerate() {
-                            let rcap = READER_CAPS[(si + li + wi + ri) % READER_CAPS.len()];
-                            let ctx = format!(
-                                "{params:?}, sealed by {} ({wmode:?}), opened by {} \
-                                 (cap {rcap}, {rmode:?}), len {len}",
-                                wp.name(),
-                                rp.name()
-                            );
-                            open_ok(&ctx, rp, &key, rcap, aad, &ct, &pt, rmode);
+                for (wi, wmode) in write_modes(lay.rest).iter().enumerate() {
+                    for &front in Front::ALL {
+                        let ct = seal(front, wp, &key, None, aad, &pt, wmode);
+                        assert_eq!(
+                            ct.len(),
+                            lay.stream_len(len),
+                            "{params:?} len {len} {front:?}"
+                        );
+                        assert_eq!(usize::from(ct[0]), lay.header, "header length byte");
+                        for &rp in Provider::ALL {
+                            for (ri, rmode) in read_modes(lay.rest).iter().enumerate() {
+                                let rcap = READER_CAPS[(si + li + wi + ri) % READER_CAPS.len()];
+                                let ctx = format!(
+                                    "{params:?}, sealed by {} ({wmode:?}), opened by {} \
+                                     (cap {rcap}, {rmode:?}), len {len}",
+                                    wp.name(),
+                                    rp.name()
+                                );
+                                open_ok(&ctx, front, rp, &key, rcap, aad, &ct, &pt, rmode);
+                            }
                         }
                     }
                 }
@@ -437,21 +277,24 @@ fn tink_one_mebibyte_across_providers() {
     let mut turn = 0;
     for (si, params) in tink_sets().into_iter().take(2).enumerate() {
         let key = tink_key(params, 0x40 + u8::try_from(si).unwrap());
-        let lay = Lay::tink(&params);
+        let lay = Layout::of_tink(&params);
+        let wmodes = write_modes(lay.rest);
         for (wp, rp) in pairs() {
-            let wmode = WRITE_MODES[turn % WRITE_MODES.len()];
-            let ct = seal(wp, &key, None, b"", &pt, wmode, lay.rest);
-            assert_eq!(ct.len(), lay.ct_len(len));
-            for rmode in read_modes(lay.rest) {
-                let rcap = READER_CAPS[turn % READER_CAPS.len()];
-                let ctx = format!(
-                    "{params:?} 1 MiB, sealed by {} ({wmode:?}), opened by {} (cap {rcap}, {rmode:?})",
-                    wp.name(),
-                    rp.name()
-                );
-                open_ok(&ctx, rp, &key, rcap, b"", &ct, &pt, rmode);
+            for &front in Front::ALL {
+                let wmode = &wmodes[turn % wmodes.len()];
+                let ct = seal(front, wp, &key, None, b"", &pt, wmode);
+                assert_eq!(ct.len(), lay.stream_len(len));
+                for rmode in &read_modes(lay.rest) {
+                    let rcap = READER_CAPS[turn % READER_CAPS.len()];
+                    let ctx = format!(
+                        "{params:?} 1 MiB, sealed by {} ({wmode:?}), opened by {} (cap {rcap}, {rmode:?})",
+                        wp.name(),
+                        rp.name()
+                    );
+                    open_ok(&ctx, front, rp, &key, rcap, b"", &ct, &pt, rmode);
+                }
+                turn += 1;
             }
-            turn += 1;
         }
     }
 }
@@ -460,71 +303,18 @@ fn tink_one_mebibyte_across_providers() {
 // Tamper detection across providers.
 // ---------------------------------------------------------------------
 
-/// The crate error inside `e`, of a damaged stream's kind.
-fn crate_error(ctx: &str, e: &io::Error) -> Error {
-    let ce = Error::from_io(e)
-        .unwrap_or_else(|| panic!("{ctx}: {e:?} carries no cipherio::Error"))
-        .clone();
-    assert_eq!(e.kind(), ce.kind(), "{ctx}");
-    assert!(
-        matches!(e.kind(), ErrorKind::InvalidData | ErrorKind::UnexpectedEof),
-        "{ctx}: kind {:?}",
-        e.kind()
-    );
-    ce
-}
-
-/// `bad` (stream `pt` with byte `pos` damaged) fails under provider `p`
-/// in `mode`, releasing exactly the segments before the damaged one.
-#[allow(clippy::too_many_arguments)]
-fn open_fails<K: StreamKey>(
-    ctx: &str,
-    p: Provider,
-    key: &K,
-    bad: &[u8],
-    pt: &[u8],
-    lay: &Lay,
-    pos: usize,
-    mode: ReadMode,
-) {
-    let mut r = CipherReader::builder(key).provider(p).build(bad);
-    let (got, res) = drive(&mut r, mode);
-    let Err(e) = res else {
-        panic!(
-            "{ctx}: damaged stream read to a clean end ({} bytes)",
-            got.len()
-        )
-    };
-    let ce = crate_error(ctx, &e);
-    let before = if pos < lay.h {
-        0
-    } else {
-        let seg = lay.seg_of(pos);
-        assert_eq!(ce, Error::Authentication, "{ctx}");
-        lay.plain_before(seg)
-    };
-    assert!(
-        got.len() == before && got == pt[..before],
-        "{ctx}: released {} bytes, want the {before} before the damaged segment",
-        got.len()
-    );
-    // Sticky.
-    let e2 = r.read(&mut [0u8; 64]).unwrap_err();
-    assert_eq!(crate_error(ctx, &e2), ce, "{ctx}: error again");
-}
-
 /// Positions to damage in a stream of `len` bytes: all of them for small
 /// streams; else the header, both ends of every segment's body, every tag
 /// byte, and a pseudo-random sample.
-fn positions(lay: &Lay, ct_len: usize, pt_len: usize) -> Vec<usize> {
+fn positions(lay: &Layout, ct_len: usize, pt_len: usize) -> Vec<usize> {
     if ct_len <= 400 {
         return (0..ct_len).collect();
     }
-    let mut v: Vec<usize> = (0..lay.h).collect();
+    let mut v: Vec<usize> = (0..lay.header).collect();
     for i in 0..lay.segments(pt_len) {
         let start = lay.seg_start(i);
-        let end = (start + if i == 0 { lay.first } else { lay.rest } + T).min(ct_len);
-        let body_end = end - T;
+        let end = lay.seg_range(ct_len, i).end;
+        let body_end = end - common::TAG;
         v.extend(start..(start + 3).min(body_end));
         v.extend(body_end.saturating_sub(3).max(start)..body_end);
         v.extend(body_end..end);
@@ -541,44 +331,74 @@ fn positions(lay: &Lay, ct_len: usize, pt_len: usize) -> Vec<usize> {
     v
 }
 
-/// Sealed by `wp`, every chosen single-byte flip fails under every reader
-/// provider, and the intact stream opens under each.
-fn flips_fail_across<K: StreamKey>(what: &str, key: &K, cap: Option<usize>, lay: &Lay, pt: &[u8]) {
+/// Sealed by each provider, the intact stream opens under each reader
+/// provider on each front, and every chosen single-byte flip fails under
+/// each of them (in a read pattern chosen in turn, and `read_to_end`),
+/// releasing exactly the segments before the damaged one, with a sticky
+/// error: an authentication failure for a segment byte, some error of a
+/// damaged stream for a header byte.
+fn flips_fail_across<K: StreamKey>(
+    what: &str,
+    key: &K,
+    cap: Option<usize>,
+    lay: &Layout,
+    pt: &[u8],
+) {
     let modes = [
         ReadMode::ToEnd,
-        ReadMode::Big,
-        ReadMode::Small(7),
-        ReadMode::Buf,
+        ReadMode::Chunks(2 * MIB),
+        ReadMode::Chunks(7),
+        ReadMode::FillBuf(5),
     ];
-    for (wp, rp) in pairs() {
-        let ct = seal(wp, key, cap, b"", pt, WriteMode::Fixed(7), lay.rest);
-        open_ok(
-            what,
-            rp,
-            key,
-            DEFAULT_CAPACITY,
-            b"",
-            &ct,
-            pt,
-            ReadMode::ToEnd,
-        );
+    let builder = CipherReader::builder(key);
+    for &wp in Provider::ALL {
+        let ct = seal(Front::Std, wp, key, cap, b"", pt, &WriteMode::Fixed(7));
+        for &front in Front::ALL {
+            for &rp in Provider::ALL {
+                let ctx = format!("{what}: sealed by {}", wp.name());
+                let mode = &ReadMode::ToEnd;
+                open_ok(&ctx, front, rp, key, DEFAULT_CAPACITY, b"", &ct, pt, mode);
+            }
+        }
         for (k, pos) in positions(lay, ct.len(), pt.len()).into_iter().enumerate() {
             // Header bytes get 0x01 (0x80 in the segment-size field would
             // ask for megabyte segments); segment bytes every bit in turn.
-            let mask = if pos < lay.h { 0x01 } else { 1u8 << (pos % 8) };
+            let mask = if pos < lay.header {
+                0x01
+            } else {
+                1u8 << (pos % 8)
+            };
             let mut bad = ct.clone();
             bad[pos] ^= mask;
-            let mode = modes[k % modes.len()];
+            let mode = &modes[k % modes.len()];
+            let mut pats = vec![mode.clone()];
+            if *mode != ReadMode::ToEnd {
+                pats.push(ReadMode::ToEnd);
+            }
             let ctx = format!(
-                "{what} len {}: sealed by {}, byte {pos} ^ {mask:#04x}, opened by {} ({mode:?})",
+                "{what} len {}: sealed by {}, byte {pos} ^ {mask:#04x}",
                 pt.len(),
                 wp.name(),
-                rp.name()
             );
-            open_fails(&ctx, rp, key, &bad, pt, lay, pos, mode);
-            if mode != ReadMode::ToEnd {
-                open_fails(&ctx, rp, key, &bad, pt, lay, pos, ReadMode::ToEnd);
-            }
+            let (want, before) = if pos < lay.header {
+                (Want::Damaged, 0)
+            } else {
+                let seg = lay.seg_of(pos);
+                (Want::Is(Error::Authentication), lay.plain_before(seg))
+            };
+            let tamper = Tamper {
+                ctx: &ctx,
+                builder: &builder,
+                layout: lay,
+                pt,
+            };
+            tamper.fail_in(
+                &[(DEFAULT_CAPACITY, usize::MAX)],
+                &pats,
+                &bad,
+                &want,
+                Upto::Exactly(before),
+            );
         }
     }
 }
@@ -599,7 +419,7 @@ fn native_flips_fail_across_providers() {
                 &format!("{alg} cap {cap}"),
                 &key,
                 Some(cap),
-                &Lay::native(cap),
+                &Layout::native(cap),
                 &pt,
             );
         }
@@ -615,7 +435,7 @@ fn tink_flips_fail_across_providers() {
     ];
     for (si, params) in sets.into_iter().enumerate() {
         let key = tink_key(params, 0x70 + u8::try_from(si).unwrap());
-        let lay = Lay::tink(&params);
+        let lay = Layout::of_tink(&params);
         for len in [lay.first + 2 * lay.rest + 5, lay.first + lay.rest, 0] {
             let pt = plaintext(len, si);
             flips_fail_across(&format!("{params:?}"), &key, None, &lay, &pt);
@@ -623,51 +443,23 @@ fn tink_flips_fail_across_providers() {
     }
 }
 
-fn no_plaintext(b: &[u8]) -> bool {
-    b.iter().all(|&x| x == 0x00 || x == 0xAA)
-}
-
-/// Reads `bad` with provider `rp` in `buf_len`-byte reads into buffers
-/// filled with 0xAA. Every returned byte is the plaintext's, the rest of
-/// each buffer holds none, and the buffer of the read that fails holds no
-/// plaintext at all: AWS-LC writes the damaged segment's unverified
-/// plaintext into it before it checks the tag. Returns the bytes released.
-fn read_watching<K: StreamKey>(
+/// Sealed by `wp`, `bad` read (through [`common::read_watching_key`]: every
+/// front and reader provider, into buffers filled with 0xAA) fails with
+/// an authentication error having released the `released` bytes before
+/// the damaged segment, and leaves no plaintext past the returned bytes,
+/// nor in the buffer of the read that fails: AWS-LC writes the damaged
+/// segment's unverified plaintext into it before it checks the tag.
+fn fails_watched<K: StreamKey>(
     ctx: &str,
-    rp: Provider,
     key: &K,
     bad: &[u8],
     pt: &[u8],
     buf_len: usize,
-) -> usize {
-    let mut r = CipherReader::builder(key).provider(rp).build(bad);
-    let mut done = 0;
-    loop {
-        let mut buf = vec![0xAAu8; buf_len];
-        match r.read(&mut buf) {
-            Ok(0) => panic!("{ctx}: clean end after {done} bytes"),
-            Ok(n) => {
-                assert_eq!(&buf[..n], &pt[done..done + n], "{ctx}");
-                assert!(
-                    no_plaintext(&buf[n..]),
-                    "{ctx}: plaintext past the {n} returned"
-                );
-                done += n;
-            }
-            Err(e) => {
-                assert_eq!(crate_error(ctx, &e), Error::Authentication, "{ctx}");
-                assert!(
-                    no_plaintext(&buf),
-                    "{ctx}: unverified plaintext left in the caller's buffer"
-                );
-                // And again, into a fresh buffer.
-                let mut again = vec![0xAAu8; buf_len];
-                assert!(r.read(&mut again).is_err(), "{ctx}: error is sticky");
-                assert!(no_plaintext(&again), "{ctx}: plaintext after the error");
-                return done;
-            }
-        }
-    }
+    released: usize,
+) {
+    let (done, err) = read_watching_key(ctx, key, bad, pt, buf_len);
+    assert_eq!(err, Error::Authentication, "{ctx}");
+    assert_eq!(done, released, "{ctx}");
 }
 
 /// A segment whose tag is damaged (its ciphertext intact, so an open that
@@ -677,51 +469,53 @@ fn read_watching<K: StreamKey>(
 #[test]
 fn failed_open_leaves_no_unverified_plaintext_in_the_callers_buffer() {
     const SEG: usize = 64;
-    let lay = Lay::native(SEG);
+    let lay = Layout::native(SEG);
     for alg in Algorithm::ALL {
         let key = Key::generate(alg);
         let pt = plaintext(3 * SEG + 5, 2);
-        for (wp, rp) in pairs() {
-            let ct = seal(wp, &key, Some(SEG), b"", &pt, WriteMode::AllAtOnce, SEG);
+        for &wp in Provider::ALL {
+            let ct = seal(
+                Front::Std,
+                wp,
+                &key,
+                Some(SEG),
+                b"",
+                &pt,
+                &WriteMode::AllAtOnce,
+            );
             for i in 0..lay.segments(pt.len()) {
-                let end = (lay.seg_start(i) + SEG + T).min(ct.len());
-                for pos in [end - 1, end - T, lay.seg_start(i)] {
+                let end = lay.seg_range(ct.len(), i).end;
+                for pos in [end - 1, end - common::TAG, lay.seg_start(i)] {
                     let mut bad = ct.clone();
                     bad[pos] ^= 0x04;
                     for buf_len in [SEG, 2 * SEG + 1, 8 * SEG, SEG - 1] {
                         let ctx = format!(
-                            "{alg}: sealed by {}, segment {i} byte {pos} damaged, opened by {} \
-                             in reads of {buf_len}",
+                            "{alg}: sealed by {}, segment {i} byte {pos} damaged, in reads of \
+                             {buf_len}",
                             wp.name(),
-                            rp.name()
                         );
-                        let done = read_watching(&ctx, rp, &key, &bad, &pt, buf_len);
-                        assert_eq!(done, lay.plain_before(i), "{ctx}");
+                        fails_watched(&ctx, &key, &bad, &pt, buf_len, lay.plain_before(i));
                     }
                 }
             }
         }
     }
     let params = TinkParams::new(16, 80, HkdfHash::Sha256).unwrap();
-    let lay = Lay::tink(&params);
+    let lay = Layout::of_tink(&params);
     let key = tink_key(params, 3);
     let pt = plaintext(lay.first + 2 * lay.rest + 5, 4);
-    for (wp, rp) in pairs() {
-        let ct = seal(wp, &key, None, b"", &pt, WriteMode::AllAtOnce, lay.rest);
+    for &wp in Provider::ALL {
+        let ct = seal(Front::Std, wp, &key, None, b"", &pt, &WriteMode::AllAtOnce);
         for i in 0..lay.segments(pt.len()) {
-            let next = if i == 0 { lay.first } else { lay.rest };
-            let end = (lay.seg_start(i) + next + T).min(ct.len());
+            let end = lay.seg_range(ct.len(), i).end;
             let mut bad = ct.clone();
             bad[end - 1] ^= 0x04;
             for buf_len in [lay.first, lay.rest, 4 * lay.rest, lay.first - 1] {
                 let ctx = format!(
-                    "Tink: sealed by {}, tag of segment {i} damaged, opened by {} in reads of \
-                     {buf_len}",
+                    "Tink: sealed by {}, tag of segment {i} damaged, in reads of {buf_len}",
                     wp.name(),
-                    rp.name()
                 );
-                let done = read_watching(&ctx, rp, &key, &bad, &pt, buf_len);
-                assert_eq!(done, lay.plain_before(i), "{ctx}");
+                fails_watched(&ctx, &key, &bad, &pt, buf_len, lay.plain_before(i));
             }
         }
     }
@@ -762,14 +556,19 @@ fn through_file<K: StreamKey>(what: &str, key: &K, cap: Option<usize>, seg: usiz
         if let Some(c) = cap {
             b = b.capacity(c);
         }
-        let mut w = b.build(file);
-        write_in(&mut w, pt, WriteMode::Varied, seg);
+        let mut w = Front::Std.build_writer(b, file);
+        write_in(&mut w, pt, &varied(seg));
         w.finish().unwrap().sync_all().unwrap();
-        for mode in [ReadMode::ToEnd, ReadMode::Small(1000), ReadMode::Buf] {
+        for mode in [
+            ReadMode::ToEnd,
+            ReadMode::Chunks(1000),
+            ReadMode::FillBuf(5),
+        ] {
             let file = std::fs::File::open(&tmp.0).unwrap();
-            let mut r = CipherReader::builder(key).provider(rp).build(file);
+            let builder = CipherReader::builder(key).provider(rp);
+            let mut r = Front::Std.build_reader(builder, file);
             assert_eq!(r.provider(), rp, "{ctx}");
-            let (got, res) = drive(&mut r, mode);
+            let (got, res) = read_in(&mut r, &mode);
             res.unwrap_or_else(|e| panic!("{ctx} {mode:?}: {e}"));
             assert!(got == pt, "{ctx} {mode:?}: wrong plaintext");
         }
@@ -845,15 +644,16 @@ fn through_tcp<K: StreamKey + Clone + Send + 'static>(
             if let Some(c) = cap {
                 b = b.capacity(c);
             }
-            let mut w = b.build(sock);
-            write_in(&mut w, &wpt, WriteMode::Varied, seg);
+            let mut w = Front::Std.build_writer(b, sock);
+            write_in(&mut w, &wpt, &varied(seg));
             let sock = w.finish().unwrap();
             sock.shutdown(Shutdown::Write).unwrap();
         });
         let sock = accept_within(&listener, SOCKET_TIMEOUT);
         sock.set_read_timeout(Some(SOCKET_TIMEOUT)).unwrap();
-        let mut r = CipherReader::builder(key).provider(rp).build(sock);
-        let (got, res) = drive(&mut r, ReadMode::Small(1500));
+        let builder = CipherReader::builder(key).provider(rp);
+        let mut r = Front::Std.build_reader(builder, sock);
+        let (got, res) = read_in(&mut r, &ReadMode::Chunks(1500));
         res.unwrap_or_else(|e| panic!("{ctx}: {e}"));
         assert!(got == pt, "{ctx}: wrong plaintext ({} bytes)", got.len());
         writer.join().unwrap();

@@ -31,7 +31,7 @@ use cipherio::format::{DEFAULT_MAX_SEGMENT_SIZE, HEADER_LEN, Header, SALT_LEN, T
 use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key, Provider};
 use common::{
     Front, Layout, ReadMode, ScriptReader, TAMPER_CONFIGS as CONFIGS, Tamper, Upto, Want,
-    WriteMode, assert_sticky, crate_error, join, tamper_patterns,
+    WriteMode, assert_sticky, crate_error, join, read_watching_key, tamper_patterns,
 };
 
 const H: usize = HEADER_LEN;
@@ -950,20 +950,6 @@ fn stream_header_only_and_header_plus_15_bytes() {
     }
 }
 
-/// [`common::read_watching`] on every front with every provider, which
-/// must agree. (AWS-LC decrypts a segment into the caller's buffer before
-/// it checks the tag: only the wipe after a failed open keeps that
-/// plaintext from the caller.)
-fn read_watching_buffer(
-    ctx: &str,
-    key: &Key,
-    stream: &[u8],
-    pt: &[u8],
-    buf_len: usize,
-) -> (usize, Error) {
-    common::read_watching_everywhere(ctx, &CipherReader::builder(key), stream, pt, buf_len)
-}
-
 #[test]
 fn stream_failed_read_leaves_no_plaintext_in_callers_buffer() {
     const SEG: usize = 32;
@@ -983,7 +969,7 @@ fn stream_failed_read_leaves_no_plaintext_in_callers_buffer() {
                     let ctx = format!(
                         "{alg} by {wp:?}: {what} of segment {i} flipped, reads of {buf_len}"
                     );
-                    let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
+                    let (delivered, e) = read_watching_key(&ctx, &key, &bad, &pt, buf_len);
                     assert_eq!(e, Error::Authentication, "{ctx}");
                     assert_eq!(delivered, i * SEG, "{ctx}");
                 }
@@ -998,7 +984,7 @@ fn stream_failed_read_leaves_no_plaintext_in_callers_buffer() {
             bad.push(0x5c);
             for buf_len in [SEG, 4 * SEG + 1, SEG - 1] {
                 let ctx = format!("{alg} by {wp:?} len {len}: trailing byte, reads of {buf_len}");
-                let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
+                let (delivered, e) = read_watching_key(&ctx, &key, &bad, &pt, buf_len);
                 assert_eq!(e, Error::TrailingData, "{ctx}");
                 assert_eq!(delivered, len - SEG, "{ctx}");
             }

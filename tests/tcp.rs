@@ -9,27 +9,18 @@
 //! timeout, and every thread is joined.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use cipherio::format::{HEADER_LEN, TAG_LEN};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Key};
+use common::{Counted, Layout, data};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-fn data(len: usize, salt: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| {
-            u8::try_from(i % 251)
-                .unwrap()
-                .wrapping_mul(31)
-                .wrapping_add(salt)
-        })
-        .collect()
-}
 
 /// A connected pair: (client, accepted), both with read/write timeouts.
 fn pair() -> (TcpStream, TcpStream) {
@@ -42,19 +33,6 @@ fn pair() -> (TcpStream, TcpStream) {
         s.set_nodelay(true).unwrap();
     }
     (client, server)
-}
-
-/// Counts the reads made on the socket.
-struct Counted {
-    stream: TcpStream,
-    reads: usize,
-}
-
-impl Read for Counted {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.reads += 1;
-        self.stream.read(buf)
-    }
 }
 
 const SEG: usize = 1024;
@@ -91,7 +69,7 @@ fn flushed_segments_reach_a_waiting_peer(rcap: usize, bufsize: usize, wait_for_a
         })
     };
 
-    let sealed_k = HEADER_LEN + K * (SEG + TAG_LEN);
+    let sealed_k = Layout::native(SEG).seg_start(K);
     let reader = || -> io::Result<(Vec<u8>, Vec<usize>, usize, usize)> {
         if wait_for_all {
             flushed_rx
@@ -106,10 +84,7 @@ fn flushed_segments_reach_a_waiting_peer(rcap: usize, bufsize: usize, wait_for_a
                 thread::yield_now();
             }
         }
-        let inner = Counted {
-            stream: server.try_clone()?,
-            reads: 0,
-        };
+        let inner = Counted::new(server.try_clone()?);
         let mut r = CipherReader::with_capacity(rcap, &key, inner);
         let mut out = Vec::new();
         let mut sizes = Vec::new();
@@ -124,10 +99,10 @@ fn flushed_segments_reach_a_waiting_peer(rcap: usize, bufsize: usize, wait_for_a
             out.extend_from_slice(&buf[..n]);
             sizes.push(n);
         }
-        let reads_before_finish = r.get_ref().reads;
+        let reads_before_finish = r.get_ref().calls;
         let _ = go_tx.send(());
         r.read_to_end(&mut out)?;
-        Ok((out, sizes, reads_before_finish, r.get_ref().reads))
+        Ok((out, sizes, reads_before_finish, r.get_ref().calls))
     };
     let result = reader();
     drop(go_tx);

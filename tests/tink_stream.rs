@@ -23,7 +23,7 @@
 
 mod common;
 
-use std::io::{BufRead, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::ops::Deref;
 
 use aes_gcm::aead::{AeadCore, AeadInOut, KeyInit, Nonce, Tag};
@@ -36,8 +36,9 @@ use sha1::Sha1;
 use sha2::{Sha256, Sha512};
 
 use common::{
-    Front, Layout, ReadMode as Pattern, ScriptReader, ScriptWriter, TAMPER_CONFIGS as CONFIGS,
-    Tamper, Upto, Want, assert_sticky, crate_error, read_retrying, write_retrying,
+    Front, Layout, ReadMode, ScriptReader, ScriptWriter, TAMPER_CONFIGS as CONFIGS, Tamper, Upto,
+    Want, WriteMode, assert_sticky, crate_error, decrypt_ok, read_injecting_at_every_call,
+    read_retrying, read_watching_key, write_in, write_retrying,
 };
 
 const TAG: usize = common::TAG;
@@ -96,15 +97,9 @@ impl Lay {
     }
 }
 
-/// Deterministic plaintext that never contains 0x00 or 0xAA (what a wipe
-/// leaves and what caller buffers are filled with), so leaks show.
+/// [`common::data`]: never 0x00 nor 0xAA, so leaks show.
 fn plaintext(len: usize, seed: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| {
-            let b = u8::try_from((i * 31 + seed * 7) % 251).unwrap();
-            if b == 0 || b == 0xAA { 0x55 } else { b }
-        })
-        .collect()
+    common::data(len, seed as u64)
 }
 
 fn raw_key(len: usize, seed: u8) -> Vec<u8> {
@@ -338,187 +333,115 @@ fn tamper_lengths(lay: &Lay) -> [usize; 5] {
 // Writing and reading.
 // ---------------------------------------------------------------------
 
-#[derive(Clone, Copy, Debug)]
-enum WriteMode {
-    OneByte,
-    Fixed(usize),
-    AllAtOnce,
-    /// Sizes that straddle segment 0 and the later segments, alternate
-    /// the buffered and direct-seal paths, with empty writes between.
-    Straddle,
+/// The round trips' write chunkings: 1, 7, 13 and 4099 bytes, all at
+/// once, and sizes that straddle segment 0 and the later segments
+/// (alternating the buffered and direct-seal paths) with an empty write
+/// before every third.
+fn write_modes(lay: &Lay) -> [WriteMode; 6] {
+    [
+        WriteMode::Fixed(1),
+        WriteMode::Fixed(7),
+        WriteMode::Fixed(13),
+        WriteMode::Fixed(4099),
+        WriteMode::AllAtOnce,
+        straddle(lay),
+    ]
 }
 
-const WRITE_MODES: [WriteMode; 6] = [
-    WriteMode::OneByte,
-    WriteMode::Fixed(7),
-    WriteMode::Fixed(13),
-    WriteMode::Fixed(4099),
-    WriteMode::AllAtOnce,
-    WriteMode::Straddle,
-];
-
-fn write_all_in<W: Write>(w: &mut W, pt: &[u8], mode: WriteMode, lay: &Lay) {
-    let straddle = [
-        lay.first + 1,
-        lay.rest - 1,
-        lay.rest + 1,
-        2 * lay.rest + 3,
-        1,
-        lay.rest,
-        lay.first,
-    ];
-    let mut pos = 0;
-    let mut i = 0;
-    while pos < pt.len() {
-        let size = match mode {
-            WriteMode::OneByte => 1,
-            WriteMode::Fixed(n) => n,
-            WriteMode::AllAtOnce => pt.len(),
-            WriteMode::Straddle => {
-                if i % 3 == 1 {
-                    assert_eq!(w.write(&[]).unwrap(), 0, "empty write");
-                }
-                straddle[i % straddle.len()]
-            }
-        };
-        let n = size.min(pt.len() - pos);
-        w.write_all(&pt[pos..pos + n]).unwrap();
-        pos += n;
-        i += 1;
+fn straddle(lay: &Lay) -> WriteMode {
+    WriteMode::Cycle {
+        sizes: vec![
+            lay.first + 1,
+            lay.rest - 1,
+            lay.rest + 1,
+            2 * lay.rest + 3,
+            1,
+            lay.rest,
+            lay.first,
+        ],
+        empty_every: 3,
     }
 }
 
-fn encrypt_aad(key: &TinkKey, lay: &Lay, aad: &[u8], pt: &[u8], mode: WriteMode) -> Vec<u8> {
-    encrypt_aad_by(Provider::default(), key, lay, aad, pt, mode)
-}
-
-/// [`encrypt_aad`] sealed by provider `wp`.
-fn encrypt_aad_by(
+/// The stream of `pt` written in `mode` through `front`, sealed by
+/// provider `wp`: a Tink writer's default capacity is the key's segment,
+/// the length is exactly the layout's and the header length byte is H.
+fn seal(
+    front: Front,
     wp: Provider,
     key: &TinkKey,
     lay: &Lay,
     aad: &[u8],
     pt: &[u8],
-    mode: WriteMode,
+    mode: &WriteMode,
 ) -> Vec<u8> {
-    let mut w = CipherWriter::builder(key)
-        .provider(wp)
-        .associated_data(aad)
-        .build(Vec::new());
+    let builder = CipherWriter::builder(key).provider(wp).associated_data(aad);
+    let mut w = front.build_writer(builder, Vec::new());
     assert_eq!(w.capacity(), lay.rest, "a Tink writer's default capacity");
-    write_all_in(&mut w, pt, mode, lay);
+    write_in(&mut w, pt, mode);
     let ct = w.finish().unwrap();
     assert_eq!(
         ct.len(),
         lay.ct_len(pt.len()),
-        "{lay:?}: ciphertext length for {} bytes, {mode:?}",
+        "{lay:?}: ciphertext length for {} bytes, {front:?}, {mode:?}",
         pt.len()
     );
     assert_eq!(usize::from(ct[0]), lay.h, "header length byte");
     ct
 }
 
+fn encrypt_aad(key: &TinkKey, lay: &Lay, aad: &[u8], pt: &[u8], mode: &WriteMode) -> Vec<u8> {
+    seal(Front::Std, Provider::default(), key, lay, aad, pt, mode)
+}
+
 fn encrypt(key: &TinkKey, lay: &Lay, pt: &[u8]) -> Vec<u8> {
-    encrypt_aad(key, lay, b"", pt, WriteMode::Fixed(7))
+    encrypt_aad(key, lay, b"", pt, &WriteMode::Fixed(7))
 }
 
 fn encrypt_by(wp: Provider, key: &TinkKey, lay: &Lay, pt: &[u8]) -> Vec<u8> {
-    encrypt_aad_by(wp, key, lay, b"", pt, WriteMode::Fixed(7))
+    seal(Front::Std, wp, key, lay, b"", pt, &WriteMode::Fixed(7))
 }
 
-#[derive(Clone, Copy, Debug)]
-enum ReadMode {
-    /// `read` calls with a buffer of this many bytes.
-    Chunks(usize),
-    ToEnd,
-    /// `fill_buf`, consuming 3 bytes and everything in turn.
-    BufRead,
-    /// `read_exact` of straddling sizes.
-    ReadExact,
-}
-
-fn read_modes(lay: &Lay) -> [ReadMode; 9] {
+/// The round trips' read patterns for a `len`-byte plaintext: reads of 1,
+/// 7, one segment of each size, several segments (the zero-copy path
+/// coalesces) and 1 MiB; `read_to_end`; `fill_buf` consuming 3 bytes and
+/// everything in turn; `read_exact` of straddling sizes.
+fn read_modes(lay: &Lay, len: usize) -> [ReadMode; 9] {
     [
         ReadMode::Chunks(1),
         ReadMode::Chunks(7),
         ReadMode::Chunks(lay.first),
         ReadMode::Chunks(lay.rest),
-        // Several segments at once: the zero-copy path coalesces.
         ReadMode::Chunks(3 * lay.css + 5),
         ReadMode::Chunks(MIB),
         ReadMode::ToEnd,
-        ReadMode::BufRead,
-        ReadMode::ReadExact,
+        ReadMode::FillBuf(3),
+        ReadMode::Exact {
+            sizes: vec![11, lay.first + 1, lay.rest, 2 * lay.rest + 1],
+            len,
+        },
     ]
 }
 
 const READ_CAPS: [usize; 4] = [1, 7, 8 * 1024, MIB];
 
-/// Reads to the end in `mode` and checks that the end is stable.
-fn read_all<R: Read>(r: &mut CipherReader<R>, lay: &Lay, len: usize, mode: ReadMode) -> Vec<u8> {
-    let mut out = Vec::new();
-    match mode {
-        ReadMode::Chunks(n) => {
-            let mut buf = vec![0u8; n];
-            loop {
-                let k = r.read(&mut buf).unwrap();
-                if k == 0 {
-                    break;
-                }
-                out.extend_from_slice(&buf[..k]);
-            }
-        }
-        ReadMode::ToEnd => {
-            r.read_to_end(&mut out).unwrap();
-        }
-        ReadMode::BufRead => {
-            let mut i = 0;
-            loop {
-                let avail = r.fill_buf().unwrap();
-                if avail.is_empty() {
-                    break;
-                }
-                let take = if i % 2 == 0 {
-                    avail.len().min(3)
-                } else {
-                    avail.len()
-                };
-                out.extend_from_slice(&avail[..take]);
-                r.consume(take);
-                i += 1;
-            }
-        }
-        ReadMode::ReadExact => {
-            let sizes = [11, lay.first + 1, lay.rest, 2 * lay.rest + 1];
-            let mut i = 0;
-            while out.len() < len {
-                let n = sizes[i % sizes.len()].min(len - out.len());
-                let mut buf = vec![0u8; n];
-                r.read_exact(&mut buf).unwrap();
-                out.extend_from_slice(&buf);
-                i += 1;
-            }
-        }
-    }
-    assert_eq!(r.read(&mut [0u8; 64]).unwrap(), 0, "read after the end");
-    assert!(r.fill_buf().unwrap().is_empty(), "fill_buf after the end");
-    out
-}
-
-fn decrypt(
+/// `ct` read through `front` with reader capacity `cap` in `mode` is `pt`,
+/// with a stable end.
+#[allow(clippy::too_many_arguments)]
+fn decrypts_to(
+    ctx: &str,
+    front: Front,
     key: &TinkKey,
     aad: &[u8],
     cap: usize,
     ct: &[u8],
-    lay: &Lay,
-    len: usize,
-    mode: ReadMode,
-) -> Vec<u8> {
-    let mut r = CipherReader::builder(key)
+    pt: &[u8],
+    mode: &ReadMode,
+) {
+    let builder = CipherReader::builder(key)
         .associated_data(aad)
-        .capacity(cap)
-        .build(ct);
-    read_all(&mut r, lay, len, mode)
+        .capacity(cap);
+    decrypt_ok(&format!("{ctx} cap {cap}"), front, builder, ct, pt, mode);
 }
 
 // ---------------------------------------------------------------------
@@ -532,20 +455,21 @@ fn round_trip_every_parameter_set_length_and_write_chunking() {
         let key = tink_key(&lay, &raw);
         for len in lay.lengths() {
             let pt = plaintext(len, si);
-            let modes = read_modes(&lay);
-            for (wi, wmode) in WRITE_MODES.into_iter().enumerate() {
-                let ctx = format!("{lay:?} raw {raw_len} len {len} {wmode:?}");
-                let ct = encrypt_aad(&key, &lay, b"", &pt, wmode);
-                // The independent decoder agrees, segment by segment.
-                let segs =
-                    spec_decode(&lay, &raw, b"", &ct).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-                assert_eq!(segs.len(), lay.segments(len), "{ctx}");
-                assert_eq!(segs, lay.plain_segments(&pt), "{ctx}");
-                // And the reader, in a rotating read mode and capacity.
-                let rmode = modes[(wi + si + len) % modes.len()];
-                let cap = READ_CAPS[(wi + len) % READ_CAPS.len()];
-                let out = decrypt(&key, b"", cap, &ct, &lay, len, rmode);
-                assert!(out == pt, "{ctx}: read {rmode:?} cap {cap}");
+            let modes = read_modes(&lay, len);
+            for (wi, wmode) in write_modes(&lay).iter().enumerate() {
+                for &front in Front::ALL {
+                    let ctx = format!("{lay:?} raw {raw_len} len {len} {wmode:?} {front:?}");
+                    let ct = seal(front, Provider::default(), &key, &lay, b"", &pt, wmode);
+                    // The independent decoder agrees, segment by segment.
+                    let segs =
+                        spec_decode(&lay, &raw, b"", &ct).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                    assert_eq!(segs.len(), lay.segments(len), "{ctx}");
+                    assert_eq!(segs, lay.plain_segments(&pt), "{ctx}");
+                    // And the reader, in a rotating read mode and capacity.
+                    let rmode = &modes[(wi + si + len) % modes.len()];
+                    let cap = READ_CAPS[(wi + len) % READ_CAPS.len()];
+                    decrypts_to(&ctx, front, &key, b"", cap, &ct, &pt, rmode);
+                }
             }
         }
     }
@@ -559,10 +483,12 @@ fn round_trip_every_read_pattern_and_reader_capacity() {
         for len in lay.lengths() {
             let pt = plaintext(len, si + 1);
             let ct = encrypt(&key, &lay, &pt);
-            for mode in read_modes(&lay) {
-                for cap in READ_CAPS {
-                    let out = decrypt(&key, b"", cap, &ct, &lay, len, mode);
-                    assert!(out == pt, "{lay:?} len {len}: read {mode:?} cap {cap}");
+            for &front in Front::ALL {
+                for mode in &read_modes(&lay, len) {
+                    for cap in READ_CAPS {
+                        let ctx = format!("{lay:?} len {len}");
+                        decrypts_to(&ctx, front, &key, b"", cap, &ct, &pt, mode);
+                    }
                 }
             }
         }
@@ -576,11 +502,22 @@ fn associated_data_round_trips_and_binds_the_key() {
     let key = tink_key(&lay, &raw);
     for aad in [&b""[..], b"x", b"object/name.bin", &[0u8; 300][..]] {
         let pt = plaintext(3 * lay.rest, aad.len());
-        let ct = encrypt_aad(&key, &lay, aad, &pt, WriteMode::Straddle);
-        let segs = spec_decode(&lay, &raw, aad, &ct).unwrap();
-        assert_eq!(segs.concat(), pt);
-        for cap in [1, DEFAULT_CAPACITY] {
-            assert!(decrypt(&key, aad, cap, &ct, &lay, pt.len(), ReadMode::ToEnd) == pt);
+        for &front in Front::ALL {
+            let ct = seal(
+                front,
+                Provider::default(),
+                &key,
+                &lay,
+                aad,
+                &pt,
+                &straddle(&lay),
+            );
+            let segs = spec_decode(&lay, &raw, aad, &ct).unwrap();
+            assert_eq!(segs.concat(), pt);
+            for cap in [1, DEFAULT_CAPACITY] {
+                let ctx = format!("aad {} bytes, {front:?}", aad.len());
+                decrypts_to(&ctx, front, &key, aad, cap, &ct, &pt, &ReadMode::ToEnd);
+            }
         }
     }
 }
@@ -594,7 +531,7 @@ fn writer_output_matches_the_format_description() {
         let raw = raw_key(raw_len, 0x11 ^ u8::try_from(si).unwrap());
         let key = tink_key(&lay, &raw);
         let pt = plaintext(lay.first + 2 * lay.rest + 3, si);
-        let ct = encrypt_aad(&key, &lay, b"ad", &pt, WriteMode::AllAtOnce);
+        let ct = encrypt_aad(&key, &lay, b"ad", &pt, &WriteMode::AllAtOnce);
         let ctx = format!("{lay:?}");
         assert_eq!(
             spec_decode(&lay, &raw, b"ad", &ct).unwrap().concat(),
@@ -632,7 +569,7 @@ fn writer_output_matches_the_format_description() {
             }
         }
         // Two streams never share salt or prefix.
-        let ct2 = encrypt_aad(&key, &lay, b"ad", &pt, WriteMode::AllAtOnce);
+        let ct2 = encrypt_aad(&key, &lay, b"ad", &pt, &WriteMode::AllAtOnce);
         assert_ne!(ct[1..=lay.dks], ct2[1..=lay.dks], "{ctx}: salt repeated");
         assert_ne!(
             ct[1 + lay.dks..lay.h],
@@ -653,8 +590,10 @@ fn empty_plaintext_is_header_and_one_tag() {
         assert_eq!(segs, vec![Vec::<u8>::new()]);
         let spec = Spec::tink(&lay, &raw, b"", &ct[..lay.h]);
         assert_eq!(spec.open(0, true, &ct[lay.h..]), Some(vec![]));
-        for mode in read_modes(&lay) {
-            assert!(decrypt(&key, b"", 7, &ct, &lay, 0, mode).is_empty());
+        for &front in Front::ALL {
+            for mode in &read_modes(&lay, 0) {
+                decrypts_to(&format!("{lay:?}"), front, &key, b"", 7, &ct, &[], mode);
+            }
         }
     }
 }
@@ -682,10 +621,12 @@ fn spec_encoded_streams_read_back() {
             let pt = plaintext(len, si + 5);
             let ct = spec_encode(&lay, &raw, b"aad", &salt, &prefix, &pt);
             assert_eq!(ct.len(), lay.ct_len(len));
-            for (mi, mode) in read_modes(&lay).into_iter().enumerate() {
+            for (mi, mode) in read_modes(&lay, len).iter().enumerate() {
                 let cap = READ_CAPS[mi % READ_CAPS.len()];
-                let out = decrypt(&key, b"aad", cap, &ct, &lay, len, mode);
-                assert!(out == pt, "{lay:?} len {len}: {mode:?} cap {cap}");
+                for &front in Front::ALL {
+                    let ctx = format!("{lay:?} len {len}");
+                    decrypts_to(&ctx, front, &key, b"aad", cap, &ct, &pt, mode);
+                }
             }
         }
     }
@@ -720,7 +661,7 @@ impl Case<'_> {
     fn fail_in(
         &self,
         configs: &[(usize, usize)],
-        pats: &[Pattern],
+        pats: &[ReadMode],
         stream: &[u8],
         want: &Want,
         upto: Upto,
@@ -848,7 +789,7 @@ fn every_truncation_fails() {
             // (never Ok, Truncated or Authentication) is checked first.
             case.fail_in(
                 &CONFIGS[..1],
-                &[Pattern::ToEnd],
+                &[ReadMode::ToEnd],
                 &ct[..cut],
                 &Want::CutOrAuth,
                 Upto::Exactly(delivered),
@@ -1342,7 +1283,15 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
     let raw = raw_key(32, 5);
     let key = tink_key(&lay, &raw);
     let pt = plaintext(lay.first + 2 * lay.rest + 5, 2);
-    let ct = encrypt_aad_by(wp, &key, &lay, b"context-A", &pt, WriteMode::Fixed(7));
+    let ct = seal(
+        Front::Std,
+        wp,
+        &key,
+        &lay,
+        b"context-A",
+        &pt,
+        &WriteMode::Fixed(7),
+    );
     let auth = Want::Is(Error::Authentication);
     Case {
         ctx: &format!("right key, sealed by {wp:?}"),
@@ -1456,20 +1405,6 @@ fn wrong_key_aad_or_parameters_fail_by(wp: Provider) {
     assert!(out.is_empty());
 }
 
-/// [`common::read_watching`] on every front with every provider, which
-/// must agree. (AWS-LC decrypts a segment into the caller's buffer before
-/// it checks the tag: only the wipe after a failed open keeps that
-/// plaintext from the caller.)
-fn read_watching_buffer(
-    ctx: &str,
-    key: &TinkKey,
-    stream: &[u8],
-    pt: &[u8],
-    buf_len: usize,
-) -> (usize, Error) {
-    common::read_watching_everywhere(ctx, &CipherReader::builder(key), stream, pt, buf_len)
-}
-
 /// A failed read leaves no plaintext in the caller's buffer, for small
 /// and zero-copy reads: segment `i` with a bad tag or body releases exactly
 /// the segments before it.
@@ -1480,7 +1415,7 @@ fn failed_read_leaves_no_plaintext_in_callers_buffer() {
     }
 }
 
-/// Sealed by `wp`; [`read_watching_buffer`] reads with every provider.
+/// Sealed by `wp`; [`read_watching_key`] reads with every provider.
 fn failed_read_leaves_no_plaintext_in_callers_buffer_by(wp: Provider) {
     let lay = Lay::new(16, 64, HkdfHash::Sha256);
     let key = tink_key(&lay, &raw_key(16, 8));
@@ -1500,7 +1435,7 @@ fn failed_read_leaves_no_plaintext_in_callers_buffer_by(wp: Provider) {
             bad[pos] ^= 0x01;
             for buf_len in buf_lens {
                 let ctx = format!("{what} of segment {i} flipped, reads of {buf_len}");
-                let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
+                let (delivered, e) = read_watching_key(&ctx, &key, &bad, &pt, buf_len);
                 assert_eq!(e, Error::Authentication, "{ctx}");
                 assert_eq!(delivered, lay.plain_before(i), "{ctx}");
             }
@@ -1513,7 +1448,7 @@ fn failed_read_leaves_no_plaintext_in_callers_buffer_by(wp: Provider) {
         let bad = [encrypt_by(wp, &key, &lay, &pt), vec![0x5c]].concat();
         for buf_len in buf_lens {
             let ctx = format!("len {len}: trailing byte, reads of {buf_len}");
-            let (delivered, e) = read_watching_buffer(&ctx, &key, &bad, &pt, buf_len);
+            let (delivered, e) = read_watching_key(&ctx, &key, &bad, &pt, buf_len);
             assert_eq!(e, Error::TrailingData, "{ctx}");
             assert_eq!(delivered, lay.plain_before(lay.segments(len) - 1), "{ctx}");
         }
@@ -1627,16 +1562,6 @@ fn writer_retries_interrupted_at_every_call_position() {
     writer_inject_at_every_position(ErrorKind::Interrupted, false);
 }
 
-fn script_reader(
-    data: &[u8],
-    max_per_call: usize,
-    fail: Option<(usize, ErrorKind)>,
-) -> ScriptReader<'_> {
-    let mut r = ScriptReader::new(data).max_per_call(max_per_call);
-    r.fail = fail;
-    r
-}
-
 fn script_writer(max_per_call: usize, fail: Option<(usize, ErrorKind)>) -> ScriptWriter {
     let mut w = ScriptWriter::new().max_per_call(max_per_call);
     w.fail = fail;
@@ -1653,8 +1578,11 @@ fn reader_over_one_byte_per_call_reader() {
                 let ct = encrypt(&key, &lay, &pt);
                 for cap in [1, 16, DEFAULT_CAPACITY] {
                     for bufsize in [1, 7, lay.first, lay.rest, 4096] {
-                        let mut r =
-                            front.reader_with_capacity(cap, &key, script_reader(&ct, 1, None));
+                        let mut r = front.reader_with_capacity(
+                            cap,
+                            &key,
+                            ScriptReader::new(&ct).max_per_call(1),
+                        );
                         let (out, errors) = read_retrying(&mut r, bufsize);
                         let ctx = format!("{front:?} {lay:?} len {len} cap {cap} buf {bufsize}");
                         assert!(errors.is_empty(), "{ctx}");
@@ -1682,31 +1610,19 @@ fn reader_inject_at_every_position(kind: ErrorKind, exactly_once: bool) {
                     (16, lay.rest),
                     (100, 1000),
                 ] {
-                    let mut r = front.reader_with_capacity(
-                        cap,
-                        &key,
-                        script_reader(&ct, max_per_call, None),
+                    let ctx = format!(
+                        "{front:?}: len {len}, max {max_per_call}, cap {cap}, buf {bufsize}"
                     );
-                    let (out, errors) = read_retrying(&mut r, bufsize);
-                    assert!(errors.is_empty());
-                    assert!(out == pt);
-                    let clean_calls = r.get_ref().calls;
-                    for k in 0..clean_calls {
-                        let ctx = format!(
-                            "{front:?}: {kind:?} at {k}/{clean_calls}, len {len}, max {max_per_call}, cap {cap}, buf {bufsize}"
-                        );
-                        let inner = script_reader(&ct, max_per_call, Some((k, kind)));
-                        let mut r = front.reader_with_capacity(cap, &key, inner);
-                        let (out, errors) = read_retrying(&mut r, bufsize);
-                        assert!(out == pt, "{ctx}");
-                        assert!(errors.iter().all(|&e| e == kind), "{ctx}: {errors:?}");
-                        if exactly_once {
-                            assert_eq!(errors.len(), 1, "{ctx}");
-                        } else {
-                            assert!(errors.len() <= 1, "{ctx}");
-                        }
-                        assert_eq!(r.get_ref().calls, clean_calls + 1, "{ctx}");
-                    }
+                    read_injecting_at_every_call(
+                        &ctx,
+                        &ct,
+                        &pt,
+                        max_per_call,
+                        bufsize,
+                        kind,
+                        exactly_once,
+                        |inner| front.reader_with_capacity(cap, &key, inner),
+                    );
                 }
             }
         }
@@ -1783,8 +1699,10 @@ fn writer_capacity_other_than_the_keys_segment_is_invalid() {
     w.write_all(&pt).unwrap();
     let ct_aad = w.finish().unwrap();
     assert_eq!(ct_aad.len(), lay.ct_len(pt.len()));
-    assert!(decrypt(&key, b"", 1, &ct, &lay, pt.len(), ReadMode::ToEnd) == pt);
-    assert!(decrypt(&key, b"a", 1, &ct_aad, &lay, pt.len(), ReadMode::ToEnd) == pt);
+    for &front in Front::ALL {
+        decrypts_to("no aad", front, &key, b"", 1, &ct, &pt, &ReadMode::ToEnd);
+        decrypts_to("aad", front, &key, b"a", 1, &ct_aad, &pt, &ReadMode::ToEnd);
+    }
 }
 
 #[test]
@@ -1904,7 +1822,7 @@ fn max_segment_size_does_not_apply_to_tink_keys() {
     let raw = raw_key(16, 0x5a);
     let key = TinkKey::new(p, &raw).unwrap();
     let pt = plaintext(lay.first + 100, 9);
-    let ct = encrypt_aad(&key, &lay, b"", &pt, WriteMode::AllAtOnce);
+    let ct = encrypt_aad(&key, &lay, b"", &pt, &WriteMode::AllAtOnce);
     assert_eq!(lay.segments(pt.len()), 2);
     for limit in [1, 1024] {
         for cap in [1000, DEFAULT_CAPACITY] {

@@ -19,8 +19,7 @@
 #![cfg(feature = "tokio")]
 #![allow(clippy::unwrap_used, clippy::too_many_lines)]
 
-#[path = "common/aio.rs"]
-mod aio;
+mod common;
 
 use std::collections::HashSet;
 use std::future::{Future, poll_fn};
@@ -29,7 +28,6 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use cipherio::format::{HEADER_LEN, TAG_LEN};
 use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
 use cipherio::tokio::{AsyncCipherReader, AsyncCipherWriter};
 use cipherio::{
@@ -41,7 +39,8 @@ use tokio::io::{
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
-use aio::{ScriptedReader, ScriptedWriter, is_injected};
+use common::aio::{ScriptedReader, ScriptedWriter, is_injected};
+use common::{Layout, TAG as TAG_LEN, data};
 
 /// Hang guard for everything that waits on another task or a socket.
 const GUARD: Duration = Duration::from_secs(60);
@@ -51,61 +50,7 @@ const GUARD: Duration = Duration::from_secs(60);
 const SEG: usize = 1024;
 
 // ---------------------------------------------------------------------------
-// data, keys, the layout model
-
-/// Pseudo-random bytes (xorshift64*): every 16-byte window is distinct in
-/// practice, which the leak checks rely on.
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_be_bytes()[0]
-        })
-        .collect()
-}
-
-/// The segment layout, written from the format descriptions (crate docs
-/// and `cipherio::tink`): a header, then segments of `first` plaintext
-/// bytes (segment 0) and `rest` (the others), each followed by a tag; one
-/// segment for the empty stream, never an empty final one after full ones.
-#[derive(Clone, Copy, Debug)]
-struct Lay {
-    header: usize,
-    first: usize,
-    rest: usize,
-}
-
-impl Lay {
-    fn segments(&self, len: usize) -> usize {
-        if len <= self.first {
-            1
-        } else {
-            1 + (len - self.first).div_ceil(self.rest)
-        }
-    }
-
-    /// Ciphertext length of a finished stream of `len` plaintext bytes.
-    fn ct_len(&self, len: usize) -> usize {
-        self.header + len + TAG_LEN * self.segments(len)
-    }
-
-    /// Plaintext bytes in the segments before segment `k`.
-    fn plain_before(&self, k: usize) -> usize {
-        if k == 0 {
-            0
-        } else {
-            self.first + (k - 1) * self.rest
-        }
-    }
-
-    /// Ciphertext bytes of the header and the first `k` full segments.
-    fn sealed_prefix(&self, k: usize) -> usize {
-        self.header + self.plain_before(k) + k * TAG_LEN
-    }
-}
+// keys and cases (data and the layout model: `common`)
 
 #[derive(Clone, Debug)]
 enum AnyKey {
@@ -119,7 +64,7 @@ enum AnyKey {
 struct Case {
     key: AnyKey,
     provider: Provider,
-    lay: Lay,
+    lay: Layout,
     aad: Vec<u8>,
 }
 
@@ -134,11 +79,7 @@ impl Case {
                 cases.push(Case {
                     key: AnyKey::Native(Key::generate(alg)),
                     provider,
-                    lay: Lay {
-                        header: HEADER_LEN,
-                        first: seg,
-                        rest: seg,
-                    },
+                    lay: Layout::native(seg),
                     aad: b"tokio tests".to_vec(),
                 });
             }
@@ -146,11 +87,7 @@ impl Case {
             cases.push(Case {
                 key: AnyKey::Tink(TinkKey::generate(params).unwrap()),
                 provider,
-                lay: Lay {
-                    header: params.header_len(),
-                    first: params.first_segment_plaintext(),
-                    rest: params.segment_plaintext(),
-                },
+                lay: Layout::of_tink(&params),
                 aad: b"tokio tests".to_vec(),
             });
         }
@@ -213,7 +150,7 @@ impl Case {
     fn assert_stream(&self, ct: &[u8], plain: &[u8], what: &str) {
         assert_eq!(
             ct.len(),
-            self.lay.ct_len(plain.len()),
+            self.lay.stream_len(plain.len()),
             "{}: {what}: ciphertext length for {} plaintext bytes",
             self.name(),
             plain.len()
@@ -472,19 +409,15 @@ async fn constructors_and_builders_round_trip_with_both_key_types() {
 
     // Native key: new (8 KiB segments), with_capacity, builder.
     let key = Key::generate(Algorithm::Aes128Gcm);
-    let native = |cap: usize| Lay {
-        header: HEADER_LEN,
-        first: cap,
-        rest: cap,
-    };
+    let native = Layout::native;
     let mut w = AsyncCipherWriter::new(&key, Vec::new());
     w.write_all(&plain).await.unwrap();
     let ct = w.finish().await.unwrap();
-    assert_eq!(ct.len(), native(8192).ct_len(plain.len()));
+    assert_eq!(ct.len(), native(8192).stream_len(plain.len()));
     let mut w = AsyncCipherWriter::with_capacity(4096, &key, Vec::new());
     w.write_all(&plain).await.unwrap();
     let ct2 = w.finish().await.unwrap();
-    assert_eq!(ct2.len(), native(4096).ct_len(plain.len()));
+    assert_eq!(ct2.len(), native(4096).stream_len(plain.len()));
     for ct in [&ct, &ct2] {
         let mut out = Vec::new();
         CipherReader::new(&key, &ct[..])
@@ -512,19 +445,15 @@ async fn constructors_and_builders_round_trip_with_both_key_types() {
     // Tink key: new and with_capacity(the key's segment size).
     let params = TinkParams::AES256_GCM_HKDF_4KB;
     let tkey = TinkKey::generate(params).unwrap();
-    let tlay = Lay {
-        header: params.header_len(),
-        first: params.first_segment_plaintext(),
-        rest: params.segment_plaintext(),
-    };
+    let tlay = Layout::of_tink(&params);
     let mut w = AsyncCipherWriter::new(&tkey, Vec::new());
     w.write_all(&plain).await.unwrap();
     let ct = w.finish().await.unwrap();
-    assert_eq!(ct.len(), tlay.ct_len(plain.len()));
+    assert_eq!(ct.len(), tlay.stream_len(plain.len()));
     let mut w = AsyncCipherWriter::with_capacity(params.segment_plaintext(), &tkey, Vec::new());
     w.write_all(&plain).await.unwrap();
     let ct2 = w.finish().await.unwrap();
-    assert_eq!(ct2.len(), tlay.ct_len(plain.len()));
+    assert_eq!(ct2.len(), tlay.stream_len(plain.len()));
     for ct in [&ct, &ct2] {
         let mut out = Vec::new();
         CipherReader::new(&tkey, &ct[..])
@@ -546,7 +475,7 @@ async fn accessors_reach_the_inner_reader_and_writer() {
     let mut w = case.writer(ScriptedWriter::new());
     w.write_all(&plain).await.unwrap();
     w.flush().await.unwrap();
-    assert_eq!(w.get_ref().len(), case.lay.sealed_prefix(2), "get_ref");
+    assert_eq!(w.get_ref().len(), case.lay.seg_start(2), "get_ref");
     w.get_mut().set_max_per_call(3);
     let inner = w.finish().await.unwrap();
     assert!(inner.writes > 3, "get_mut did not reach the inner writer");
@@ -558,7 +487,7 @@ async fn accessors_reach_the_inner_reader_and_writer() {
     assert_eq!(out, plain);
     assert!(r.get_mut().polls > 0);
     let inner = r.into_inner();
-    assert_eq!(inner.delivered(), case.lay.ct_len(plain.len()));
+    assert_eq!(inner.delivered(), case.lay.stream_len(plain.len()));
 }
 
 // ---------------------------------------------------------------------------
@@ -683,7 +612,7 @@ async fn flush_writes_every_sealed_segment_and_flushes_the_inner_writer() {
             w.write_all(&plain[from..upto]).await.unwrap();
             w.flush().await.unwrap();
             let inner = w.get_ref();
-            let prefix = case.lay.sealed_prefix(k);
+            let prefix = case.lay.seg_start(k);
             assert_eq!(inner.len(), prefix, "{}: after flush {k}", case.name());
             assert_eq!(
                 inner.flushed_at.last(),
@@ -730,7 +659,7 @@ async fn poll_shutdown_is_idempotent_and_seals_once() {
             })
             .await
             .unwrap();
-            let ct_len = case.lay.ct_len(len);
+            let ct_len = case.lay.stream_len(len);
             let what = format!("{}: {len} bytes", case.name());
             assert!(polls > 1, "{what}: the scripted Pendings were not seen");
             assert_eq!(
@@ -802,7 +731,7 @@ fn poll_shutdown_resumes_after_pending_or_error_at_every_position() {
                 }
                 assert_eq!(errors, usize::from(error));
                 let inner = w.get_ref();
-                assert_eq!(inner.shut_at, Some(case.lay.ct_len(plain.len())));
+                assert_eq!(inner.shut_at, Some(case.lay.stream_len(plain.len())));
                 case.assert_stream(
                     &inner.output(),
                     &plain,
@@ -835,7 +764,7 @@ async fn finish_completes_without_shutting_down() {
             );
             inner.write_all(TRAILER).await.unwrap();
             let out = inner.output();
-            let ct_len = case.lay.ct_len(len);
+            let ct_len = case.lay.stream_len(len);
             assert_eq!(out.len(), ct_len + TRAILER.len());
             case.assert_stream(&out[..ct_len], &plain, "finish");
             assert_eq!(&out[ct_len..], TRAILER);
@@ -893,7 +822,10 @@ async fn dropped_writer_never_completes_the_stream() {
                 drop(w);
                 let ct = out.lock().unwrap().clone();
                 let what = format!("{}: {len} bytes, flush {flush}", case.name());
-                assert!(ct.len() < case.lay.ct_len(len), "{what}: completed on drop");
+                assert!(
+                    ct.len() < case.lay.stream_len(len),
+                    "{what}: completed on drop"
+                );
 
                 let mut std_out = Vec::new();
                 let e = case
@@ -1075,7 +1007,7 @@ async fn a_reader_waits_only_for_the_first_segment() {
     for case in Case::all(SEG) {
         let plain = data(case.lay.plain_before(4) + 99, 12);
         let ct = case.seal(&plain);
-        let one = case.lay.sealed_prefix(1);
+        let one = case.lay.seg_start(1);
         let (mut a, b) = tokio::io::duplex(256 * 1024);
         let (tx, mut rx) = mpsc::unbounded_channel::<usize>();
         let sender = tokio::spawn(async move {
@@ -1117,7 +1049,7 @@ async fn a_reader_waits_only_for_the_first_segment() {
 /// told to go on.
 fn pausing_sender(
     ct: Vec<u8>,
-    lay: Lay,
+    lay: Layout,
     mut a: tokio::io::DuplexStream,
 ) -> (
     mpsc::UnboundedReceiver<()>,
@@ -1131,7 +1063,7 @@ fn pausing_sender(
         let mut pauses = 0;
         let mut k = 0;
         while pos < ct.len() {
-            let end = (lay.sealed_prefix(k + 1)).min(ct.len());
+            let end = (lay.seg_start(k + 1)).min(ct.len());
             let mid = if k == 0 {
                 lay.header + lay.first / 2
             } else {
@@ -1494,7 +1426,7 @@ async fn reader_errors_are_sticky_and_release_nothing_unauthenticated() {
         let ct = case.seal(&plain);
         let l = case.lay;
         let mut flipped = ct.clone();
-        flipped[l.sealed_prefix(1) + 10] ^= 1;
+        flipped[l.seg_start(1) + 10] ^= 1;
         let mut trailing = ct.clone();
         trailing.extend_from_slice(b"junk");
         let variants: Vec<(&str, Vec<u8>, usize, ErrorKind)> = vec![
@@ -1506,13 +1438,13 @@ async fn reader_errors_are_sticky_and_release_nothing_unauthenticated() {
             ),
             (
                 "cut after segment 2",
-                ct[..l.sealed_prefix(2)].to_vec(),
+                ct[..l.seg_start(2)].to_vec(),
                 l.plain_before(2),
                 ErrorKind::UnexpectedEof,
             ),
             (
                 "cut inside segment 2",
-                ct[..l.sealed_prefix(2) + 100].to_vec(),
+                ct[..l.seg_start(2) + 100].to_vec(),
                 l.plain_before(2),
                 ErrorKind::InvalidData,
             ),
@@ -1606,7 +1538,7 @@ fn inner_polls_equal_the_std_readers_inner_reads() {
         let l = case.lay;
         let plain = data(l.plain_before(6) + 321, 22);
         let ct = case.seal(&plain);
-        let mut per_segment = vec![l.sealed_prefix(1)];
+        let mut per_segment = vec![l.seg_start(1)];
         per_segment.extend(std::iter::repeat_n(l.rest + TAG_LEN, 7));
         let make = |how: &str| match how {
             "all at once" => ScriptedReader::new(ct.clone()),
@@ -1649,7 +1581,7 @@ fn coalesced_segments_need_no_second_poll_and_reads_wait_for_one_segment() {
         let n = 6;
         let plain = data(l.plain_before(n), 23);
         let ct = case.seal(&plain);
-        assert_eq!(ct.len(), l.sealed_prefix(n));
+        assert_eq!(ct.len(), l.seg_start(n));
         for bufsize in [1, 100, SEG, 64 * 1024] {
             // Everything in one call: the first n - 1 segments (and the
             // last one, full-length, too) without a second poll.
@@ -1665,7 +1597,7 @@ fn coalesced_segments_need_no_second_poll_and_reads_wait_for_one_segment() {
             }
 
             // One sealed segment per inner call.
-            let mut chunks = vec![l.sealed_prefix(1)];
+            let mut chunks = vec![l.seg_start(1)];
             chunks.extend(std::iter::repeat_n(l.rest + TAG_LEN, n - 1));
             let inner = ScriptedReader::new(ct.clone()).chunks(chunks);
             let mut r = case.reader(64 * 1024, inner);
@@ -1816,7 +1748,11 @@ async fn a_dropped_finish_future_does_not_complete_the_stream() {
             assert!(fut.as_mut().poll(&mut cx()).is_pending());
         }
         let ct = out.lock().unwrap().clone();
-        assert!(ct.len() < case.lay.ct_len(plain.len()), "{}", case.name());
+        assert!(
+            ct.len() < case.lay.stream_len(plain.len()),
+            "{}",
+            case.name()
+        );
         let e = case.open_std(&ct).unwrap_err();
         assert_incomplete(&e, &case.name());
     }

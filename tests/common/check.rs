@@ -4,7 +4,7 @@
 
 use std::io::{self, ErrorKind, Read};
 
-use cipherio::{DEFAULT_CAPACITY, Error, Provider, ReaderBuilder};
+use cipherio::{CipherReader, DEFAULT_CAPACITY, Error, Provider, ReaderBuilder, StreamKey};
 
 use super::doubles::ScriptReader;
 use super::drive::{ReadMode, read_in};
@@ -61,6 +61,10 @@ pub enum Want {
     InvalidData,
     /// `Truncated` or `Authentication`.
     CutOrAuth,
+    /// Any crate error of a damaged stream (`InvalidData` or
+    /// `UnexpectedEof`, as [`crate_error`] checks): a damaged header may
+    /// fail as either.
+    Damaged,
 }
 
 impl Want {
@@ -72,6 +76,7 @@ impl Want {
                 matches!(ce, Error::Truncated | Error::Authentication),
                 "{ctx}: {ce:?}"
             ),
+            Want::Damaged => {}
         }
     }
 }
@@ -183,6 +188,20 @@ pub fn read_watching_everywhere(
         assert_eq!(other, first, "{ctx}: providers or fronts disagree");
     }
     first
+}
+
+/// [`read_watching_everywhere`] with `key`'s default reader (no
+/// associated data). (AWS-LC decrypts a segment into the caller's buffer
+/// before it checks the tag: only the wipe after a failed open keeps that
+/// plaintext from the caller.)
+pub fn read_watching_key<K: StreamKey>(
+    ctx: &str,
+    key: &K,
+    stream: &[u8],
+    pt: &[u8],
+    buf_len: usize,
+) -> (usize, Error) {
+    read_watching_everywhere(ctx, &CipherReader::builder(key), stream, pt, buf_len)
 }
 
 /// (reader capacity, bytes the inner reader hands out per call) that a

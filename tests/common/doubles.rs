@@ -179,3 +179,24 @@ impl Write for ScriptWriter {
         Ok(())
     }
 }
+
+/// Any inner reader, its `read` calls counted (for real I/O, where a
+/// [`ScriptReader`] cannot stand in).
+#[derive(Debug)]
+pub struct Counted<R> {
+    pub inner: R,
+    pub calls: usize,
+}
+
+impl<R> Counted<R> {
+    pub fn new(inner: R) -> Self {
+        Counted { inner, calls: 0 }
+    }
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.calls += 1;
+        self.inner.read(buf)
+    }
+}

@@ -6,6 +6,7 @@ use std::io::{self, ErrorKind, Read, Write};
 
 use cipherio::{Error, ReaderBuilder, WriterBuilder};
 
+use super::doubles::ScriptReader;
 use super::front::{Front, FrontReader, FrontWriter};
 
 /// How a caller chunks its writes.
@@ -226,5 +227,49 @@ pub fn read_retrying<R: Read + Unpin>(
                 assert!(errors.len() < 50, "{errors:?}");
             }
         }
+    }
+}
+
+/// A reader over an inner reader that hands out `max_per_call` bytes a
+/// call, read with [`read_retrying`] in `bufsize`-byte reads: first
+/// cleanly, then with one error of `kind` injected at every call position
+/// of the clean run. `open` makes the front reader over the inner one.
+/// Every run gives back `pt`; the injected error surfaces only as itself,
+/// exactly once if `exactly_once` (else at most once: the front may retry
+/// it, as `Read::read_exact` does `Interrupted`), and the inner reader is
+/// called exactly once more than in the clean run (the failed call: no
+/// call is lost or repeated).
+#[allow(clippy::too_many_arguments)]
+pub fn read_injecting_at_every_call<'a>(
+    ctx: &str,
+    ct: &'a [u8],
+    pt: &[u8],
+    max_per_call: usize,
+    bufsize: usize,
+    kind: ErrorKind,
+    exactly_once: bool,
+    open: impl Fn(ScriptReader<'a>) -> FrontReader<ScriptReader<'a>>,
+) {
+    let mut r = open(ScriptReader::new(ct).max_per_call(max_per_call));
+    let (out, errors) = read_retrying(&mut r, bufsize);
+    assert!(errors.is_empty(), "{ctx}: clean run: {errors:?}");
+    assert!(out == pt, "{ctx}: clean run: wrong plaintext");
+    let clean_calls = r.get_ref().calls;
+    for k in 0..clean_calls {
+        let ctx = format!("{ctx}: {kind:?} at {k}/{clean_calls}");
+        let mut r = open(
+            ScriptReader::new(ct)
+                .max_per_call(max_per_call)
+                .fail_at(k, kind),
+        );
+        let (out, errors) = read_retrying(&mut r, bufsize);
+        assert!(out == pt, "{ctx}");
+        assert!(errors.iter().all(|&e| e == kind), "{ctx}: {errors:?}");
+        if exactly_once {
+            assert_eq!(errors.len(), 1, "{ctx}");
+        } else {
+            assert!(errors.len() <= 1, "{ctx}");
+        }
+        assert_eq!(r.get_ref().calls, clean_calls + 1, "{ctx}");
     }
 }

@@ -2,14 +2,15 @@
 //! tokio front (`AsyncCipherWriter`/`AsyncCipherReader`, feature `tokio`),
 //! so that every stream behaviour is tested through both.
 //!
-//! The tokio front runs on a current-thread runtime over the same sync
-//! doubles as the std front, through [`SyncIo`]: it passes every call and
-//! every error (`WouldBlock` and `Interrupted` included) through as
-//! `Poll::Ready`, so the inner call counts are the same on both fronts.
+//! The tokio front runs over the same sync doubles as the std front,
+//! through [`SyncIo`]: it passes every call and every error (`WouldBlock`
+//! and `Interrupted` included) through as `Poll::Ready`, so the inner call
+//! counts are the same on both fronts, and every front call completes in
+//! one poll (no runtime needed; `Pending` fails the test).
 
 use std::io::{self, BufRead, Read, Write};
 
-use cipherio::{CipherReader, CipherWriter, ReaderBuilder, StreamKey, WriterBuilder};
+use cipherio::{CipherReader, CipherWriter, Provider, ReaderBuilder, StreamKey, WriterBuilder};
 
 /// A front: the std one, and the tokio one with the feature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +46,7 @@ impl Front {
             Front::Std => FrontWriter::Std(CipherWriter::new(key, inner)),
             #[cfg(feature = "tokio")]
             Front::Tokio => {
-                FrontWriter::Tokio(aio::AsyncCipherWriter::new(key, SyncIo::new(inner)))
+                FrontWriter::Tokio(on_tokio::AsyncCipherWriter::new(key, SyncIo::new(inner)))
             }
         }
     }
@@ -60,7 +61,7 @@ impl Front {
         match self {
             Front::Std => FrontWriter::Std(CipherWriter::with_capacity(capacity, key, inner)),
             #[cfg(feature = "tokio")]
-            Front::Tokio => FrontWriter::Tokio(aio::AsyncCipherWriter::with_capacity(
+            Front::Tokio => FrontWriter::Tokio(on_tokio::AsyncCipherWriter::with_capacity(
                 capacity,
                 key,
                 SyncIo::new(inner),
@@ -83,7 +84,7 @@ impl Front {
             Front::Std => FrontReader::Std(CipherReader::new(key, inner)),
             #[cfg(feature = "tokio")]
             Front::Tokio => {
-                FrontReader::Tokio(aio::AsyncCipherReader::new(key, SyncIo::new(inner)))
+                FrontReader::Tokio(on_tokio::AsyncCipherReader::new(key, SyncIo::new(inner)))
             }
         }
     }
@@ -98,7 +99,7 @@ impl Front {
         match self {
             Front::Std => FrontReader::Std(CipherReader::with_capacity(capacity, key, inner)),
             #[cfg(feature = "tokio")]
-            Front::Tokio => FrontReader::Tokio(aio::AsyncCipherReader::with_capacity(
+            Front::Tokio => FrontReader::Tokio(on_tokio::AsyncCipherReader::with_capacity(
                 capacity,
                 key,
                 SyncIo::new(inner),
@@ -111,11 +112,12 @@ impl Front {
 pub enum FrontWriter<W: Write + Unpin> {
     Std(CipherWriter<W>),
     #[cfg(feature = "tokio")]
-    Tokio(aio::AsyncCipherWriter<SyncIo<W>>),
+    Tokio(on_tokio::AsyncCipherWriter<SyncIo<W>>),
 }
 
 impl<W: Write + Unpin> FrontWriter<W> {
-    /// The std writer, for its std-only API (`capacity`, `provider`).
+    /// The std writer, for its std-only API (`try_finish` after a
+    /// `finish`-less drop, `Debug`).
     pub fn as_std(&self) -> Option<&CipherWriter<W>> {
         match self {
             FrontWriter::Std(w) => Some(w),
@@ -132,11 +134,29 @@ impl<W: Write + Unpin> FrontWriter<W> {
         }
     }
 
+    /// The provider the writer seals with.
+    pub fn provider(&self) -> Provider {
+        match self {
+            FrontWriter::Std(w) => w.provider(),
+            #[cfg(feature = "tokio")]
+            FrontWriter::Tokio(w) => w.provider(),
+        }
+    }
+
+    /// The writer's capacity (a native stream's segment size).
+    pub fn capacity(&self) -> usize {
+        match self {
+            FrontWriter::Std(w) => w.capacity(),
+            #[cfg(feature = "tokio")]
+            FrontWriter::Tokio(w) => w.capacity(),
+        }
+    }
+
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             FrontWriter::Std(w) => w.write(buf),
             #[cfg(feature = "tokio")]
-            FrontWriter::Tokio(w) => aio::block_on(::tokio::io::AsyncWriteExt::write(w, buf)),
+            FrontWriter::Tokio(w) => on_tokio::block_on(::tokio::io::AsyncWriteExt::write(w, buf)),
         }
     }
 
@@ -144,7 +164,9 @@ impl<W: Write + Unpin> FrontWriter<W> {
         match self {
             FrontWriter::Std(w) => w.write_all(buf),
             #[cfg(feature = "tokio")]
-            FrontWriter::Tokio(w) => aio::block_on(::tokio::io::AsyncWriteExt::write_all(w, buf)),
+            FrontWriter::Tokio(w) => {
+                on_tokio::block_on(::tokio::io::AsyncWriteExt::write_all(w, buf))
+            }
         }
     }
 
@@ -152,7 +174,7 @@ impl<W: Write + Unpin> FrontWriter<W> {
         match self {
             FrontWriter::Std(w) => w.flush(),
             #[cfg(feature = "tokio")]
-            FrontWriter::Tokio(w) => aio::block_on(::tokio::io::AsyncWriteExt::flush(w)),
+            FrontWriter::Tokio(w) => on_tokio::block_on(::tokio::io::AsyncWriteExt::flush(w)),
         }
     }
 
@@ -164,7 +186,7 @@ impl<W: Write + Unpin> FrontWriter<W> {
         match self {
             FrontWriter::Std(w) => w.try_finish(),
             #[cfg(feature = "tokio")]
-            FrontWriter::Tokio(w) => aio::block_on(std::future::poll_fn(|cx| {
+            FrontWriter::Tokio(w) => on_tokio::block_on(std::future::poll_fn(|cx| {
                 ::tokio::io::AsyncWrite::poll_shutdown(std::pin::Pin::new(&mut *w), cx)
             })),
         }
@@ -176,7 +198,7 @@ impl<W: Write + Unpin> FrontWriter<W> {
         match self {
             FrontWriter::Std(w) => w.finish(),
             #[cfg(feature = "tokio")]
-            FrontWriter::Tokio(w) => aio::block_on(w.finish()).map(SyncIo::into_inner),
+            FrontWriter::Tokio(w) => on_tokio::block_on(w.finish()).map(SyncIo::into_inner),
         }
     }
 
@@ -201,11 +223,11 @@ impl<W: Write + Unpin> FrontWriter<W> {
 pub enum FrontReader<R: Read + Unpin> {
     Std(CipherReader<R>),
     #[cfg(feature = "tokio")]
-    Tokio(aio::AsyncCipherReader<SyncIo<R>>),
+    Tokio(on_tokio::AsyncCipherReader<SyncIo<R>>),
 }
 
 impl<R: Read + Unpin> FrontReader<R> {
-    /// The std reader, for its std-only API (`capacity`, `provider`).
+    /// The std reader, for its std-only API (`Debug`).
     pub fn as_std(&self) -> Option<&CipherReader<R>> {
         match self {
             FrontReader::Std(r) => Some(r),
@@ -222,11 +244,29 @@ impl<R: Read + Unpin> FrontReader<R> {
         }
     }
 
+    /// The provider the reader opens with.
+    pub fn provider(&self) -> Provider {
+        match self {
+            FrontReader::Std(r) => r.provider(),
+            #[cfg(feature = "tokio")]
+            FrontReader::Tokio(r) => r.provider(),
+        }
+    }
+
+    /// The reader's capacity (its read-ahead).
+    pub fn capacity(&self) -> usize {
+        match self {
+            FrontReader::Std(r) => r.capacity(),
+            #[cfg(feature = "tokio")]
+            FrontReader::Tokio(r) => r.capacity(),
+        }
+    }
+
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             FrontReader::Std(r) => r.read(buf),
             #[cfg(feature = "tokio")]
-            FrontReader::Tokio(r) => aio::block_on(::tokio::io::AsyncReadExt::read(r, buf)),
+            FrontReader::Tokio(r) => on_tokio::block_on(::tokio::io::AsyncReadExt::read(r, buf)),
         }
     }
 
@@ -234,7 +274,9 @@ impl<R: Read + Unpin> FrontReader<R> {
         match self {
             FrontReader::Std(r) => r.read_to_end(out),
             #[cfg(feature = "tokio")]
-            FrontReader::Tokio(r) => aio::block_on(::tokio::io::AsyncReadExt::read_to_end(r, out)),
+            FrontReader::Tokio(r) => {
+                on_tokio::block_on(::tokio::io::AsyncReadExt::read_to_end(r, out))
+            }
         }
     }
 
@@ -243,7 +285,7 @@ impl<R: Read + Unpin> FrontReader<R> {
             FrontReader::Std(r) => r.read_exact(buf),
             #[cfg(feature = "tokio")]
             FrontReader::Tokio(r) => {
-                aio::block_on(::tokio::io::AsyncReadExt::read_exact(r, buf)).map(drop)
+                on_tokio::block_on(::tokio::io::AsyncReadExt::read_exact(r, buf)).map(drop)
             }
         }
     }
@@ -252,7 +294,7 @@ impl<R: Read + Unpin> FrontReader<R> {
         match self {
             FrontReader::Std(r) => r.fill_buf(),
             #[cfg(feature = "tokio")]
-            FrontReader::Tokio(r) => aio::block_on(::tokio::io::AsyncBufReadExt::fill_buf(r)),
+            FrontReader::Tokio(r) => on_tokio::block_on(::tokio::io::AsyncBufReadExt::fill_buf(r)),
         }
     }
 
@@ -313,28 +355,27 @@ impl<T> SyncIo<T> {
 }
 
 #[cfg(feature = "tokio")]
-mod aio {
+mod on_tokio {
     use std::future::Future;
     use std::io::{self, Read, Write};
-    use std::pin::Pin;
-    use std::task::{Context, Poll};
+    use std::pin::{Pin, pin};
+    use std::task::{Context, Poll, Waker};
 
     pub use cipherio::tokio::{AsyncCipherReader, AsyncCipherWriter};
     use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-    use tokio::runtime::Runtime;
 
     use super::SyncIo;
 
-    thread_local! {
-        static RUNTIME: Runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a current-thread tokio runtime");
-    }
-
-    /// Runs `f` to completion on this thread's current-thread runtime.
+    /// Polls `f` once with a no-op waker: over [`SyncIo`], whose every
+    /// call is `Ready`, a front's future must complete at once. A
+    /// `Pending` here is a front that returned `Pending` without its inner
+    /// I/O doing so (it registered no waker: a runtime would hang on it),
+    /// and fails the test.
     pub fn block_on<F: Future>(f: F) -> F::Output {
-        RUNTIME.with(|rt| rt.block_on(f))
+        match pin!(f).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(out) => out,
+            Poll::Pending => panic!("the tokio front returned Pending over a never-pending inner"),
+        }
     }
 
     impl<R: Read + Unpin> AsyncRead for SyncIo<R> {

@@ -7,11 +7,14 @@
 //! | [`drive`] | write and read drivers: chunkings, read patterns, retrying loops |
 //! | [`check`] | typed error checks, "only an authenticated prefix was released", sticky errors, the tamper harness |
 //! | [`layout`] | one model of the segment layout, from the format description |
+//! | [`aio`] | async doubles for the tokio fronts (feature `tokio`): `Pending`, errors, short writes and `Ok(0)` at chosen poll positions |
 //!
 //! Oracles (`tests/oracle.rs`, `tests/tink_vectors.rs`) do not use this
 //! module: an oracle shares no code with what it checks.
 #![allow(dead_code, unused_imports)]
 
+#[cfg(feature = "tokio")]
+pub mod aio;
 pub mod check;
 pub mod doubles;
 pub mod drive;
