@@ -108,7 +108,7 @@ pub mod tink;
 pub mod tokio;
 
 pub use error::Error;
-pub use io::{CipherReader, CipherWriter, ReaderBuilder, WriterBuilder};
+pub use io::{CipherReader, CipherReaderAt, CipherWriter, ReadAt, ReaderBuilder, WriterBuilder};
 pub use key::{Algorithm, Key, StreamKey};
 pub use profile::DEFAULT_CAPACITY;
 pub use provider::Provider;

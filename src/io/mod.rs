@@ -4,7 +4,9 @@
 //! inner I/O; the stream's rules live in [`crate::core`].
 
 pub(crate) mod read;
+pub(crate) mod read_at;
 pub(crate) mod write;
 
 pub use read::{CipherReader, ReaderBuilder};
+pub use read_at::{CipherReaderAt, ReadAt};
 pub use write::{CipherWriter, WriterBuilder};

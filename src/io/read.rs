@@ -105,11 +105,11 @@ impl<R> Copy for InnerSeek<R> {}
 /// associated data's length, not its bytes.
 #[derive(Clone)]
 pub struct ReaderBuilder {
-    key: Profile,
+    pub(super) key: Profile,
     capacity: usize,
-    aad: Vec<u8>,
-    max_segment: usize,
-    provider: Provider,
+    pub(super) aad: Vec<u8>,
+    pub(super) max_segment: usize,
+    pub(super) provider: Provider,
 }
 
 impl ReaderBuilder {
