@@ -620,4 +620,51 @@ mod tests {
             }
         }
     }
+
+    /// Random access, counted: a read after a seek opens exactly the
+    /// segment holding the position (two when it crosses into the next),
+    /// the length query opens the final segment once, and a read in the
+    /// final segment after `SeekFrom::End` opens nothing more.
+    #[test]
+    fn seeks_open_exactly_the_segments_they_need() {
+        use std::io::{Cursor, Seek, SeekFrom};
+        let key = Key::generate(Algorithm::Aes128Gcm);
+        let seg = 4096;
+        let plain: Vec<u8> = (0..20 * seg + 100).map(|i| (i % 251) as u8).collect();
+        let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
+        w.write_all(&plain).unwrap();
+        let ct = w.finish().unwrap();
+        for cap in [1024, 8192, 1 << 20] {
+            let mut r = CipherReader::with_capacity(cap, &key, Cursor::new(ct.clone()));
+            let mut b = [0u8; 100];
+            for (at, opens) in [(5 * seg + 7, 1), (2 * seg - 50, 2), (17 * seg, 1), (3, 1)] {
+                let before = r.engine.opens;
+                r.seek(SeekFrom::Start(at as u64)).unwrap();
+                assert_eq!(r.engine.opens, before, "a seek alone opens nothing");
+                r.read_exact(&mut b).unwrap();
+                assert_eq!(&b[..], &plain[at..at + 100], "cap {cap} at {at}");
+                assert_eq!(r.engine.opens - before, opens, "cap {cap}: read at {at}");
+                assert_eq!(r.stream_position().unwrap(), at as u64 + 100);
+            }
+            let before = r.engine.opens;
+            assert_eq!(r.plaintext_len().unwrap(), plain.len() as u64);
+            assert_eq!(r.plaintext_len().unwrap(), plain.len() as u64);
+            assert_eq!(
+                r.engine.opens - before,
+                1,
+                "cap {cap}: the length query, once"
+            );
+            let end = r.seek(SeekFrom::End(-60)).unwrap();
+            r.read_exact(&mut b[..60]).unwrap();
+            assert_eq!(&b[..60], &plain[end as usize..]);
+            assert_eq!(
+                r.engine.opens - before,
+                1,
+                "cap {cap}: the tail came from the opened final segment"
+            );
+            assert_eq!(r.read(&mut b).unwrap(), 0);
+            r.seek(SeekFrom::Start(1 << 40)).unwrap();
+            assert_eq!(r.read(&mut b).unwrap(), 0, "past the authenticated end");
+        }
+    }
 }
