@@ -2,11 +2,11 @@
 //! [`Opener`] engine.
 
 use std::fmt;
-use std::io;
+use std::io::{self, SeekFrom};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use ::tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
+use ::tokio::io::{AsyncBufRead, AsyncRead, AsyncSeek, ReadBuf};
 
 use crate::core::opener::{Opener, Step};
 use crate::{CipherReader, Provider, ReaderBuilder, StreamKey};
@@ -18,7 +18,25 @@ use crate::{CipherReader, Provider, ReaderBuilder, StreamKey};
 /// loses nothing.
 pub struct AsyncCipherReader<R> {
     engine: Opener,
+    /// Set by the first seek or length query, where `R: AsyncSeek` is
+    /// known.
+    seeker: Option<Seeker<R>>,
+    /// A seek asked with `start_seek`, carried out by `poll_complete`.
+    requested: Option<SeekFrom>,
     inner: R,
+}
+
+type StartSeek<R> = fn(Pin<&mut R>, SeekFrom) -> io::Result<()>;
+type PollSeek<R> = fn(Pin<&mut R>, &mut Context<'_>) -> Poll<io::Result<u64>>;
+
+/// The inner reader's `AsyncSeek`, captured where the bound is known, the
+/// inner offset where the stream starts, and the inner seek in flight (so
+/// that a dropped future's seek is completed, never started twice).
+struct Seeker<R> {
+    start: StartSeek<R>,
+    complete: PollSeek<R>,
+    base: Option<u64>,
+    in_flight: Option<SeekFrom>,
 }
 
 impl ReaderBuilder {
@@ -27,6 +45,8 @@ impl ReaderBuilder {
     pub fn build_async<R: AsyncRead + Unpin>(self, inner: R) -> AsyncCipherReader<R> {
         AsyncCipherReader {
             engine: self.engine(false),
+            seeker: None,
+            requested: None,
             inner,
         }
     }
@@ -71,6 +91,65 @@ impl<R: AsyncRead + Unpin> AsyncCipherReader<R> {
         self.inner
     }
 
+    /// Moves the inner reader to `pos` and returns where it is, one inner
+    /// seek at a time (resumed, not restarted, after `Pending`).
+    fn poll_inner_seek(&mut self, cx: &mut Context<'_>, pos: SeekFrom) -> Poll<io::Result<u64>> {
+        let s = self
+            .seeker
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("asked only after a seek or a length query"));
+        if s.in_flight != Some(pos) {
+            if s.in_flight.is_some() {
+                // A different seek was left in flight by a dropped future:
+                // finish it first.
+                ready!((s.complete)(Pin::new(&mut self.inner), cx))?;
+            }
+            (s.start)(Pin::new(&mut self.inner), pos)?;
+            s.in_flight = Some(pos);
+        }
+        let at = ready!((s.complete)(Pin::new(&mut self.inner), cx));
+        s.in_flight = None;
+        Poll::Ready(at)
+    }
+
+    /// Answers a step that moves or measures the inner reader.
+    fn poll_seek_step(&mut self, cx: &mut Context<'_>, step: &Step) -> Poll<io::Result<()>> {
+        let base = ready!(self.poll_base(cx))?;
+        match *step {
+            Step::Seek(offset) => {
+                let at = base.checked_add(offset).ok_or_else(|| {
+                    io::Error::from(crate::Error::InvalidParameters("seek position past 2^64"))
+                })?;
+                ready!(self.poll_inner_seek(cx, SeekFrom::Start(at)))?;
+                self.engine.sought(offset);
+            }
+            Step::Length => {
+                let end = ready!(self.poll_inner_seek(cx, SeekFrom::End(0)))?;
+                self.engine.set_raw_len(end.saturating_sub(base))?;
+            }
+            _ => unreachable!("not a seek step"),
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Where the stream starts in the inner reader (asked once).
+    fn poll_base(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
+        if let Some(b) = self.seeker.as_ref().and_then(|s| s.base) {
+            return Poll::Ready(Ok(b));
+        }
+        let at = ready!(self.poll_inner_seek(cx, SeekFrom::Current(0)))?;
+        let base = at.checked_sub(self.engine.inner_at()).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cipherio: the inner reader was moved behind the stream's start",
+            )
+        })?;
+        if let Some(s) = self.seeker.as_mut() {
+            s.base = Some(base);
+        }
+        Poll::Ready(Ok(base))
+    }
+
     /// Reads into the read-ahead the engine offers.
     fn poll_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let mut room = ReadBuf::new(self.engine.room()?);
@@ -96,12 +175,86 @@ impl<R: AsyncRead + Unpin> AsyncRead for AsyncCipherReader<R> {
                     return Poll::Ready(Ok(()));
                 }
                 Step::Read => ready!(this.poll_inner(cx))?,
-                step => unreachable!(
-                    "the async front neither shows nor seeks its inner reader: {step:?}"
-                ),
+                Step::Window => unreachable!("the async front shows no inner buffer"),
+                step => ready!(this.poll_seek_step(cx, &step))?,
             }
             fresh = false;
         }
+    }
+}
+
+impl<R: AsyncRead + AsyncSeek + Unpin> AsyncCipherReader<R> {
+    /// The authenticated plaintext length, as
+    /// [`CipherReader::plaintext_len`]: the final segment is opened (once;
+    /// cached), never trusted from the source's raw length.
+    ///
+    /// # Errors
+    ///
+    /// The stream's typed errors (sticky), and the inner reader's.
+    pub async fn plaintext_len(&mut self) -> io::Result<u64> {
+        std::future::poll_fn(|cx| self.poll_len(cx)).await
+    }
+
+    fn poll_len(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
+        self.seekable();
+        loop {
+            match self.engine.length()? {
+                Step::Done(_) => {
+                    return Poll::Ready(Ok(self
+                        .engine
+                        .auth_len()
+                        .unwrap_or_else(|| unreachable!("the query ends with a length"))));
+                }
+                Step::Read => ready!(self.poll_inner(cx))?,
+                Step::Window => unreachable!("the async front shows no inner buffer"),
+                step => ready!(self.poll_seek_step(cx, &step))?,
+            }
+        }
+    }
+
+    fn seekable(&mut self) {
+        if self.seeker.is_none() {
+            self.seeker = Some(Seeker {
+                start: <R as AsyncSeek>::start_seek,
+                complete: <R as AsyncSeek>::poll_complete,
+                base: None,
+                in_flight: None,
+            });
+        }
+    }
+}
+
+/// Random access in plaintext offsets, as [`CipherReader`]'s `Seek` (the
+/// same engine steps): a seek costs nothing until the next read, which
+/// opens exactly the segment holding the position; `SeekFrom::End` uses
+/// [`plaintext_len`](AsyncCipherReader::plaintext_len).
+impl<R: AsyncRead + AsyncSeek + Unpin> AsyncSeek for AsyncCipherReader<R> {
+    fn start_seek(self: Pin<&mut Self>, position: SeekFrom) -> io::Result<()> {
+        let this = self.get_mut();
+        this.seekable();
+        this.requested = Some(position);
+        Ok(())
+    }
+
+    fn poll_complete(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
+        let this = self.get_mut();
+        let Some(pos) = this.requested else {
+            return Poll::Ready(Ok(this.engine.position()));
+        };
+        ready!(this.poll_base(cx))?;
+        let target = match pos {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::Current(d) => this.engine.position().checked_add_signed(d),
+            SeekFrom::End(d) => ready!(this.poll_len(cx))?.checked_add_signed(d),
+        };
+        this.requested = None;
+        let target = target.ok_or_else(|| {
+            io::Error::from(crate::Error::InvalidParameters(
+                "seek to a negative or overflowing position",
+            ))
+        })?;
+        this.engine.seek_to(target)?;
+        Poll::Ready(Ok(target))
     }
 }
 
@@ -113,9 +266,8 @@ impl<R: AsyncRead + Unpin> AsyncBufRead for AsyncCipherReader<R> {
             match this.engine.fill(fresh)? {
                 Step::Done(_) => return Poll::Ready(Ok(this.engine.buffered())),
                 Step::Read => ready!(this.poll_inner(cx))?,
-                step => unreachable!(
-                    "the async front neither shows nor seeks its inner reader: {step:?}"
-                ),
+                Step::Window => unreachable!("the async front shows no inner buffer"),
+                step => ready!(this.poll_seek_step(cx, &step))?,
             }
             fresh = false;
         }

@@ -630,7 +630,7 @@ mod tests {
         use std::io::{Cursor, Seek, SeekFrom};
         let key = Key::generate(Algorithm::Aes128Gcm);
         let seg = 4096;
-        let plain: Vec<u8> = (0..20 * seg + 100).map(|i| (i % 251) as u8).collect();
+        let plain: Vec<u8> = (0..20 * seg + 100).map(|i| u8::try_from(i % 251).unwrap()).collect();
         let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
         w.write_all(&plain).unwrap();
         let ct = w.finish().unwrap();
@@ -656,7 +656,7 @@ mod tests {
             );
             let end = r.seek(SeekFrom::End(-60)).unwrap();
             r.read_exact(&mut b[..60]).unwrap();
-            assert_eq!(&b[..60], &plain[end as usize..]);
+            assert_eq!(&b[..60], &plain[usize::try_from(end).unwrap()..]);
             assert_eq!(
                 r.engine.opens - before,
                 1,
