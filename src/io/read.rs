@@ -630,7 +630,9 @@ mod tests {
         use std::io::{Cursor, Seek, SeekFrom};
         let key = Key::generate(Algorithm::Aes128Gcm);
         let seg = 4096;
-        let plain: Vec<u8> = (0..20 * seg + 100).map(|i| u8::try_from(i % 251).unwrap()).collect();
+        let plain: Vec<u8> = (0..20 * seg + 100)
+            .map(|i| u8::try_from(i % 251).unwrap())
+            .collect();
         let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
         w.write_all(&plain).unwrap();
         let ct = w.finish().unwrap();
