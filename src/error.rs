@@ -88,8 +88,18 @@ pub enum Error {
     InvalidParameters(&'static str),
     /// A buffer capacity of zero, a writer capacity above
     /// [`format::MAX_WRITER_CAPACITY`](crate::format::MAX_WRITER_CAPACITY),
-    /// or a writer capacity other than a Tink key's segment size.
+    /// (A writer capacity other than a Tink key's segment size is
+    /// [`Error::CapacityForKey`], which names the size the key takes.)
     InvalidCapacity(usize),
+    /// A writer capacity other than the one a Tink key's segment size
+    /// allows: `required` plaintext bytes per segment (leave the capacity
+    /// unset to get it).
+    CapacityForKey {
+        /// The capacity asked for.
+        capacity: usize,
+        /// The key's segment plaintext size, the only capacity it takes.
+        required: usize,
+    },
     /// A write after the writer was finished.
     Finished,
     /// The operating system's random number generator failed.
@@ -116,7 +126,8 @@ impl Error {
             | Error::KeyTooShort { .. }
             | Error::InvalidHex
             | Error::InvalidParameters(_)
-            | Error::InvalidCapacity(_) => io::ErrorKind::InvalidInput,
+            | Error::InvalidCapacity(_)
+            | Error::CapacityForKey { .. } => io::ErrorKind::InvalidInput,
             Error::Finished => io::ErrorKind::InvalidInput,
             Error::StreamTooLong => io::ErrorKind::FileTooLarge,
             Error::WriteZero => io::ErrorKind::WriteZero,
@@ -177,7 +188,11 @@ impl fmt::Display for Error {
             Error::InvalidParameters(why) => write!(f, "cipherio: {why}"),
             Error::InvalidCapacity(c) => write!(
                 f,
-                "cipherio: buffer capacity {c} is not allowed (at least 1; a writer's at most 16 MiB, or with a Tink key exactly its segment's plaintext size)"
+                "cipherio: buffer capacity {c} is not allowed (at least 1; a writer's at most 16 MiB)"
+            ),
+            Error::CapacityForKey { capacity, required } => write!(
+                f,
+                "cipherio: buffer capacity {capacity} does not fit this Tink key, whose segments hold {required} plaintext bytes: use {required}, or leave the capacity unset"
             ),
             Error::Finished => f.write_str("cipherio: write after finish"),
             Error::Random => f.write_str("cipherio: the system random number generator failed"),

@@ -92,6 +92,10 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
+// The benchmark's and examples' report of which AES/GHASH/ChaCha20/Poly1305
+// implementations run: it mirrors the RustCrypto crates' private cfg logic,
+// so it is no part of the API (hidden, not covered by semver).
+#[doc(hidden)]
 pub mod backend;
 mod core;
 mod error;
@@ -108,9 +112,9 @@ pub mod tink;
 pub mod tokio;
 
 pub use error::Error;
+pub use format::DEFAULT_CAPACITY;
 pub use io::{CipherReader, CipherReaderAt, CipherWriter, ReadAt, ReaderBuilder, WriterBuilder};
 pub use key::{Algorithm, Key, StreamKey};
-pub use profile::DEFAULT_CAPACITY;
 pub use provider::Provider;
 
 #[cfg(test)]

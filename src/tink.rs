@@ -67,13 +67,14 @@
 //! The reader's [`max_segment_size`](crate::ReaderBuilder::max_segment_size)
 //! limit guards against hostile native headers; with a Tink key the segment
 //! size comes from the key, not the stream, and the limit does not apply.
-//! Memory follows the key's segment size: a writer or reader holds about
-//! two segments (plaintext and sealed) plus its read-ahead, allocated and
-//! zero-filled when the stream starts — 2 MiB for Tink's 1 MB templates,
-//! over 4 GiB for the largest segment size Tink allows.
+//! Memory follows the data, not the key's segment size: a writer or reader
+//! holds at most one segment of plaintext and one sealed (plus its
+//! read-ahead), grown as the data is written or arrives — one byte through
+//! the largest segment size Tink allows costs about 8 KiB; 2 GiB written,
+//! about 4 GiB.
 //! A writer with a Tink key buffers one segment of the key's size; setting a
 //! different [`capacity`](crate::WriterBuilder::capacity) is an
-//! [`Error::InvalidCapacity`].
+//! [`Error::CapacityForKey`], which names the size the key takes.
 
 use std::fmt;
 

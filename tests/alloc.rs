@@ -100,12 +100,7 @@ fn memory_follows_the_bytes_that_arrived(p: Provider) {
         (u32::MAX, Some(usize::MAX), 0),
         (16 << 20, None, 100 * KIB),
     ] {
-        let header = Header {
-            algorithm: Algorithm::Aes256Gcm,
-            segment_size: size,
-            salt: [1; 32],
-            nonce_prefix: [2; 7],
-        };
+        let header = Header::new(Algorithm::Aes256Gcm, size, [1; 32], [2; 7]);
         let mut input = header.to_bytes().to_vec();
         input.resize(HEADER_LEN + arrived, 0x55);
         let region = Region::new(GLOBAL);
@@ -208,12 +203,7 @@ fn plus(p: Provider, alg: Algorithm, allocations: usize, bytes: usize) -> (usize
 fn hostile_headers_allocate_no_segment_buffer(p: Provider) {
     let key = Key::generate(Algorithm::Aes256Gcm);
     for size in [16 << 20 | 1, u32::MAX] {
-        let header = Header {
-            algorithm: Algorithm::Aes256Gcm,
-            segment_size: size,
-            salt: [1; 32],
-            nonce_prefix: [2; 7],
-        };
+        let header = Header::new(Algorithm::Aes256Gcm, size, [1; 32], [2; 7]);
         let mut input = header.to_bytes().to_vec();
         input.resize(HEADER_LEN + 64 * KIB, 0x55);
 

@@ -97,6 +97,13 @@ fn errors_carry_kind_and_downcast() {
         (Error::TrailingData, io::ErrorKind::InvalidData),
         (Error::Truncated, io::ErrorKind::UnexpectedEof),
         (Error::InvalidCapacity(0), io::ErrorKind::InvalidInput),
+        (
+            Error::CapacityForKey {
+                capacity: 1,
+                required: 2,
+            },
+            io::ErrorKind::InvalidInput,
+        ),
         (Error::Finished, io::ErrorKind::InvalidInput),
         (
             Error::SegmentTooLarge { size: 2, limit: 1 },

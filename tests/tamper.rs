@@ -708,13 +708,7 @@ fn stream_segment_size_above_limit_is_refused_before_allocating() {
     ];
     for (alg, key) in algs() {
         for size in sizes {
-            let header = Header {
-                algorithm: alg,
-                segment_size: size,
-                salt: [7; SALT_LEN],
-                nonce_prefix: [9; 7],
-            }
-            .to_bytes();
+            let header = Header::new(alg, size, [7; SALT_LEN], [9; 7]).to_bytes();
             let mut input = header.to_vec();
             input.extend(std::iter::repeat_n(0x5c, 64 * 1024));
             for (&rp, cap, chunk) in Provider::ALL.iter().flat_map(|p| {

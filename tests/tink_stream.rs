@@ -1663,7 +1663,10 @@ fn writer_capacity_other_than_the_keys_segment_is_invalid() {
             let e = w.write(b"abc").unwrap_err();
             assert_eq!(
                 Error::from_io(&e),
-                Some(&Error::InvalidCapacity(cap)),
+                Some(&Error::CapacityForKey {
+                    capacity: cap,
+                    required: lay.rest
+                }),
                 "cap {cap}"
             );
             assert_eq!(e.kind(), ErrorKind::InvalidInput);
@@ -1671,7 +1674,10 @@ fn writer_capacity_other_than_the_keys_segment_is_invalid() {
         let e = w.try_finish().unwrap_err();
         assert_eq!(
             Error::from_io(&e),
-            Some(&Error::InvalidCapacity(cap)),
+            Some(&Error::CapacityForKey {
+                capacity: cap,
+                required: lay.rest
+            }),
             "cap {cap}"
         );
         assert!(w.get_ref().is_empty(), "cap {cap}: nothing written");
@@ -1683,7 +1689,10 @@ fn writer_capacity_other_than_the_keys_segment_is_invalid() {
             .unwrap_err();
         assert_eq!(
             Error::from_io(&e),
-            Some(&Error::InvalidCapacity(cap)),
+            Some(&Error::CapacityForKey {
+                capacity: cap,
+                required: lay.rest
+            }),
             "cap {cap}"
         );
     }

@@ -23,12 +23,12 @@ pub fn check(data: &[u8]) {
     if let Some(b) = data.get(..1 + 4 + 32 + 7) {
         let algorithm = Algorithm::ALL[usize::from(b[0]) % Algorithm::ALL.len()];
         let segment_size = u32::from_be_bytes([b[1], b[2], b[3], b[4]]).max(1);
-        let h = Header {
+        let h = Header::new(
             algorithm,
             segment_size,
-            salt: b[5..37].try_into().expect("32 bytes"),
-            nonce_prefix: b[37..44].try_into().expect("7 bytes"),
-        };
+            b[5..37].try_into().expect("32 bytes"),
+            b[37..44].try_into().expect("7 bytes"),
+        );
         let bytes = h.to_bytes();
         assert_eq!(
             bytes[..],
@@ -63,10 +63,10 @@ fn expected(data: &[u8]) -> Result<Header, Error> {
     if segment_size == 0 {
         return Err(Error::ZeroSegmentSize);
     }
-    Ok(Header {
+    Ok(Header::new(
         algorithm,
         segment_size,
-        salt: data[14..46].try_into().expect("32 bytes"),
-        nonce_prefix: data[46..53].try_into().expect("7 bytes"),
-    })
+        data[14..46].try_into().expect("32 bytes"),
+        data[46..53].try_into().expect("7 bytes"),
+    ))
 }

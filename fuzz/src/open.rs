@@ -233,6 +233,21 @@ fn read_measured<K: StreamKey>(
         peak <= ahead.saturating_mul(2).saturating_add(2 * sealed + SLACK),
         "{peak} bytes live at once, {cfg:?}"
     );
+    // Memory follows the bytes that arrived (read, or consumed from the
+    // inner buffer), not what a header asks for: the read-ahead starts at
+    // capacity + header and at most doubles what is held (or, once the
+    // segment in hand fits, grows to capacity + one segment, and both
+    // blocks live for a moment while it moves); the plaintext buffer holds
+    // one opened segment.
+    let arrived = counts[1].saturating_add(counts[5]);
+    let follows = arrived
+        .saturating_mul(4)
+        .saturating_add(cfg.capacity.saturating_add(header_len).saturating_mul(3))
+        .saturating_add(SLACK);
+    assert!(
+        peak <= follows,
+        "{peak} bytes live at once for {arrived} bytes arrived, {cfg:?}"
+    );
     Read { end, out, counts }
 }
 

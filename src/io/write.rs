@@ -53,8 +53,9 @@ use crate::{Error, Provider, StreamKey};
 /// segments the counter can number refuses more data with
 /// [`Error::StreamTooLong`] but can still be finished. A capacity of zero
 /// or above [`MAX_WRITER_CAPACITY`](crate::format::MAX_WRITER_CAPACITY)
-/// (with a Tink key: any capacity but the key's segment plaintext size, the
-/// default) makes every call fail with [`Error::InvalidCapacity`].
+/// makes every call fail with [`Error::InvalidCapacity`]; with a Tink key,
+/// any capacity but the key's segment plaintext size (the default), with
+/// [`Error::CapacityForKey`].
 pub struct CipherWriter<W: Write> {
     pub(crate) engine: Sealer,
     inner: W,
@@ -88,7 +89,8 @@ impl WriterBuilder {
     /// [`Error::InvalidCapacity`] ([`io::ErrorKind::InvalidInput`]). With a
     /// [`TinkKey`](crate::tink::TinkKey) the segment size is the key's
     /// ([`segment_plaintext`](crate::tink::TinkParams::segment_plaintext)
-    /// bytes), the default here, and any other value is that error.
+    /// bytes), the default here, and any other value is
+    /// [`Error::CapacityForKey`], naming that size.
     ///
     /// Memory: the writer holds at most one segment of plaintext and one of
     /// ciphertext, grown as data is written (from 8 KiB, doubling), so a

@@ -17,9 +17,7 @@ use crate::core::layout::Layout;
 use crate::core::suite::Suite;
 use crate::{Error, Key, Provider};
 
-/// The default buffer size of [`CipherWriter`](crate::CipherWriter) and
-/// [`CipherReader`](crate::CipherReader) (and their async fronts).
-pub const DEFAULT_CAPACITY: usize = 8 * 1024;
+pub use native::DEFAULT_CAPACITY;
 
 /// The format a key selects: what a [`StreamKey`](crate::StreamKey) turns
 /// into when a writer or reader is built.
@@ -85,7 +83,10 @@ impl Profile {
         match self {
             Profile::Native(_) => native::segment_size(capacity).map(|_| ()),
             Profile::Tink(key) if capacity == key.params().segment_plaintext() => Ok(()),
-            Profile::Tink(_) => Err(Error::InvalidCapacity(capacity)),
+            Profile::Tink(key) => Err(Error::CapacityForKey {
+                capacity,
+                required: key.params().segment_plaintext(),
+            }),
         }
     }
 

@@ -19,6 +19,10 @@ pub const SALT_LEN: usize = 32;
 pub const HEADER_LEN: usize = 8 + 1 + 1 + 4 + SALT_LEN + NONCE_PREFIX_LEN;
 /// Bytes of authentication tag after each segment.
 pub const TAG_LEN: usize = crate::core::suite::TAG_LEN;
+/// The default buffer size of [`CipherWriter`](crate::CipherWriter) and
+/// [`CipherReader`](crate::CipherReader) (and their async fronts): a native
+/// writer's segment size, a reader's read-ahead.
+pub const DEFAULT_CAPACITY: usize = 8 * 1024;
 /// Default reader limit on the plaintext segment size a header may ask for.
 pub const DEFAULT_MAX_SEGMENT_SIZE: usize = 16 << 20;
 /// Largest writer capacity (plaintext bytes per segment): the default
@@ -26,8 +30,11 @@ pub const DEFAULT_MAX_SEGMENT_SIZE: usize = 16 << 20;
 /// writer's stream.
 pub const MAX_WRITER_CAPACITY: usize = DEFAULT_MAX_SEGMENT_SIZE;
 
-/// The fixed-size header of a native v1 stream.
+/// The fixed-size header of a native v1 stream. Build one with
+/// [`Header::new`] or [`Header::parse`]; fields may be added with later
+/// format versions (hence `#[non_exhaustive]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Header {
     /// The AEAD sealing every segment.
     pub algorithm: Algorithm,
@@ -40,6 +47,22 @@ pub struct Header {
 }
 
 impl Header {
+    /// A header with these fields (the bytes [`to_bytes`](Self::to_bytes)
+    /// gives; nothing is checked until a reader parses them).
+    pub fn new(
+        algorithm: Algorithm,
+        segment_size: u32,
+        salt: [u8; SALT_LEN],
+        nonce_prefix: [u8; NONCE_PREFIX_LEN],
+    ) -> Header {
+        Header {
+            algorithm,
+            segment_size,
+            salt,
+            nonce_prefix,
+        }
+    }
+
     /// Parses the first [`HEADER_LEN`] bytes of `bytes` (more may follow).
     ///
     /// # Errors

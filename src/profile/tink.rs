@@ -47,7 +47,10 @@ pub(super) fn tink_write(
 ) -> Result<(Vec<u8>, Stream), Error> {
     let p = key.params();
     if capacity != p.segment_plaintext() {
-        return Err(Error::InvalidCapacity(capacity));
+        return Err(Error::CapacityForKey {
+            capacity,
+            required: p.segment_plaintext(),
+        });
     }
     let mut header = vec![0u8; p.header_len()];
     header[0] = tink_len_byte(key);
