@@ -25,7 +25,7 @@
 
 mod common;
 
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Read, Write};
 
 use cipherio::format::{DEFAULT_MAX_SEGMENT_SIZE, HEADER_LEN, Header, SALT_LEN, TAG_LEN};
 use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key, Provider};
@@ -879,12 +879,37 @@ fn stream_bad_magic() {
 
 #[test]
 fn stream_unsupported_version() {
-    for v in [0u8, 2, 0xff] {
+    for v in [0u8, 3, 0xff] {
         header_patch(
             |h| h[8] = v,
             |_| Error::UnsupportedVersion(v),
             &format!("version {v}"),
         );
+    }
+}
+
+/// Version 2 is the framed variant: a fixed-size stream relabelled as
+/// framed (or the reverse) is never read as the other, since the version
+/// byte is bound into the key: it fails, releasing nothing.
+#[test]
+fn stream_switched_between_fixed_and_framed_fails() {
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    for framed in [false, true] {
+        let mut b = CipherWriter::builder(&key).capacity(64);
+        if framed {
+            b = b.framed();
+        }
+        let mut w = b.build(Vec::new());
+        w.write_all(&[5u8; 300]).unwrap();
+        let mut ct = w.finish().unwrap();
+        assert_eq!(ct[8], if framed { 2 } else { 1 });
+        ct[8] = if framed { 1 } else { 2 };
+        let mut r = CipherReader::new(&key, &ct[..]);
+        let mut out = Vec::new();
+        let e = r.read_to_end(&mut out).unwrap_err();
+        assert!(out.is_empty(), "framed {framed}: released {} bytes", out.len());
+        assert!(Error::from_io(&e).is_some(), "framed {framed}: {e}");
+        assert!(r.read(&mut [0u8; 8]).is_err(), "sticky");
     }
 }
 

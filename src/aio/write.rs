@@ -154,6 +154,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncCipherWriter<W> {
             return Poll::Ready(Err(e.clone().into()));
         }
         ready!(this.poll_drain(cx))?;
+        // Framed: what is buffered becomes a record and goes out too.
+        this.engine.flush_record()?;
+        ready!(this.poll_drain(cx))?;
         Pin::new(&mut this.inner).poll_flush(cx)
     }
 

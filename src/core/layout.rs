@@ -21,6 +21,28 @@ pub(crate) struct Layout {
     /// Whether an empty final segment may follow full ones (Tink readers
     /// accept it; the native format has one encoding per plaintext).
     pub(crate) empty_final: bool,
+    /// Records instead of fixed-size segments: each is a
+    /// [`RECORD_HEADER_LEN`]-byte record header (final flag and plaintext
+    /// length, authenticated as the segment's AAD), then the sealed
+    /// plaintext, of any length up to `rest`. No offset arithmetic holds.
+    pub(crate) framed: bool,
+}
+
+/// Bytes of record header before each record of a framed stream: a
+/// big-endian u32 whose top bit is the final flag and whose other 31 bits
+/// are the record's plaintext length.
+pub(crate) const RECORD_HEADER_LEN: usize = 4;
+
+/// The record header of a record of `len` plaintext bytes.
+pub(crate) fn record_header(len: usize, last: bool) -> [u8; RECORD_HEADER_LEN] {
+    let len = u32::try_from(len).unwrap_or_else(|_| unreachable!("a record is at most 16 MiB"));
+    (len | if last { 1 << 31 } else { 0 }).to_be_bytes()
+}
+
+/// The plaintext length and final flag a record header says.
+pub(crate) fn parse_record_header(h: [u8; RECORD_HEADER_LEN]) -> (u32, bool) {
+    let v = u32::from_be_bytes(h);
+    (v & !(1 << 31), v >> 31 == 1)
 }
 
 // The offset arithmetic is for random access (seeking, positional reads),
@@ -37,17 +59,23 @@ impl Layout {
         self.plain(index) + self.tag
     }
 
-    /// The largest sealed segment of the stream.
+    /// The largest sealed segment of the stream (a framed record with its
+    /// record header).
     pub(crate) fn max_sealed(&self) -> usize {
-        self.first.max(self.rest) + self.tag
+        let record = if self.framed { RECORD_HEADER_LEN } else { 0 };
+        record + self.first.max(self.rest) + self.tag
     }
 
-    /// Offset in the stream (header included) where segment `index` starts.
-    pub(crate) fn segment_offset(&self, index: u64) -> u64 {
+    /// Offset in the stream (header included) where segment `index`
+    /// starts; `None` past 2^64 (a position no source can hold).
+    pub(crate) fn segment_offset(&self, index: u64) -> Option<u64> {
         let (header, first, rest) = (self.header as u64, self.first as u64, self.rest as u64);
+        let tag = self.tag as u64;
         match index {
-            0 => header,
-            i => header + first + self.tag as u64 + (i - 1) * (rest + self.tag as u64),
+            0 => Some(header),
+            i => (i - 1)
+                .checked_mul(rest + tag)?
+                .checked_add(header + first + tag),
         }
     }
 
@@ -126,6 +154,7 @@ mod tests {
         rest: 10,
         tag: 16,
         empty_final: false,
+        framed: false,
     };
     const TINK: Layout = Layout {
         header: 24,
@@ -133,6 +162,7 @@ mod tests {
         rest: 100 - 16,
         tag: 16,
         empty_final: true,
+        framed: false,
     };
 
     /// The arithmetic against a stream built segment by segment.
@@ -142,7 +172,7 @@ mod tests {
             let mut offset = l.header as u64;
             let mut plain = 0u64;
             for i in 0..50u64 {
-                assert_eq!(l.segment_offset(i), offset, "{l:?} segment {i}");
+                assert_eq!(l.segment_offset(i), Some(offset), "{l:?} segment {i}");
                 assert_eq!(l.plain_offset(i), plain, "{l:?} segment {i}");
                 for k in 0..l.plain(i) {
                     assert_eq!(l.segment_of(plain + k as u64), (i, k));
@@ -161,6 +191,7 @@ mod tests {
             }
             assert_eq!(l.plaintext_len(l.header as u64 + 15), None);
             assert_eq!(l.last_segment(l.header as u64 + 15), None);
+            assert_eq!(l.segment_offset(u64::MAX), None);
             assert_eq!(l.plaintext_len(3), None);
         }
     }

@@ -19,6 +19,7 @@
 //!   without one is truncated.
 //! - **Sticky errors**: once a step fails, every later step fails the same.
 
+use crate::core::layout::{RECORD_HEADER_LEN, parse_record_header};
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
 use crate::{Error, Provider};
@@ -288,14 +289,18 @@ impl Opener {
                     Err(e) if n == 0 => return Err(e),
                     // Earlier segments authenticated: deliver them; the
                     // sticky error comes with the next call.
-                    Err(_) => return Ok(Step::Done(n)),
+                    Err(_) => {
+                        self.pos += n as u64;
+                        return Ok(Step::Done(n));
+                    }
                 }
-                let (Stage::Body, Some(Stream { layout, .. })) = (&self.stage, &self.stream) else {
+                if !matches!(self.stage, Stage::Body) {
+                    break;
+                }
+                let Some((plain, sealed)) = self.next_unit() else {
                     break;
                 };
-                if self.input.available() < layout.sealed(self.next)
-                    || buf.len() - n < layout.plain(self.next)
-                {
+                if self.input.available() < sealed || buf.len() - n < plain {
                     break;
                 }
             }
@@ -453,6 +458,10 @@ impl Opener {
         let (Stage::Body, Some(Stream { layout, .. })) = (&self.stage, &self.stream) else {
             return None;
         };
+        if layout.framed {
+            // Records have no fixed sizes to align on.
+            return None;
+        }
         let len = self.input.len();
         let first = from.checked_add(layout.sealed(self.next))?;
         let rest = layout.sealed(self.next + 1);
@@ -514,6 +523,9 @@ impl Opener {
         let Some(Stream { layout, .. }) = &self.stream else {
             unreachable!("called while in the body")
         };
+        if layout.framed {
+            return self.fill_record();
+        }
         let (plain, sealed) = (layout.plain(self.next), layout.sealed(self.next));
         if self.input.available() < sealed && !self.eof {
             self.need = sealed;
@@ -532,6 +544,9 @@ impl Opener {
     /// least the segment's plaintext capacity long). On error `out` holds
     /// no plaintext.
     fn open_next(&mut self, out: &mut [u8]) -> Result<Opened, Error> {
+        if self.stream.as_ref().is_some_and(|s| s.layout.framed) {
+            return self.open_record(out);
+        }
         let Some(Stream { suite, layout }) = &self.stream else {
             unreachable!("called while in the body")
         };
@@ -630,7 +645,7 @@ impl Opener {
             unreachable!("called while in the body")
         };
         let avail = self.input.available();
-        let holds = if avail >= layout.sealed(self.next) {
+        let holds = if layout.framed || avail >= layout.sealed(self.next) {
             cap
         } else {
             avail.saturating_sub(layout.tag).min(cap)
@@ -652,6 +667,97 @@ impl Opener {
         r.map(|_| ())
     }
 
+    /// The next unit's plaintext capacity and sealed length: a fixed
+    /// segment's from the layout, a record's from its header once that is
+    /// read ahead (`None` before).
+    fn next_unit(&self) -> Option<(usize, usize)> {
+        let Stream { layout, .. } = self.stream.as_ref()?;
+        if !layout.framed {
+            return Some((layout.plain(self.next), layout.sealed(self.next)));
+        }
+        let h = self.input.data().get(..RECORD_HEADER_LEN)?;
+        let (len, _) = parse_record_header(h.try_into().ok()?);
+        let len = usize::try_from(len).ok()?;
+        Some((len, RECORD_HEADER_LEN + len + layout.tag))
+    }
+
+    /// [`fill_segment`](Self::fill_segment) for a framed stream: the record
+    /// header first (a length over the stream's record size is refused
+    /// before anything is allocated for it), then the whole record. A cut
+    /// anywhere before the final record is [`Error::Truncated`].
+    fn fill_record(&mut self) -> Result<Option<usize>, Error> {
+        let Some(Stream { layout, .. }) = &self.stream else {
+            unreachable!("called while in the body")
+        };
+        let (limit, tag) = (layout.rest, layout.tag);
+        let avail = self.input.available();
+        if avail < RECORD_HEADER_LEN {
+            if !self.eof {
+                self.need = RECORD_HEADER_LEN;
+                return Ok(None);
+            }
+            return Err(self.fail(Error::Truncated));
+        }
+        let h: [u8; RECORD_HEADER_LEN] = self.input.data()[..RECORD_HEADER_LEN]
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("checked above"));
+        let (len, _) = parse_record_header(h);
+        let size = usize::try_from(len).unwrap_or(usize::MAX);
+        if size > limit {
+            return Err(self.fail(Error::SegmentTooLarge {
+                size: u64::from(len),
+                limit: limit as u64,
+            }));
+        }
+        let total = RECORD_HEADER_LEN + size + tag;
+        if avail < total {
+            if !self.eof {
+                self.need = total;
+                return Ok(None);
+            }
+            return Err(self.fail(Error::Truncated));
+        }
+        Ok(Some(size))
+    }
+
+    /// [`open_next`](Self::open_next) for a framed stream: the record at
+    /// the start of the read-ahead (made complete by
+    /// [`fill_record`](Self::fill_record)), its header as the AAD and its
+    /// final flag in the nonce. A final record must end the input.
+    fn open_record(&mut self, out: &mut [u8]) -> Result<Opened, Error> {
+        let Some(Stream { suite, layout }) = &self.stream else {
+            unreachable!("called while in the body")
+        };
+        let data = self.input.data();
+        let h: [u8; RECORD_HEADER_LEN] = data[..RECORD_HEADER_LEN]
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("a whole record is read ahead"));
+        let (len, last) = parse_record_header(h);
+        let len = usize::try_from(len).unwrap_or_else(|_| unreachable!("checked by fill_record"));
+        let total = RECORD_HEADER_LEN + len + layout.tag;
+        #[cfg(test)]
+        {
+            self.opens += 1;
+        }
+        suite.open_at(
+            self.next,
+            last,
+            &h,
+            &data[RECORD_HEADER_LEN..total],
+            &mut out[..len],
+        )?;
+        self.next += 1;
+        self.input.consume(total);
+        if !last {
+            return Ok(Opened::More(len));
+        }
+        if !self.input.is_empty() {
+            zeroize::Zeroize::zeroize(&mut out[..len]);
+            return Err(Error::TrailingData);
+        }
+        Ok(Opened::Last(len))
+    }
+
     /// Whether to look into the inner reader's buffer now (built with one;
     /// between segments, with nothing read ahead or buffered; not at a
     /// segment that already failed there).
@@ -660,6 +766,7 @@ impl Opener {
             return false;
         }
         matches!(self.stage, Stage::Body)
+            && !self.stream.as_ref().is_some_and(|s| s.layout.framed)
             && self.failed_in_place != Some(self.next)
             && self.seek_inner.is_none()
             && self.skip == 0

@@ -18,7 +18,7 @@
 //! - **Explicit finish, sticky errors.** Only [`finish`](Sealer::finish)
 //!   seals the final segment; a fatal error is returned by every later call.
 
-use crate::core::layout::Layout;
+use crate::core::layout::{Layout, RECORD_HEADER_LEN, record_header};
 use crate::core::suite::Suite;
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
@@ -64,6 +64,8 @@ pub(crate) struct Sealer {
     out: Window,
     capacity: usize,
     provider: Provider,
+    /// The framed variant: records, and `flush` seals what is buffered.
+    framed: bool,
     /// Segments sealed so far (tests count them).
     #[cfg(test)]
     pub(crate) sealed: u64,
@@ -80,6 +82,7 @@ impl Sealer {
         aad: Vec<u8>,
         capacity: Option<usize>,
         provider: Provider,
+        framed: bool,
     ) -> Sealer {
         let capacity = capacity.unwrap_or_else(|| key.default_capacity());
         // A capacity the profile refuses fails every call, the first one
@@ -94,6 +97,7 @@ impl Sealer {
             out: Window::public(),
             capacity,
             provider,
+            framed,
             #[cfg(test)]
             sealed: 0,
             #[cfg(test)]
@@ -161,7 +165,7 @@ impl Sealer {
         };
         // Nothing is allocated for the segments yet: the buffers grow with
         // the data (a Tink key may ask for 2 GiB segments).
-        let begun = profile::begin_write(&key, &aad, self.capacity, self.provider);
+        let begun = profile::begin_write(&key, &aad, self.capacity, self.provider, self.framed);
         match begun {
             Ok((header, Stream { suite, layout })) => {
                 self.stage = Stage::Open {
@@ -301,6 +305,40 @@ impl Sealer {
         Ok(())
     }
 
+    /// In the framed variant, seals whatever is buffered (nothing if the
+    /// buffer is empty) as one non-final record, so that a `flush` can
+    /// deliver it; in the fixed-size format it does nothing (a segment may
+    /// be short only if it is the final one). Call it with the output
+    /// drained.
+    ///
+    /// # Errors
+    ///
+    /// A sticky error; a sealing error (sticky); [`Error::StreamTooLong`]
+    /// when the counter has no number left for a non-final record.
+    pub(crate) fn flush_record(&mut self) -> Result<(), Error> {
+        if !self.framed || self.plain.is_empty() {
+            return match &self.stage {
+                Stage::Failed(e) => Err(e.clone()),
+                _ => Ok(()),
+            };
+        }
+        self.start()?;
+        let Stage::Open { next, .. } = &self.stage else {
+            return Ok(());
+        };
+        if *next >= u64::from(u32::MAX) {
+            return Err(Error::StreamTooLong);
+        }
+        debug_assert!(self.out.is_empty(), "output drained before sealing");
+        seal(&mut self.stage, &mut self.out, self.plain.data(), false)?;
+        #[cfg(test)]
+        {
+            self.sealed += 1;
+        }
+        self.plain.clear();
+        Ok(())
+    }
+
     /// Moves segment numbering to `index` (tests of the counter's end).
     #[cfg(test)]
     pub(crate) fn set_next(&mut self, index: u64) {
@@ -317,12 +355,17 @@ fn seal(stage: &mut Stage, out: &mut Window, plain: &[u8], last: bool) -> Result
         suite,
         header,
         next,
-        ..
+        layout,
     } = stage
     else {
         unreachable!("seal is only called on an open stream")
     };
-    let need = header.as_ref().map_or(0, Vec::len) + plain.len() + suite.tag_len();
+    let record = if layout.framed {
+        RECORD_HEADER_LEN
+    } else {
+        0
+    };
+    let need = header.as_ref().map_or(0, Vec::len) + record + plain.len() + suite.tag_len();
     if let Err(e) = out.grow(need) {
         *stage = Stage::Failed(e.clone());
         return Err(e);
@@ -333,9 +376,18 @@ fn seal(stage: &mut Stage, out: &mut Window, plain: &[u8], last: bool) -> Result
         start = h.len();
         bytes[..start].copy_from_slice(&h);
     }
+    // A framed record: its header, authenticated as the segment's AAD.
+    let rh = record_header(plain.len(), last);
+    let aad: &[u8] = if layout.framed {
+        bytes[start..start + record].copy_from_slice(&rh);
+        start += record;
+        &rh
+    } else {
+        &[]
+    };
     let end = start + plain.len() + suite.tag_len();
     out.clear();
-    if let Err(e) = suite.seal_at(*next, last, &[], plain, &mut out.whole_mut()[start..end]) {
+    if let Err(e) = suite.seal_at(*next, last, aad, plain, &mut out.whole_mut()[start..end]) {
         *stage = Stage::Failed(e.clone());
         return Err(e);
     }

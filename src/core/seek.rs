@@ -100,8 +100,20 @@ impl Opener {
             }
         }
         self.pending = None;
+        self.no_random_access()?;
         self.reposition(p);
         Ok(None)
+    }
+
+    /// A framed stream's records have no computable offsets: seeking and
+    /// the length query are refused (not sticky: reading goes on).
+    fn no_random_access(&mut self) -> Result<(), Error> {
+        if self.stream.as_ref().is_some_and(|s| s.layout.framed) {
+            return Err(Error::InvalidParameters(
+                "a framed stream has no random access",
+            ));
+        }
+        Ok(())
     }
 
     /// Sets the reader up to deliver plaintext from offset `p`: from the
@@ -132,20 +144,39 @@ impl Opener {
                 return;
             }
             self.stage = Stage::Body;
-            self.restart_input(layout.segment_offset(index + 1));
+            match layout.segment_offset(index + 1) {
+                Some(offset) => self.restart_input(offset),
+                None => {
+                    self.input.clear();
+                    self.eof = true;
+                }
+            }
             return;
         }
         self.plain.clear();
         self.plain_seg = None;
         self.skip = off;
         self.repositioned = true;
-        if matches!(self.stage, Stage::Body) && index == self.next && self.seek_inner.is_none() {
-            // The read-ahead starts with this segment already.
+        let Some(offset) = layout.segment_offset(index) else {
+            // Beyond any source: past the end, which only the
+            // authenticated length can confirm.
+            self.stage = Stage::Body;
+            self.next = index;
+            self.input.clear();
+            self.eof = true;
+            self.ending = true;
+            return;
+        };
+        let in_step = self.seek_inner.is_none()
+            && self.inner_at.checked_sub(self.input.available() as u64) == Some(offset);
+        if matches!(self.stage, Stage::Body) && index == self.next && in_step {
+            // The read-ahead starts with this segment already, and the
+            // inner reader is right after it.
             return;
         }
         self.stage = Stage::Body;
         self.next = index;
-        self.restart_input(layout.segment_offset(index));
+        self.restart_input(offset);
     }
 
     /// Forgets the read-ahead; the next inner read comes from `offset`.
@@ -179,6 +210,7 @@ impl Opener {
             {
                 return Ok(Step::Read);
             }
+            self.no_random_access()?;
             match self.query {
                 Query::Idle | Query::Asked => {
                     self.query = Query::Asked;
@@ -212,7 +244,9 @@ impl Opener {
         let Some((index, sealed)) = layout.last_segment(raw) else {
             return Err(self.fail(Error::Truncated));
         };
-        let offset = layout.segment_offset(index);
+        let offset = layout
+            .segment_offset(index)
+            .unwrap_or_else(|| unreachable!("the last segment of a source lies in it"));
         self.restart_input(offset);
         self.query = Query::Reading { index, sealed };
         // The read-ahead no longer follows the caller: the next read

@@ -180,6 +180,9 @@ impl ReaderBuilder {
             self.provider,
         )?
         .ok_or(Error::Truncated)?;
+        if layout.framed {
+            return Err(Error::InvalidParameters("a framed stream has no random access").into());
+        }
         let raw = source.source_len()?;
         let (index, sealed) = layout.last_segment(raw).ok_or(Error::Truncated)?;
         let r = CipherReaderAt {
@@ -196,7 +199,7 @@ impl ReaderBuilder {
         let plain = match r.open(index) {
             Ok(p) => p,
             Err(e) => {
-                let offset = r.layout.segment_offset(index);
+                let offset = r.layout.segment_offset(index).unwrap_or(u64::MAX);
                 let mut ct = vec![0u8; sealed];
                 let mut scratch = Window::secret();
                 scratch.grow(sealed - r.layout.tag)?;
@@ -319,7 +322,8 @@ impl<S: ReadAt> CipherReaderAt<S> {
             (self.layout.sealed(index), false)
         };
         let mut ct = vec![0u8; sealed];
-        if read_full_at(&self.source, &mut ct, self.layout.segment_offset(index))? < sealed {
+        let offset = self.layout.segment_offset(index).unwrap_or(u64::MAX);
+        if read_full_at(&self.source, &mut ct, offset)? < sealed {
             return Err(Error::Truncated.into());
         }
         let len = sealed - self.layout.tag;

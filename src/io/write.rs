@@ -80,6 +80,7 @@ pub struct WriterBuilder {
     capacity: Option<usize>,
     aad: Vec<u8>,
     provider: Provider,
+    framed: bool,
 }
 
 impl WriterBuilder {
@@ -107,6 +108,23 @@ impl WriterBuilder {
         self
     }
 
+    /// The framed variant of the native format, for conversations: `flush`
+    /// seals whatever is buffered as one record and sends it, so the peer
+    /// can read it at once (the fixed-size format can only send full
+    /// segments before `finish`). The reader needs no option: the header
+    /// says which variant a stream is, and binds it into the key.
+    ///
+    /// What it costs and gives up: 20 bytes per flush (a 4-byte record
+    /// header and the 16-byte tag), each flush's size visible on the wire,
+    /// no random access (records have no computable offsets), and one
+    /// plaintext has many encodings (one per way of flushing it). With a
+    /// [`TinkKey`](crate::tink::TinkKey), which writes Tink's format, every
+    /// call fails with [`Error::InvalidParameters`].
+    pub fn framed(mut self) -> Self {
+        self.framed = true;
+        self
+    }
+
     /// Which library seals the segments (default: [`Provider::default`],
     /// AWS-LC when the `aws-lc` feature is on). The bytes written are the
     /// same whichever it is.
@@ -117,7 +135,13 @@ impl WriterBuilder {
 
     /// The engine a front drives: everything but the inner writer.
     pub(crate) fn engine(self) -> Sealer {
-        Sealer::new(self.key, self.aad, self.capacity, self.provider)
+        Sealer::new(
+            self.key,
+            self.aad,
+            self.capacity,
+            self.provider,
+            self.framed,
+        )
     }
 
     /// The writer over `inner`. Does no I/O.
@@ -136,6 +160,7 @@ impl fmt::Debug for WriterBuilder {
             .field("capacity", &self.capacity)
             .field("associated_data_len", &self.aad.len())
             .field("provider", &self.provider)
+            .field("framed", &self.framed)
             .finish()
     }
 }
@@ -151,6 +176,7 @@ impl CipherWriter<io::Sink> {
             capacity: None,
             aad: Vec::new(),
             provider: Provider::default(),
+            framed: false,
         }
     }
 }
@@ -274,6 +300,9 @@ impl<W: Write> Write for CipherWriter<W> {
         if let Some(e) = self.engine.error() {
             return Err(e.clone().into());
         }
+        self.drain()?;
+        // Framed: what is buffered becomes a record and goes out too.
+        self.engine.flush_record()?;
         self.drain()?;
         self.inner.flush()
     }

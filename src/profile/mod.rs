@@ -43,9 +43,13 @@ pub(crate) fn begin_write(
     aad: &[u8],
     capacity: usize,
     provider: Provider,
+    framed: bool,
 ) -> Result<(Vec<u8>, Stream), Error> {
     match profile {
-        Profile::Native(key) => native::native_write(key, aad, capacity, provider),
+        Profile::Native(key) => native::native_write(key, aad, capacity, provider, framed),
+        Profile::Tink(_) if framed => Err(Error::InvalidParameters(
+            "framing is a native-format option; a Tink key writes Tink's format",
+        )),
         Profile::Tink(key) => tink::tink_write(key, aad, capacity, provider),
     }
 }

@@ -13,6 +13,10 @@ use crate::{Algorithm, Error, Key, Provider};
 pub const MAGIC: [u8; 8] = *b"cipherio";
 /// The native format version this crate writes and reads.
 pub const VERSION: u8 = 1;
+/// The version byte of the framed variant (records whose lengths are
+/// authenticated; see the crate documentation). A reader that knows only
+/// [`VERSION`] refuses it as an unsupported version.
+pub const VERSION_FRAMED: u8 = 2;
 /// Bytes of random HKDF salt in the header.
 pub const SALT_LEN: usize = 32;
 /// Total length of the native v1 header.
@@ -44,6 +48,10 @@ pub struct Header {
     pub salt: [u8; SALT_LEN],
     /// The stream's random 7-byte nonce prefix.
     pub nonce_prefix: [u8; NONCE_PREFIX_LEN],
+    /// The framed variant ([`VERSION_FRAMED`]): records of any length up
+    /// to `segment_size`, each with an authenticated length; `false` for
+    /// fixed-size segments ([`VERSION`]).
+    pub framed: bool,
 }
 
 impl Header {
@@ -60,7 +68,14 @@ impl Header {
             segment_size,
             salt,
             nonce_prefix,
+            framed: false,
         }
+    }
+
+    /// The same header for the framed variant (or not).
+    pub fn with_framed(mut self, framed: bool) -> Header {
+        self.framed = framed;
+        self
     }
 
     /// Parses the first [`HEADER_LEN`] bytes of `bytes` (more may follow).
@@ -85,9 +100,11 @@ impl Header {
         let Some(h) = bytes.get(..HEADER_LEN) else {
             return Err(Error::Truncated);
         };
-        if h[8] != VERSION {
-            return Err(Error::UnsupportedVersion(h[8]));
-        }
+        let framed = match h[8] {
+            VERSION => false,
+            VERSION_FRAMED => true,
+            v => return Err(Error::UnsupportedVersion(v)),
+        };
         let algorithm = Algorithm::from_id(h[9]).ok_or(Error::UnknownAlgorithm(h[9]))?;
         let segment_size = u32::from_be_bytes([h[10], h[11], h[12], h[13]]);
         if segment_size == 0 {
@@ -102,6 +119,7 @@ impl Header {
             segment_size,
             salt,
             nonce_prefix,
+            framed,
         })
     }
 
@@ -109,7 +127,7 @@ impl Header {
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut h = [0u8; HEADER_LEN];
         h[..8].copy_from_slice(&MAGIC);
-        h[8] = VERSION;
+        h[8] = if self.framed { VERSION_FRAMED } else { VERSION };
         h[9] = self.algorithm.id();
         h[10..14].copy_from_slice(&self.segment_size.to_be_bytes());
         h[14..14 + SALT_LEN].copy_from_slice(&self.salt);
@@ -125,12 +143,7 @@ impl Header {
         salt.copy_from_slice(&r[..SALT_LEN]);
         let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
         nonce_prefix.copy_from_slice(&r[SALT_LEN..]);
-        Ok(Header {
-            algorithm,
-            segment_size,
-            salt,
-            nonce_prefix,
-        })
+        Ok(Header::new(algorithm, segment_size, salt, nonce_prefix))
     }
 
     /// The stream's suite: the key derived with HKDF-SHA256 from `key`
@@ -159,14 +172,16 @@ impl Header {
 }
 
 /// Fixed-size segments of `size` plaintext bytes, one encoding per
-/// plaintext (no empty final segment after full ones).
-fn layout(size: usize, suite: &Suite) -> Layout {
+/// plaintext (no empty final segment after full ones); or, `framed`,
+/// records of up to `size` bytes.
+fn layout(size: usize, suite: &Suite, framed: bool) -> Layout {
     Layout {
         header: HEADER_LEN,
         first: size,
         rest: size,
         tag: suite.tag_len(),
         empty_final: false,
+        framed,
     }
 }
 
@@ -175,11 +190,12 @@ pub(super) fn native_write(
     aad: &[u8],
     capacity: usize,
     provider: Provider,
+    framed: bool,
 ) -> Result<(Vec<u8>, Stream), Error> {
     let size = segment_size(capacity)?;
-    let header = Header::random(key.algorithm(), size)?;
+    let header = Header::random(key.algorithm(), size)?.with_framed(framed);
     let suite = header.suite(key, aad, provider)?;
-    let layout = layout(capacity, &suite);
+    let layout = layout(capacity, &suite, framed);
     Ok((header.to_bytes().to_vec(), Stream { suite, layout }))
 }
 
@@ -204,7 +220,7 @@ pub(super) fn native_read(
         });
     }
     let suite = header.suite(key, aad, provider)?;
-    let layout = layout(size, &suite);
+    let layout = layout(size, &suite, header.framed);
     Ok(Some((HEADER_LEN, Stream { suite, layout })))
 }
 
@@ -226,6 +242,7 @@ mod tests {
             segment_size: 0x0001_0203,
             salt: [0x5a; SALT_LEN],
             nonce_prefix: [0xc3; NONCE_PREFIX_LEN],
+            framed: false,
         }
     }
 
@@ -252,8 +269,11 @@ mod tests {
         b[0] ^= 1;
         assert_eq!(Header::parse(&b), Err(Error::BadMagic));
         let mut b = good;
+        b[8] = 3;
+        assert_eq!(Header::parse(&b), Err(Error::UnsupportedVersion(3)));
+        let mut b = good;
         b[8] = 2;
-        assert_eq!(Header::parse(&b), Err(Error::UnsupportedVersion(2)));
+        assert_eq!(Header::parse(&b), Ok(sample().with_framed(true)));
         let mut b = good;
         b[9] = 0;
         assert_eq!(Header::parse(&b), Err(Error::UnknownAlgorithm(0)));

@@ -35,6 +35,7 @@ fn tink_stream(key: &TinkKey, aad: &[u8], header: &[u8], provider: Provider) -> 
         rest: p.segment_plaintext(),
         tag: suite.tag_len(),
         empty_final: true,
+        framed: false,
     };
     Stream { suite, layout }
 }
