@@ -9,6 +9,7 @@ pub mod open;
 pub mod oracle;
 pub mod oracle_tink;
 pub mod roundtrip;
+pub mod seek;
 
 #[cfg(test)]
 mod tests {
@@ -207,6 +208,27 @@ mod tests {
             );
             assert!(dropped > 0, "{target}: no op dropped after a Pending");
         }
+    }
+
+    /// The `seek` seeds: every one passes; together they cover both
+    /// formats, every mutation kind, both builders, and intact streams
+    /// whose every op succeeded.
+    #[test]
+    fn seek_corpus() {
+        let (mut n, mut mutated, mut failed, mut clean) = (0, 0, 0, 0);
+        corpus("seek", |data| {
+            let run = crate::seek::check_run(data);
+            let input = crate::seek::Input::decode(data);
+            assert!(run.seeks > 0, "a seed that never seeks: {input:?}");
+            n += 1;
+            mutated += usize::from(run.mutated);
+            failed += usize::from(run.failed);
+            clean += usize::from(!run.mutated && !run.failed);
+        });
+        assert!(
+            n >= 6 && mutated >= 3 && failed >= 3 && clean >= 3,
+            "{n} {mutated} {failed} {clean}"
+        );
     }
 
     #[test]
