@@ -1419,3 +1419,37 @@ fn read_after_plaintext_len_at_the_next_segment() {
         }
     }
 }
+
+/// Found by the `seek` fuzz target: a Tink stream (16-byte key, 46-byte
+/// ciphertext segments, HKDF-SHA512) of 176 plaintext bytes with 16 bytes
+/// appended; a `read` of 895 bytes at 0 returns `Ok(156)` (the full
+/// segments, right bytes) and the error comes with the next read; the
+/// position must be 156 in between, as without the extension.
+#[test]
+fn position_after_a_read_before_a_deferred_error() {
+    let fmt = Fmt::Tink(TinkParams::new(16, 46, HkdfHash::Sha512).unwrap());
+    for (wp, rp) in pairs() {
+        let s = Sealed::new(fmt, 176, 59, wp);
+        for append in [1usize, 16, 17] {
+            for bufread in [false, true] {
+                let ctx = &format!("{wp:?}->{rp:?} + {append} bytes, bufread {bufread}");
+                let mut ct = s.ct.clone();
+                ct.extend(std::iter::repeat_n(0xFFu8, append));
+                let b = s.key.reader(rp, 2048);
+                let mut r = if bufread {
+                    b.build_from_buf_read(Cursor::new(ct))
+                } else {
+                    b.build(Cursor::new(ct))
+                };
+                let mut buf = vec![0u8; 895];
+                let n = r.read(&mut buf).unwrap();
+                assert!(buf[..n] == s.pt[..n], "{ctx}");
+                assert_eq!(
+                    r.stream_position().unwrap(),
+                    n as u64,
+                    "{ctx}: after Ok({n})"
+                );
+            }
+        }
+    }
+}
