@@ -907,7 +907,11 @@ fn stream_switched_between_fixed_and_framed_fails() {
         let mut r = CipherReader::new(&key, &ct[..]);
         let mut out = Vec::new();
         let e = r.read_to_end(&mut out).unwrap_err();
-        assert!(out.is_empty(), "framed {framed}: released {} bytes", out.len());
+        assert!(
+            out.is_empty(),
+            "framed {framed}: released {} bytes",
+            out.len()
+        );
         assert!(Error::from_io(&e).is_some(), "framed {framed}: {e}");
         assert!(r.read(&mut [0u8; 8]).is_err(), "sticky");
     }

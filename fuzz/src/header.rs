@@ -50,9 +50,12 @@ fn expected(data: &[u8]) -> Result<Header, Error> {
     if data.len() < HEADER_LEN {
         return Err(Error::Truncated);
     }
-    if data[8] != 1 {
-        return Err(Error::UnsupportedVersion(data[8]));
-    }
+    // 1: fixed-size segments; 2: the framed variant.
+    let framed = match data[8] {
+        1 => false,
+        2 => true,
+        v => return Err(Error::UnsupportedVersion(v)),
+    };
     let algorithm = match data[9] {
         1 => Algorithm::Aes128Gcm,
         2 => Algorithm::Aes256Gcm,
@@ -68,5 +71,6 @@ fn expected(data: &[u8]) -> Result<Header, Error> {
         segment_size,
         data[14..46].try_into().expect("32 bytes"),
         data[46..53].try_into().expect("7 bytes"),
-    ))
+    )
+    .with_framed(framed))
 }

@@ -464,7 +464,7 @@ impl Opener {
         }
         let len = self.input.len();
         let first = from.checked_add(layout.sealed(self.next))?;
-        let rest = layout.sealed(self.next + 1);
+        let rest = layout.sealed(self.next.saturating_add(1));
         (first <= len).then(|| first + (len - first) / rest * rest)
     }
 

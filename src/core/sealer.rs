@@ -360,11 +360,7 @@ fn seal(stage: &mut Stage, out: &mut Window, plain: &[u8], last: bool) -> Result
     else {
         unreachable!("seal is only called on an open stream")
     };
-    let record = if layout.framed {
-        RECORD_HEADER_LEN
-    } else {
-        0
-    };
+    let record = if layout.framed { RECORD_HEADER_LEN } else { 0 };
     let need = header.as_ref().map_or(0, Vec::len) + record + plain.len() + suite.tag_len();
     if let Err(e) = out.grow(need) {
         *stage = Stage::Failed(e.clone());
