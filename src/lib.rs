@@ -87,6 +87,71 @@
 //! final segment, the empty AES-256-GCM stream) and rebuilds streams from
 //! this description alone, comparing them byte for byte with
 //! [`CipherWriter`]'s output.
+//!
+//! # The framed variant (version 2), byte for byte
+//!
+//! Chosen by the writer ([`WriterBuilder::framed`]), for conversations:
+//! `flush` seals whatever is buffered as one record, so the peer can read it
+//! at once. The reader needs no option: the version byte says which variant
+//! a stream is, and since every header byte goes into the key derivation,
+//! neither variant can be read as the other.
+//!
+//! ```text
+//! header (53 bytes): as version 1, with version = 0x02; segment_size is
+//!     the largest record's plaintext (the writer's capacity)
+//!
+//! records, i = 0, 1, ..., n-1 (n >= 1)
+//!     record header (4 bytes) = BE32(final << 31 | len_i)
+//!     ciphertext (len_i bytes) || tag (16 bytes)
+//!     0 <= len_i <= segment_size; final = 1 for record n-1 only
+//!
+//! nonce_i = nonce_prefix (7) || BE32(i) (4) || final (1)
+//! record i = AEAD-Encrypt(K, nonce_i, aad = the 4-byte record header, plaintext_i)
+//! ```
+//!
+//! The stream key `K` is derived as in version 1. A reader refuses a record
+//! length above `segment_size` before allocating anything for it; a stream
+//! that ends anywhere before its final record is truncated; bytes after the
+//! final record are an error. The writer seals a record when its buffer is
+//! full and more data follows, on each `flush` of a non-empty buffer, and
+//! the final one at `finish` (possibly empty); it never writes an empty
+//! non-final record (a reader skips one). Each flush costs 20 bytes and shows
+//! its size on the wire; one plaintext has many encodings; records have no
+//! computable offsets, so a framed stream has no random access.
+//!
+//! **A test vector**, computed from this description with Python's
+//! `cryptography`: ChaCha20-Poly1305, key `00 01 .. 1f`, associated data
+//! `"cipherio framed kat"`, segment size 8, salt `20 21 .. 3f`, nonce
+//! prefix `a0 a1 .. a6`; `"hello"` written and flushed, then `" world!"`
+//! and finish:
+//!
+//! ```
+//! use std::io::Read;
+//! use cipherio::{Algorithm, CipherReader, Key};
+//!
+//! let stream = hex::decode(concat!(
+//!     // header: magic, version 2 (framed), algorithm 3, segment size 8, salt, nonce prefix
+//!     "636970686572696f", "02", "03", "00000008",
+//!     "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f",
+//!     "a0a1a2a3a4a5a6",
+//!     // record 0: header (5 bytes, not final), ciphertext, tag
+//!     "00000005", "27851a5ca6", "f7932c8a3ed0467533242c3c64646e02",
+//!     // record 1: header (7 bytes, final), ciphertext, tag
+//!     "80000007", "f80c6cc146ae33", "55e4e60019402b8ac4af75d3446990fc",
+//! ))
+//! .unwrap();
+//! let key = Key::from_hex(
+//!     Algorithm::ChaCha20Poly1305,
+//!     "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+//! )?;
+//! let mut r = CipherReader::builder(&key)
+//!     .associated_data(b"cipherio framed kat")
+//!     .build(&stream[..]);
+//! let mut plaintext = String::new();
+//! r.read_to_string(&mut plaintext)?;
+//! assert_eq!(plaintext, "hello world!");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
