@@ -84,6 +84,9 @@ use crate::{Algorithm, Error};
 
 pub use crate::core::kdf::HkdfHash;
 
+mod ctr_hmac;
+pub use ctr_hmac::{AesCtrHmacKey, AesCtrHmacParams, HmacHash, MIN_TAG_SIZE};
+
 /// Largest ciphertext segment size Tink accepts: `i32::MAX`.
 pub const MAX_CIPHERTEXT_SEGMENT_SIZE: usize = i32::MAX as usize;
 

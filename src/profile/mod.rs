@@ -9,6 +9,7 @@
 //! |---|---|---|---|
 //! | [`native`] v1 | 53 bytes, self-describing | HKDF-SHA256, info = header ‖ AAD | fixed `capacity`-byte segments |
 //! | [`tink`] AES-GCM-HKDF | 24 or 40 bytes | HKDF (key's hash), info = AAD | first segment shorter by the header |
+//! | [`tink`] AES-CTR-HMAC | 24 or 40 bytes | HKDF (key's hash), info = AAD, AES key ‖ HMAC key | the same, with the key's tag size |
 
 pub(crate) mod native;
 pub(crate) mod tink;
@@ -16,6 +17,7 @@ pub(crate) mod tink;
 use crate::core::layout::Layout;
 use crate::core::suite::Suite;
 use crate::{Error, Key, Provider};
+use tink::TinkFormat;
 
 /// The default buffer size of [`CipherWriter`](crate::CipherWriter) and
 /// [`CipherReader`](crate::CipherReader) (and their async fronts).
@@ -29,6 +31,8 @@ pub enum Profile {
     Native(Key),
     /// Tink's AES-GCM-HKDF streaming format.
     Tink(crate::tink::TinkKey),
+    /// Tink's AES-CTR-HMAC streaming format.
+    TinkCtrHmac(crate::tink::AesCtrHmacKey),
 }
 
 /// A stream as its profile set it up: the suite and the segment
@@ -49,6 +53,7 @@ pub(crate) fn begin_write(
     match profile {
         Profile::Native(key) => native::native_write(key, aad, capacity, provider),
         Profile::Tink(key) => tink::tink_write(key, aad, capacity, provider),
+        Profile::TinkCtrHmac(key) => tink::tink_write(key, aad, capacity, provider),
     }
 }
 
@@ -66,6 +71,7 @@ pub(crate) fn begin_read(
     match profile {
         Profile::Native(key) => native::native_read(key, aad, bytes, max_segment, provider),
         Profile::Tink(key) => tink::tink_read(key, aad, bytes, provider),
+        Profile::TinkCtrHmac(key) => tink::tink_read(key, aad, bytes, provider),
     }
 }
 
@@ -74,7 +80,8 @@ impl Profile {
     pub(crate) fn default_capacity(&self) -> usize {
         match self {
             Profile::Native(_) => DEFAULT_CAPACITY,
-            Profile::Tink(key) => key.params().segment_plaintext(),
+            Profile::Tink(key) => key.segment_plaintext(),
+            Profile::TinkCtrHmac(key) => key.segment_plaintext(),
         }
     }
 
@@ -84,8 +91,9 @@ impl Profile {
     pub(crate) fn check_capacity(&self, capacity: usize) -> Result<(), Error> {
         match self {
             Profile::Native(_) => native::segment_size(capacity).map(|_| ()),
-            Profile::Tink(key) if capacity == key.params().segment_plaintext() => Ok(()),
-            Profile::Tink(_) => Err(Error::InvalidCapacity(capacity)),
+            Profile::Tink(key) if capacity == key.segment_plaintext() => Ok(()),
+            Profile::TinkCtrHmac(key) if capacity == key.segment_plaintext() => Ok(()),
+            Profile::Tink(_) | Profile::TinkCtrHmac(_) => Err(Error::InvalidCapacity(capacity)),
         }
     }
 
@@ -94,7 +102,8 @@ impl Profile {
     pub(crate) fn header_len(&self) -> usize {
         match self {
             Profile::Native(_) => native::HEADER_LEN,
-            Profile::Tink(key) => key.params().header_len(),
+            Profile::Tink(key) => key.header_len(),
+            Profile::TinkCtrHmac(key) => key.header_len(),
         }
     }
 }
