@@ -61,8 +61,47 @@
 //!   refused with [`Error::HeaderLength`]. Any other damage to the header
 //!   changes the derived key or the nonces, and the first segment fails to
 //!   authenticate.
-//! - Only the AES-GCM-HKDF streaming key type is implemented; Tink's
-//!   AES-CTR-HMAC streaming keys are not.
+//! - These rules hold for both key types.
+//!
+//! # AES-CTR-HMAC keys
+//!
+//! Tink's other streaming key type, `AesCtrHmacStreamingKey`, is
+//! [`AesCtrHmacKey`] with [`AesCtrHmacParams`] (derived key size, segment
+//! size, HKDF hash, HMAC hash, tag size; Tink's four templates as
+//! constants). It goes wherever a [`TinkKey`] goes, with the same header
+//! and layout; only the key derivation and the segment cipher differ:
+//!
+//! ```text
+//! header    = H || salt (derived_key_size) || nonce_prefix (7), H = 1 + derived_key_size + 7
+//! keys      = HKDF(hkdf_hash, salt, ikm = raw key, info = associated data,
+//!                  L = derived_key_size + 32) = aes_key || hmac_key (32 bytes)
+//! iv_i      = nonce_prefix || BE32(i) || 0x01 if last else 0x00 || 00 00 00 00
+//! segment i = AES-CTR(aes_key, iv_i, plaintext)
+//!             || HMAC(hmac_hash, hmac_key, iv_i || ciphertext)[..tag_size]
+//! ```
+//!
+//! Segment 0 holds `ciphertext_segment_size - H - tag_size` plaintext
+//! bytes, later ones `ciphertext_segment_size - tag_size`. A reader checks
+//! each tag in constant time before it decrypts a byte. With
+//! [`Provider::AwsLc`](crate::Provider::AwsLc) the AES-CTR and the HMAC
+//! are AWS-LC's (`aws_lc_rs::cipher`, `aws_lc_rs::hmac`); both providers
+//! write the same bytes.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use cipherio::tink::{AesCtrHmacKey, AesCtrHmacParams};
+//! use cipherio::{CipherReader, CipherWriter};
+//!
+//! let key = AesCtrHmacKey::generate(AesCtrHmacParams::AES128_CTR_HMAC_SHA256_4KB)?;
+//! let mut w = CipherWriter::builder(&key).associated_data(b"obj").build(Vec::new());
+//! w.write_all(b"hello, Tink CTR-HMAC")?;
+//! let ciphertext = w.finish()?;
+//! let mut r = CipherReader::builder(&key).associated_data(b"obj").build(&ciphertext[..]);
+//! let mut plaintext = Vec::new();
+//! r.read_to_end(&mut plaintext)?;
+//! assert_eq!(plaintext, b"hello, Tink CTR-HMAC");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! The reader's [`max_segment_size`](crate::ReaderBuilder::max_segment_size)
 //! limit guards against hostile native headers; with a Tink key the segment

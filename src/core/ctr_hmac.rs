@@ -111,13 +111,9 @@ impl CtrHmac {
     }
 
     /// Whether AWS-LC does the work (tests count it).
-    #[cfg(test)]
+    #[cfg(all(test, feature = "aws-lc"))]
     pub(crate) fn is_aws_lc(&self) -> bool {
-        #[cfg(feature = "aws-lc")]
-        if let CtrKey::AwsLc(_) = self.ctr {
-            return true;
-        }
-        false
+        matches!(self.ctr, CtrKey::AwsLc(_))
     }
 
     /// Applies the keystream of `iv` to `input` into `output` (same
