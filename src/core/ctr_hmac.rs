@@ -130,12 +130,10 @@ impl CtrHmac {
             CtrKey::AwsLc(k) => {
                 use aws_lc_rs::cipher::EncryptionContext;
                 use aws_lc_rs::iv::FixedLength;
-                let Some(out) = output.get_mut(..input.len()) else {
-                    return false;
-                };
-                if out.len() != output.len() {
+                if input.len() != output.len() {
                     return false;
                 }
+                let out = output;
                 out.copy_from_slice(input);
                 // AES-CTR in place; encrypting and decrypting are the same.
                 k.less_safe_encrypt(out, EncryptionContext::Iv128(FixedLength::from(*iv)))
