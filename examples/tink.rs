@@ -1,11 +1,13 @@
-//! Encrypts or decrypts a file in Google Tink's AES-GCM-HKDF streaming
-//! format, with the key and parameters of a Tink `AesGcmHkdfStreamingKey`.
-//! The interop checks drive it (see `interop/tink_interop.py`).
+//! Encrypts or decrypts a file in one of Google Tink's streaming formats,
+//! with the key and parameters of a Tink `AesGcmHkdfStreamingKey`
+//! (`--type gcm`, the default) or `AesCtrHmacStreamingKey` (`--type
+//! ctr-hmac`, which also takes `--hmac-hash` and `--tag-size`). The interop
+//! checks drive it (see `interop/tink_interop.py`).
 //!
 //! ```text
-//! cargo run --release --example tink -- (encrypt|decrypt) --key HEX \
+//! cargo run --release --example tink -- (encrypt|decrypt) [--type gcm|ctr-hmac] --key HEX \
 //!     --derived-key-size N --segment-size N --hkdf-hash (SHA1|SHA256|SHA512) \
-//!     [--aad HEX] IN_FILE OUT_FILE
+//!     [--hmac-hash (SHA1|SHA256|SHA512) --tag-size N] [--aad HEX] IN_FILE OUT_FILE
 //! ```
 //!
 //! Exit status 0 on success. On any failure it prints one line saying why,
@@ -23,15 +25,18 @@ use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
-use cipherio::{CipherReader, CipherWriter};
+use cipherio::tink::{AesCtrHmacKey, AesCtrHmacParams, HkdfHash, TinkKey, TinkParams};
+use cipherio::{CipherReader, CipherWriter, StreamKey};
 
-const USAGE: &str = "usage: tink (encrypt|decrypt) --key HEX --derived-key-size N --segment-size N \
-                     --hkdf-hash (SHA1|SHA256|SHA512) [--aad HEX] IN_FILE OUT_FILE";
+const USAGE: &str = "usage: tink (encrypt|decrypt) [--type gcm|ctr-hmac] --key HEX \
+                     --derived-key-size N --segment-size N --hkdf-hash (SHA1|SHA256|SHA512) \
+                     [--hmac-hash (SHA1|SHA256|SHA512) --tag-size N (ctr-hmac only)] \
+                     [--aad HEX] IN_FILE OUT_FILE";
 
 struct Args {
     encrypt: bool,
-    key: TinkKey,
+    /// A `TinkKey` or an `AesCtrHmacKey`.
+    key: Box<dyn StreamKey>,
     aad: Vec<u8>,
     input: PathBuf,
     output: PathBuf,
@@ -40,6 +45,7 @@ struct Args {
 fn parse(args: &[OsString]) -> Result<Args, String> {
     let mut mode = None;
     let (mut key, mut dks, mut seg, mut hash, mut aad) = (None, None, None, None, None);
+    let (mut kind, mut hmac_hash, mut tag_size) = (None, None, None);
     let mut files = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -61,6 +67,9 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             "--segment-size" => seg = Some(value(a)?),
             "--hkdf-hash" => hash = Some(value(a)?),
             "--aad" => aad = Some(value(a)?),
+            "--type" => kind = Some(value(a)?),
+            "--hmac-hash" => hmac_hash = Some(value(a)?),
+            "--tag-size" => tag_size = Some(value(a)?),
             "encrypt" | "decrypt" if mode.is_none() => mode = Some(a == "encrypt"),
             s if s.starts_with("--") => return Err(format!("unknown option {s}")),
             _ => files.push(PathBuf::from(a)),
@@ -74,11 +83,30 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
     };
     let dks = number(dks, "--derived-key-size")?;
     let seg = number(seg, "--segment-size")?;
-    let hash = hash.ok_or("missing --hkdf-hash")?;
-    let hash = HkdfHash::from_name(&hash)
-        .ok_or_else(|| format!("--hkdf-hash must be SHA1, SHA256 or SHA512, got {hash:?}"))?;
-    let params = TinkParams::new(dks, seg, hash).map_err(|e| e.to_string())?;
-    let key = TinkKey::from_hex(params, &key.ok_or("missing --key")?).map_err(|e| e.to_string())?;
+    let hash_of = |v: Option<String>, name: &str| -> Result<HkdfHash, String> {
+        let v = v.ok_or_else(|| format!("missing {name}"))?;
+        HkdfHash::from_name(&v)
+            .ok_or_else(|| format!("{name} must be SHA1, SHA256 or SHA512, got {v:?}"))
+    };
+    let hash = hash_of(hash, "--hkdf-hash")?;
+    let hex_key = key.ok_or("missing --key")?;
+    let key: Box<dyn StreamKey> = match kind.as_deref().unwrap_or("gcm") {
+        "gcm" => {
+            if hmac_hash.is_some() || tag_size.is_some() {
+                return Err("--hmac-hash and --tag-size are for --type ctr-hmac".into());
+            }
+            let params = TinkParams::new(dks, seg, hash).map_err(|e| e.to_string())?;
+            Box::new(TinkKey::from_hex(params, &hex_key).map_err(|e| e.to_string())?)
+        }
+        "ctr-hmac" => {
+            let hmac = hash_of(hmac_hash, "--hmac-hash")?;
+            let tag = number(tag_size, "--tag-size")?;
+            let params =
+                AesCtrHmacParams::new(dks, seg, hash, hmac, tag).map_err(|e| e.to_string())?;
+            Box::new(AesCtrHmacKey::from_hex(params, &hex_key).map_err(|e| e.to_string())?)
+        }
+        t => return Err(format!("--type must be gcm or ctr-hmac, got {t:?}")),
+    };
     let aad = hex::decode(aad.unwrap_or_default()).map_err(|_| "--aad is not valid hex")?;
     let [input, output] = <[PathBuf; 2]>::try_from(files)
         .map_err(|f| format!("expected IN_FILE and OUT_FILE, got {} file names", f.len()))?;

@@ -5,7 +5,7 @@ use std::fmt;
 use zeroize::Zeroizing;
 
 use crate::Error;
-use crate::tink::TinkKey;
+use crate::tink::{AesCtrHmacKey, TinkKey};
 
 /// The AEAD that seals each segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -155,12 +155,14 @@ impl fmt::Debug for Key {
 
 /// A key that [`CipherWriter`](crate::CipherWriter) and
 /// [`CipherReader`](crate::CipherReader) can be built with; it chooses the
-/// wire format. Implemented by [`Key`] (the native format) and
-/// [`TinkKey`] (the Tink-compatible profile); sealed.
+/// wire format. Implemented by [`Key`] (the native format), [`TinkKey`]
+/// (Tink's AES-GCM-HKDF streaming format) and [`AesCtrHmacKey`] (Tink's
+/// AES-CTR-HMAC streaming format); sealed.
 pub trait StreamKey: sealed::Sealed {}
 
 impl StreamKey for Key {}
 impl StreamKey for TinkKey {}
+impl StreamKey for AesCtrHmacKey {}
 impl<K: StreamKey + ?Sized> StreamKey for &K {}
 impl<K: StreamKey + ?Sized> StreamKey for Box<K> {}
 impl<K: StreamKey + ?Sized> StreamKey for std::rc::Rc<K> {}
@@ -169,7 +171,7 @@ impl<K: StreamKey + ?Sized> StreamKey for std::sync::Arc<K> {}
 pub(crate) mod sealed {
     pub use crate::profile::Profile;
 
-    use super::{Key, TinkKey};
+    use super::{AesCtrHmacKey, Key, TinkKey};
 
     /// Which wire format a stream uses, with its key.
     pub trait Sealed {
@@ -185,6 +187,12 @@ pub(crate) mod sealed {
     impl Sealed for TinkKey {
         fn profile(&self) -> Profile {
             Profile::Tink(self.clone())
+        }
+    }
+
+    impl Sealed for AesCtrHmacKey {
+        fn profile(&self) -> Profile {
+            Profile::TinkCtrHmac(self.clone())
         }
     }
 

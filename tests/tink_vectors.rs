@@ -2,15 +2,16 @@
 //! Google Tink (a subset of ../shared/interop/vectors.json.gz, chosen by
 //! `tests/data/make_tink_vectors.py`). Every positive vector decrypts to its
 //! plaintext under several read patterns, every negative one fails, and the
-//! two quirks follow the documented policy. (The byte-exact reproduction of
+//! two quirks follow the documented policy; for both of Tink's streaming
+//! key types, AES-GCM-HKDF (`TinkKey`) and AES-CTR-HMAC (`AesCtrHmacKey`). (The byte-exact reproduction of
 //! the deterministic vectors needs the salt and nonce prefix injected, which
 //! the public API does not allow: it is a unit test in src/tink.rs.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read};
 
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
-use cipherio::{CipherReader, Error};
+use cipherio::tink::{AesCtrHmacKey, AesCtrHmacParams, HkdfHash, TinkKey, TinkParams};
+use cipherio::{CipherReader, Error, StreamKey};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -32,16 +33,46 @@ fn num(v: &Value, field: &str) -> usize {
     }
 }
 
-fn params_of(p: &Value) -> TinkParams {
-    TinkParams::new(
+/// A key of either Tink type, as the writer and reader take it.
+type AnyKey = Box<dyn StreamKey>;
+
+/// The key of the set's type: AES-GCM-HKDF or AES-CTR-HMAC.
+fn key_of(p: &Value, hex: &str) -> AnyKey {
+    let hash = |f| HkdfHash::from_name(s(p, f)).unwrap();
+    let (dks, css) = (
         num(p, "derived_key_size"),
         num(p, "ciphertext_segment_size"),
-        HkdfHash::from_name(s(p, "hkdf_hash")).unwrap(),
-    )
-    .unwrap()
+    );
+    match s(p, "alg") {
+        "AES_GCM_HKDF_STREAMING" => {
+            let params = TinkParams::new(dks, css, hash("hkdf_hash")).unwrap();
+            Box::new(TinkKey::from_hex(params, hex).unwrap())
+        }
+        "AES_CTR_HMAC_STREAMING" => {
+            let params = AesCtrHmacParams::new(
+                dks,
+                css,
+                hash("hkdf_hash"),
+                hash("hmac_hash"),
+                num(p, "tag_size"),
+            )
+            .unwrap();
+            Box::new(AesCtrHmacKey::from_hex(params, hex).unwrap())
+        }
+        alg => panic!("unknown key type {alg}"),
+    }
 }
 
-fn key_for(all: &Value, case: &Value) -> TinkKey {
+fn is_ctr(all: &Value, case: &Value) -> bool {
+    let p = if case["params"].is_object() {
+        &case["params"]
+    } else {
+        &all["param_sets"][s(case, "param_set")]
+    };
+    s(p, "alg") == "AES_CTR_HMAC_STREAMING"
+}
+
+fn key_for(all: &Value, case: &Value) -> AnyKey {
     // A negative vector may ask for other parameters than its set's.
     let p = if case["params_override"].is_object() {
         &case["params_override"]
@@ -50,7 +81,15 @@ fn key_for(all: &Value, case: &Value) -> TinkKey {
     } else {
         &all["param_sets"][s(case, "param_set")]
     };
-    TinkKey::from_hex(params_of(p), s(case, "key")).unwrap()
+    // (An override lists only what changes.)
+    let mut p = p.clone();
+    let base = &all["param_sets"][case["param_set"].as_str().unwrap_or("")];
+    if let (Some(p), Some(base)) = (p.as_object_mut(), base.as_object()) {
+        for (k, v) in base {
+            p.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    key_of(&p, s(case, "key"))
 }
 
 fn pattern(len: usize) -> Vec<u8> {
@@ -74,7 +113,7 @@ const PATTERNS: [(usize, Pattern); 5] = [
 ];
 
 fn decrypt(
-    key: &TinkKey,
+    key: &AnyKey,
     aad: &[u8],
     ct: &[u8],
     cap: usize,
@@ -123,7 +162,7 @@ fn every_positive_vector_decrypts_to_its_plaintext() {
         "subset holds {} positive vectors",
         cases.len()
     );
-    let mut sets = std::collections::BTreeSet::new();
+    let mut sets = std::collections::BTreeMap::new();
     for case in cases {
         let key = key_for(&all, case);
         let aad = hex::decode(s(case, "aad")).unwrap();
@@ -143,16 +182,22 @@ fn every_positive_vector_decrypts_to_its_plaintext() {
                 s(case, "id")
             );
         }
-        sets.insert(s(case, "param_set").to_owned());
+        *sets.entry(s(case, "param_set").to_owned()).or_insert(0) += 1;
     }
-    // Every AES-GCM-HKDF parameter set of the oracle is covered.
-    assert_eq!(sets.len(), 10, "{sets:?}");
+    // Every parameter set of the oracle is covered: 10 AES-GCM-HKDF, 7
+    // AES-CTR-HMAC.
+    let ctr = sets.keys().filter(|k| k.starts_with("ctr")).count();
+    assert_eq!((sets.len() - ctr, ctr), (10, 7), "{sets:?}");
+    let ctr_cases: usize = (sets.iter())
+        .filter_map(|(k, n)| k.starts_with("ctr").then_some(n))
+        .sum();
+    assert_eq!(ctr_cases, 94, "{sets:?}");
 }
 
 #[test]
 fn deterministic_vectors_and_tink_kats_decrypt() {
     let all = vectors();
-    let mut n = 0;
+    let (mut n, mut ctr) = (0, 0);
     for group in ["deterministic_vectors", "tink_source_kats"] {
         for case in all[group].as_array().unwrap() {
             let Some(ct) = case["ciphertext"].as_str() else {
@@ -168,16 +213,24 @@ fn deterministic_vectors_and_tink_kats_decrypt() {
                 .unwrap_or_else(|(_, e)| panic!("{}: {e}", s(case, "id")));
             assert!(got == want, "{}", s(case, "id"));
             n += 1;
+            ctr += usize::from(is_ctr(&all, case));
         }
     }
     assert!(n >= 70, "{n} cases");
+    assert_eq!(
+        ctr,
+        44 + 6,
+        "AES-CTR-HMAC: deterministic ones up to 4 KiB, and the KATs"
+    );
 }
 
 #[test]
 fn every_negative_vector_fails_and_releases_no_damaged_plaintext() {
     let all = vectors();
     let cases = all["negative_vectors"].as_array().unwrap();
-    assert_eq!(cases.len(), 75);
+    assert_eq!(cases.len(), 100);
+    let ctr = cases.iter().filter(|c| is_ctr(&all, c)).count();
+    assert_eq!(ctr, 25);
     for case in cases {
         let base = hex::decode(s(&all["negative_bases"], s(case, "param_set"))).unwrap();
         let d = &case["ciphertext_diff"];
@@ -258,6 +311,7 @@ fn quirks_follow_the_documented_policy() {
     }
     assert_eq!(
         (accepted, refused),
-        (2 * PATTERNS.len(), 4 * PATTERNS.len())
+        (4 * PATTERNS.len(), 8 * PATTERNS.len()),
+        "AES-GCM-HKDF and AES-CTR-HMAC quirks alike"
     );
 }

@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`window`] | the one buffer type, `pos ≤ end ≤ len`, wiped on drop when secret |
 //! | [`kdf`] | HKDF key derivation and its hash choice |
+//! | [`ctr_hmac`] | Tink's AES-CTR-HMAC segment cipher (AES-CTR, then a truncated HMAC) |
 //! | [`suite`] | the per-segment AEAD of each provider: `seal_at` / `open_at(index, last, aad)` |
 //! | [`layout`] | segment sizes and offset arithmetic |
 //! | [`sealer`] | the writer's state machine: plaintext in, sealed bytes out |
@@ -13,6 +14,7 @@
 //! Every front (std, tokio) is glue over [`sealer::Sealer`] and
 //! [`opener::Opener`]: a rule fixed here is fixed everywhere.
 
+pub(crate) mod ctr_hmac;
 pub(crate) mod kdf;
 pub(crate) mod layout;
 pub(crate) mod opener;

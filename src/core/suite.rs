@@ -7,6 +7,11 @@
 //! segments can be sealed in any order or on any thread (`&self`). It knows
 //! nothing about headers, buffers or I/O: a profile builds it, the sealer
 //! and opener say which segment.
+//!
+//! Besides the AEADs, a suite can hold Tink's AES-CTR-HMAC segment cipher
+//! ([`CtrHmac`]): its tag length is the key's (10 to 64 bytes, not 16), its
+//! IV the STREAM nonce followed by four zero bytes, and it takes no
+//! per-segment AAD (Tink's segments have none).
 
 use aead::consts::{U12, U16};
 use aead::{AeadInOut, KeyInit};
@@ -14,6 +19,8 @@ use aes_gcm::{Aes128Gcm, Aes256Gcm};
 use chacha20poly1305::ChaCha20Poly1305;
 use inout::InOutBuf;
 
+use crate::core::ctr_hmac::{CTR_IV_LEN, CtrHmac};
+use crate::core::kdf::HkdfHash;
 use crate::{Algorithm, Error, Provider};
 
 /// Bytes of authentication tag after each segment's ciphertext.
@@ -32,6 +39,8 @@ enum SegmentAead {
     ChaCha(Box<ChaCha20Poly1305>),
     #[cfg(feature = "aws-lc")]
     AwsLc(aws_lc_rs::aead::LessSafeKey),
+    /// Tink's AES-CTR-HMAC (either provider inside).
+    CtrHmac(Box<CtrHmac>),
 }
 
 fn keyed<A: KeyInit>(key: &[u8]) -> Box<A> {
@@ -114,6 +123,9 @@ impl SegmentAead {
             }
             #[cfg(feature = "aws-lc")]
             SegmentAead::AwsLc(_) => Provider::AwsLc,
+            #[cfg(feature = "aws-lc")]
+            SegmentAead::CtrHmac(c) if c.is_aws_lc() => Provider::AwsLc,
+            SegmentAead::CtrHmac(_) => Provider::RustCrypto,
         };
         let i = Provider::ALL.iter().position(|&q| q == p).unwrap_or(0);
         USED.with(|u| u.borrow_mut()[i] += 1);
@@ -146,9 +158,38 @@ impl Suite {
         Suite { aead, prefix }
     }
 
+    /// The AES-CTR-HMAC suite of one Tink stream: `aes_key` (16 or 32
+    /// bytes) and `hmac_key` (32) from its HKDF output, HMAC over `hash`
+    /// truncated to `tag_len` bytes.
+    pub(crate) fn ctr_hmac(
+        provider: Provider,
+        aes_key: &[u8],
+        hmac_key: &[u8],
+        hash: HkdfHash,
+        tag_len: usize,
+        prefix: [u8; NONCE_PREFIX_LEN],
+    ) -> Self {
+        let c = CtrHmac::new(provider, aes_key, hmac_key, hash, tag_len);
+        Suite {
+            aead: SegmentAead::CtrHmac(Box::new(c)),
+            prefix,
+        }
+    }
+
     /// Bytes of tag after each segment's ciphertext.
-    pub(crate) const fn tag_len(&self) -> usize {
-        TAG_LEN
+    pub(crate) fn tag_len(&self) -> usize {
+        match &self.aead {
+            SegmentAead::CtrHmac(c) => c.tag_len(),
+            _ => TAG_LEN,
+        }
+    }
+
+    /// The AES-CTR IV of segment `index`: its STREAM nonce, then four zero
+    /// bytes where the block counter starts.
+    fn ctr_iv(&self, index: u64, last: bool) -> Option<[u8; CTR_IV_LEN]> {
+        let mut iv = [0u8; CTR_IV_LEN];
+        iv[..NONCE_LEN].copy_from_slice(&self.nonce(index, last)?);
+        Some(iv)
     }
 
     /// The STREAM nonce of segment `index`; `None` past segment 2^32 − 1.
@@ -172,7 +213,7 @@ impl Suite {
         plaintext: &[u8],
         out: &mut [u8],
     ) -> Result<(), Error> {
-        debug_assert_eq!(out.len(), plaintext.len() + TAG_LEN);
+        debug_assert_eq!(out.len(), plaintext.len() + self.tag_len());
         let nonce = self.nonce(index, last).ok_or(Error::StreamTooLong)?;
         let (body, tag) = out.split_at_mut(plaintext.len());
         #[cfg(test)]
@@ -197,6 +238,14 @@ impl Suite {
                 // the AEAD's limit fail.
                 .map_err(|_| Error::StreamTooLong)?;
             }
+            SegmentAead::CtrHmac(c) => {
+                debug_assert!(aad.is_empty(), "Tink segments have no AAD");
+                let iv = self.ctr_iv(index, last).ok_or(Error::StreamTooLong)?;
+                // Only wrong lengths fail (ruled out above).
+                if !c.seal(&iv, plaintext, body, tag) {
+                    return Err(Error::StreamTooLong);
+                }
+            }
         }
         Ok(())
     }
@@ -213,7 +262,7 @@ impl Suite {
         sealed: &[u8],
         out: &mut [u8],
     ) -> Result<(), Error> {
-        let Some(body_len) = sealed.len().checked_sub(TAG_LEN) else {
+        let Some(body_len) = sealed.len().checked_sub(self.tag_len()) else {
             return Err(Error::Truncated);
         };
         debug_assert_eq!(out.len(), body_len);
@@ -238,6 +287,12 @@ impl Suite {
                     out,
                 )
                 .is_ok()
+            }
+            SegmentAead::CtrHmac(c) => {
+                // The tag is checked (in constant time) before a byte is
+                // decrypted; the AAD is part of no Tink segment.
+                let iv = self.ctr_iv(index, last).ok_or(Error::TooManySegments)?;
+                aad.is_empty() && c.open(&iv, body, tag, out)
             }
         };
         if ok {

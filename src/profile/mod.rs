@@ -9,6 +9,7 @@
 //! |---|---|---|---|
 //! | [`native`] v1 | 53 bytes, self-describing | HKDF-SHA256, info = header ‖ AAD | fixed `capacity`-byte segments |
 //! | [`tink`] AES-GCM-HKDF | 24 or 40 bytes | HKDF (key's hash), info = AAD | first segment shorter by the header |
+//! | [`tink`] AES-CTR-HMAC | 24 or 40 bytes | HKDF (key's hash), info = AAD, AES key ‖ HMAC key | the same, with the key's tag size |
 
 pub(crate) mod native;
 pub(crate) mod tink;
@@ -16,6 +17,7 @@ pub(crate) mod tink;
 use crate::core::layout::Layout;
 use crate::core::suite::Suite;
 use crate::{Error, Key, Provider};
+use tink::TinkFormat;
 
 pub use native::DEFAULT_CAPACITY;
 
@@ -27,6 +29,8 @@ pub enum Profile {
     Native(Key),
     /// Tink's AES-GCM-HKDF streaming format.
     Tink(crate::tink::TinkKey),
+    /// Tink's AES-CTR-HMAC streaming format.
+    TinkCtrHmac(crate::tink::AesCtrHmacKey),
 }
 
 /// A stream as its profile set it up: the suite and the segment
@@ -47,10 +51,11 @@ pub(crate) fn begin_write(
 ) -> Result<(Vec<u8>, Stream), Error> {
     match profile {
         Profile::Native(key) => native::native_write(key, aad, capacity, provider, framed),
-        Profile::Tink(_) if framed => Err(Error::InvalidParameters(
+        Profile::Tink(_) | Profile::TinkCtrHmac(_) if framed => Err(Error::InvalidParameters(
             "framing is a native-format option; a Tink key writes Tink's format",
         )),
         Profile::Tink(key) => tink::tink_write(key, aad, capacity, provider),
+        Profile::TinkCtrHmac(key) => tink::tink_write(key, aad, capacity, provider),
     }
 }
 
@@ -68,6 +73,7 @@ pub(crate) fn begin_read(
     match profile {
         Profile::Native(key) => native::native_read(key, aad, bytes, max_segment, provider),
         Profile::Tink(key) => tink::tink_read(key, aad, bytes, provider),
+        Profile::TinkCtrHmac(key) => tink::tink_read(key, aad, bytes, provider),
     }
 }
 
@@ -76,7 +82,8 @@ impl Profile {
     pub(crate) fn default_capacity(&self) -> usize {
         match self {
             Profile::Native(_) => DEFAULT_CAPACITY,
-            Profile::Tink(key) => key.params().segment_plaintext(),
+            Profile::Tink(key) => key.segment_plaintext(),
+            Profile::TinkCtrHmac(key) => key.segment_plaintext(),
         }
     }
 
@@ -86,10 +93,15 @@ impl Profile {
     pub(crate) fn check_capacity(&self, capacity: usize) -> Result<(), Error> {
         match self {
             Profile::Native(_) => native::segment_size(capacity).map(|_| ()),
-            Profile::Tink(key) if capacity == key.params().segment_plaintext() => Ok(()),
+            Profile::Tink(key) if capacity == key.segment_plaintext() => Ok(()),
+            Profile::TinkCtrHmac(key) if capacity == key.segment_plaintext() => Ok(()),
             Profile::Tink(key) => Err(Error::CapacityForKey {
                 capacity,
-                required: key.params().segment_plaintext(),
+                required: key.segment_plaintext(),
+            }),
+            Profile::TinkCtrHmac(key) => Err(Error::CapacityForKey {
+                capacity,
+                required: key.segment_plaintext(),
             }),
         }
     }
@@ -99,7 +111,8 @@ impl Profile {
     pub(crate) fn header_len(&self) -> usize {
         match self {
             Profile::Native(_) => native::HEADER_LEN,
-            Profile::Tink(key) => key.params().header_len(),
+            Profile::Tink(key) => key.header_len(),
+            Profile::TinkCtrHmac(key) => key.header_len(),
         }
     }
 }
