@@ -531,8 +531,7 @@ impl Probe {
             .filter(|(s, _)| {
                 s == routine || s.ends_with(&format!("_{routine}")) && s.starts_with("aws_lc_")
             })
-            .map(|x| x.1)
-            .sum()
+            .fold(0.0, |a, x| a + x.1)
     }
 
     /// For an AWS-LC tier: did its own routines run, and no other tier's?
@@ -540,13 +539,13 @@ impl Probe {
         if let Some(e) = &self.error {
             return (false, format!("not sampled: {e}"));
         }
-        let mine: f64 = tier.routines.iter().map(|r| self.share(r)).sum();
+        let mine = tier.routines.iter().fold(0.0, |a, r| a + self.share(r));
         let (other, other_name) = AWS_LC_TIERS
             .iter()
             .filter(|t| t.name != tier.name)
             .map(|t| {
                 (
-                    t.routines.iter().map(|r| self.share(r)).sum::<f64>(),
+                    t.routines.iter().fold(0.0, |a, r| a + self.share(r)),
                     t.name,
                 )
             })
@@ -667,6 +666,12 @@ impl Driver {
     /// that took the samples.
     fn probe(&self, r: &Run<'_>) -> Probe {
         let dir = self.out_dir(&r.name);
+        if let Err(e) = fs::create_dir_all(&dir) {
+            return Probe {
+                top: Vec::new(),
+                error: Some(format!("{}: {e}", dir.display())),
+            };
+        }
         let data = dir.join("perf.data");
         let mut c = Command::new("perf");
         c.args(["record", "-q", "-e", "cpu-clock", "-F", "4000", "-o"])
@@ -724,7 +729,9 @@ impl Driver {
             .filter_map(|l| {
                 let (pct, rest) = l.trim().split_once('%')?;
                 let pct: f64 = pct.trim().parse().ok()?;
-                let sym = rest.trim().strip_prefix("[.]")?.trim().to_string();
+                // `[.] name   -   -` (perf adds IPC columns after the name)
+                let sym = rest.trim().strip_prefix("[.]")?.trim();
+                let sym = sym.split("  ").next()?.trim().to_string();
                 let low = sym.to_lowercase();
                 crypto.iter().any(|k| low.contains(k)).then_some((sym, pct))
             })
