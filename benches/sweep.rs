@@ -62,6 +62,10 @@
 //! | `CIPHERIO_BENCH_ROUND` | round number: even rounds start pairs with `raw` |
 //! | `CIPHERIO_BENCH_BACKEND_OUT` | file to write the backends that ran into |
 //! | `CIPHERIO_BENCH_PAIRS_OUT` | file to write the paired samples into (one row per sample and reference) |
+//! | `CIPHERIO_BENCH_PROBE_MS` | instead of the sweep, only encrypt and decrypt 64 KiB-buffer streams of each algorithm for this long (the driver samples it with `perf` to see which AES/GHASH routines run) |
+//!
+//! On stderr, a line `cipherio-bench: point <group> <x>` as each point
+//! starts measuring (the driver's progress report).
 
 use std::env;
 use std::hint::black_box;
@@ -633,6 +637,8 @@ struct Pairs {
     /// (group, x, iterations, stream ns, reference ns, median of the
     /// iterations' reference ÷ stream time, reference name)
     rows: Vec<(String, usize, u64, u128, u128, f64, &'static str)>,
+    /// The point measured last, to announce each new one once.
+    last: Option<(String, usize)>,
 }
 
 impl Pairs {
@@ -667,6 +673,14 @@ impl Pairs {
             f();
             t.elapsed()
         };
+        if self
+            .last
+            .as_ref()
+            .is_none_or(|(g, v)| g != group || *v != x)
+        {
+            eprintln!("cipherio-bench: point {group} {x}");
+            self.last = Some((group.to_string(), x));
+        }
         *flip = !*flip;
         let n = refs.len() + 1;
         let mut ts = Duration::ZERO;
@@ -962,10 +976,45 @@ fn sweep_async(
     g.finish();
 }
 
+/// `CIPHERIO_BENCH_PROBE_MS`: the streams' steady state alone, for a
+/// sampling profiler (the driver runs it under `perf record` to show which
+/// assembly routines an AES tier really ran): encrypt and decrypt through
+/// 64 KiB buffers, each algorithm in turn, for `ms` milliseconds.
+fn probe(cfg: &Config, ms: u64) {
+    let plain = payload(cfg.payload);
+    let mut out = vec![0u8; cfg.payload + 1];
+    let s = 64 * KIB;
+    let keys: Vec<Key> = cfg.algs.iter().map(|&a| Key::generate(a)).collect();
+    let sealed: Vec<Vec<u8>> = keys.iter().map(|k| sealed_stream(k, s, &plain)).collect();
+    let (t, mut rounds) = (Instant::now(), 0u64);
+    while t.elapsed() < Duration::from_millis(ms) {
+        for (k, st) in keys.iter().zip(&sealed) {
+            stream_encrypt(k, s, &plain, plain.len().max(1));
+            let n = stream_decrypt(k, s, st, &mut out, s, false);
+            assert_eq!(n, plain.len(), "probe round trip");
+        }
+        rounds += 1;
+    }
+    eprintln!(
+        "cipherio probe: {rounds} round(s) of {} B per algorithm in {:.2} s",
+        plain.len(),
+        t.elapsed().as_secs_f64()
+    );
+}
+
 fn main() {
     let cfg = Config::from_env();
     if let Some(path) = var("CIPHERIO_BENCH_BACKEND_OUT") {
         write_backends(&path);
+    }
+    if let Some(ms) = var("CIPHERIO_BENCH_PROBE_MS") {
+        probe(
+            &cfg,
+            ms.trim()
+                .parse()
+                .expect("CIPHERIO_BENCH_PROBE_MS: milliseconds"),
+        );
+        return;
     }
     let b = backends();
     eprintln!(

@@ -41,7 +41,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
@@ -100,6 +100,10 @@ const DIRS: [&str; 3] = ["encrypt", "decrypt", "decrypt-bufread"];
 const ASYNC_DIRS: [&str; 3] = ["encrypt-async", "decrypt-async", "roundtrip-duplex"];
 /// The std direction each async direction is compared with.
 const ASYNC_VS: [(&str, &str); 2] = [("encrypt-async", "encrypt"), ("decrypt-async", "decrypt")];
+/// The std directions a mode measures.
+fn std_dirs(mode: &Mode) -> impl Iterator<Item = &'static str> + '_ {
+    mode.dirs.iter().copied().filter(|d| DIRS.contains(d))
+}
 /// Every direction of the buffer sweep.
 fn buffer_dirs() -> impl Iterator<Item = &'static str> {
     DIRS.into_iter().chain(ASYNC_DIRS)
@@ -150,12 +154,16 @@ const BUILDS: [Build; 5] = [
 struct Mode {
     name: &'static str,
     sizes: Vec<usize>,
+    /// Directions of the buffer sweep.
+    dirs: Vec<&'static str>,
     chunks: Vec<usize>,
     payload: usize,
     warm_up_ms: u64,
     measure_ms: u64,
     samples: usize,
     rounds: usize,
+    /// How long each run's `perf` probe samples its streams, ms.
+    probe_ms: u64,
 }
 
 impl Mode {
@@ -163,25 +171,33 @@ impl Mode {
         Mode {
             name: "smoke",
             sizes: vec![8 * KIB, 64 * KIB],
+            dirs: buffer_dirs().collect(),
             chunks: vec![KIB],
             payload: 256 * KIB,
             warm_up_ms: 20,
             measure_ms: 50,
             samples: 10,
             rounds: 1,
+            probe_ms: 300,
         }
     }
 
+    /// The newcomer's run: only what answers "which buffer size, which
+    /// build, which tier": four sizes around the 8 KiB default (the tiers
+    /// table needs 8 and 64 KiB), encrypt and decrypt, no caller-chunk
+    /// sweep, 1 MiB per iteration, each build and tier once.
     fn quick() -> Mode {
         Mode {
             name: "quick",
-            sizes: vec![512, 4 * KIB, 8 * KIB, 64 * KIB, MIB],
-            chunks: vec![64, KIB, 8 * KIB, 64 * KIB],
-            payload: 4 * MIB,
+            sizes: vec![4 * KIB, 8 * KIB, 16 * KIB, 64 * KIB],
+            dirs: vec!["encrypt", "decrypt"],
+            chunks: vec![],
+            payload: MIB,
             warm_up_ms: 100,
-            measure_ms: 250,
+            measure_ms: 200,
             samples: 10,
-            rounds: 2,
+            rounds: 1,
+            probe_ms: 600,
         }
     }
 
@@ -194,12 +210,14 @@ impl Mode {
         Mode {
             name: "full",
             sizes: powers(512, MIB),
+            dirs: buffer_dirs().collect(),
             chunks: powers(64, MIB),
             payload: 4 * MIB,
             warm_up_ms: 200,
             measure_ms: 600,
             samples: 20,
             rounds: 3,
+            probe_ms: 1000,
         }
     }
 }
@@ -356,42 +374,267 @@ fn read_pairs(path: &Path) -> Result<PairRows, String> {
     Ok(rows)
 }
 
+/// One AES-GCM tier of AWS-LC (aws-lc-sys 0.47, x86-64), as its dispatch
+/// in `crypto/fipsmodule/modes/gcm.c` (`CRYPTO_ghash_init`,
+/// `crypto_gcm_avx512_enabled`) and `cipher/e_aes.c` (`hwaes_capable`,
+/// `vpaes_capable`) picks it from the capability words
+/// `OPENSSL_ia32cap_P[0..4]` (`crypto/fipsmodule/cpucap/internal.h`).
+struct Tier {
+    name: &'static str,
+    /// What runs: the AES and GHASH halves.
+    aes: &'static str,
+    ghash: &'static str,
+    /// CPU features (as `is_x86_feature_detected!` names them) the tier
+    /// needs: it exists on this CPU if all are present.
+    needs: &'static [&'static str],
+    /// `OPENSSL_ia32cap` for the tiers below the CPU's best: `~` clears
+    /// the given bits from what CPUID reported (it can only take away).
+    /// The first value is words 0 (CPUID.1:EDX) and 1 (CPUID.1:ECX, bits
+    /// 32–63), the second words 2 (CPUID.7:EBX) and 3 (CPUID.7:ECX):
+    /// AVX = bit 60 (ECX 28), AES-NI = bit 57 (ECX 25), VAES = bit 41 and
+    /// VPCLMULQDQ = bit 42 of the second value (CPUID.7:ECX 9 and 10).
+    mask: &'static str,
+    /// Assembly routines only this tier runs for bulk AES-GCM (the
+    /// evidence looked for in the `perf` samples), and its GHASH routine
+    /// when that is separate (unstitched tiers).
+    routines: &'static [&'static str],
+    ghash_routine: Option<&'static str>,
+}
+
+/// Best first. aws-lc-sys 0.47 has no VAES-256 (AVX2) AES-GCM: without
+/// AVX-512 a VAES CPU runs the AES-NI + AVX tier.
+const AWS_LC_TIERS: [Tier; 4] = [
+    Tier {
+        name: "vaes-avx512",
+        aes: "VAES-512 + VPCLMULQDQ, stitched (aesni-gcm-avx512)",
+        ghash: "VPCLMULQDQ (stitched)",
+        needs: &[
+            "vaes",
+            "vpclmulqdq",
+            "avx512f",
+            "avx512dq",
+            "avx512bw",
+            "avx512vl",
+        ],
+        mask: "",
+        routines: &["aes_gcm_encrypt_avx512", "aes_gcm_decrypt_avx512"],
+        ghash_routine: None,
+    },
+    Tier {
+        name: "aesni-avx",
+        aes: "AES-NI + AVX, stitched (aesni-gcm-x86_64)",
+        ghash: "CLMUL + AVX (stitched)",
+        needs: &["aes", "pclmulqdq", "avx", "movbe"],
+        // VAES and VPCLMULQDQ cleared: crypto_gcm_avx512_enabled() fails.
+        mask: "~0x0:~0x60000000000",
+        routines: &[
+            "_aesni_ctr32_ghash_6x",
+            "_aesni_ctr32_6x",
+            "aesni_gcm_encrypt",
+            "aesni_gcm_decrypt",
+        ],
+        ghash_routine: None,
+    },
+    Tier {
+        name: "aesni-clmul",
+        aes: "AES-NI, unstitched (aes_hw_ctr32)",
+        ghash: "CLMUL (gcm_ghash_clmul)",
+        needs: &["aes", "pclmulqdq"],
+        // AVX cleared too: GHASH takes gcm_init_clmul, is_avx = 0, so no
+        // stitched AES-GCM; AES-NI CTR and CLMUL GHASH run one after the
+        // other (a Westmere-class CPU).
+        mask: "~0x1000000000000000:~0x60000000000",
+        routines: &["aes_hw_ctr32_encrypt_blocks"],
+        ghash_routine: Some("gcm_ghash_clmul"),
+    },
+    Tier {
+        name: "vpaes",
+        aes: "vpaes (SSSE3 vector permutes, no AES-NI)",
+        ghash: "CLMUL + AVX (gcm_ghash_avx)",
+        needs: &["ssse3"],
+        // AES-NI cleared (and VAES): hwaes_capable() fails, vpaes_capable()
+        // holds; PCLMULQDQ and AVX stay, so GHASH is gcm_ghash_avx.
+        mask: "~0x200000000000000:~0x60000000000",
+        routines: &[
+            "_vpaes_encrypt_core_2x",
+            "_vpaes_encrypt_core",
+            "vpaes_ctr32_encrypt_blocks",
+        ],
+        ghash_routine: Some("gcm_ghash_avx"),
+    },
+];
+
+/// Whether this CPU (and OS) has a feature, by its `std::arch` name.
+fn cpu_has(name: &str) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        match name {
+            "aes" => has!("aes"),
+            "pclmulqdq" => has!("pclmulqdq"),
+            "ssse3" => has!("ssse3"),
+            "movbe" => has!("movbe"),
+            "avx" => has!("avx"),
+            "avx2" => has!("avx2"),
+            "vaes" => has!("vaes"),
+            "vpclmulqdq" => has!("vpclmulqdq"),
+            "avx512f" => has!("avx512f"),
+            "avx512dq" => has!("avx512dq"),
+            "avx512bw" => has!("avx512bw"),
+            "avx512vl" => has!("avx512vl"),
+            _ => false,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = name;
+        false
+    }
+}
+
+/// The AWS-LC tiers this CPU has, best first.
+fn tiers_here() -> Vec<&'static Tier> {
+    AWS_LC_TIERS
+        .iter()
+        .filter(|t| t.needs.iter().all(|f| cpu_has(f)))
+        .collect()
+}
+
+/// One measured run: a build, and for `aws-lc` the AES tier it was held
+/// to (the CPU's best tier runs unmasked under the build's own name).
+struct Run<'a> {
+    build: &'a Build,
+    name: String,
+    tier: Option<&'static Tier>,
+    /// `OPENSSL_ia32cap` for this run (empty: unset).
+    mask: &'static str,
+    algs: Vec<Alg>,
+    exe: PathBuf,
+    build_secs: f64,
+    reported: Reported,
+    probe: Probe,
+}
+
+/// What `perf record` sampled while a run's streams ran (its probe).
+#[derive(Default)]
+struct Probe {
+    /// (symbol, % of samples), the crypto-looking ones, most first.
+    top: Vec<(String, f64)>,
+    /// Why there is no sample (no perf, …).
+    error: Option<String>,
+}
+
+impl Probe {
+    fn share(&self, routine: &str) -> f64 {
+        self.top
+            .iter()
+            .filter(|(s, _)| {
+                s == routine || s.ends_with(&format!("_{routine}")) && s.starts_with("aws_lc_")
+            })
+            .fold(0.0, |a, x| a + x.1)
+    }
+
+    /// For an AWS-LC tier: did its own routines run, and no other tier's?
+    fn verdict(&self, tier: &Tier) -> (bool, String) {
+        if let Some(e) = &self.error {
+            return (false, format!("not sampled: {e}"));
+        }
+        let mine = tier.routines.iter().fold(0.0, |a, r| a + self.share(r));
+        let (other, other_name) = AWS_LC_TIERS
+            .iter()
+            .filter(|t| t.name != tier.name)
+            .map(|t| {
+                (
+                    t.routines.iter().fold(0.0, |a, r| a + self.share(r)),
+                    t.name,
+                )
+            })
+            .fold((0.0, ""), |a, b| if b.0 > a.0 { b } else { a });
+        let ghash = tier.ghash_routine.map_or(100.0, |g| self.share(g));
+        let ok = mine >= 5.0 && mine > 3.0 * other && ghash >= 1.0;
+        let mut why = format!("{mine:.0} % of samples in this tier's AES-GCM routines");
+        if let Some(g) = tier.ghash_routine {
+            let _ = write!(why, ", {ghash:.0} % in {g}");
+        }
+        if other > 0.0 {
+            let _ = write!(why, "; {other:.1} % in {other_name}'s");
+        }
+        (ok, why)
+    }
+}
+
 struct Driver {
     root: PathBuf,
+    /// Cargo's target directory: every build and report goes under it.
+    target: PathBuf,
     cargo: String,
+    host: String,
     mode: Mode,
 }
 
 impl Driver {
-    fn target(&self, b: &Build) -> PathBuf {
-        self.root.join("target").join(format!("bench-{}", b.name))
+    /// Where a run's reports, logs and criterion data go.
+    fn out_dir(&self, run: &str) -> PathBuf {
+        self.target.join(format!("bench-{}", run.replace('@', "-")))
     }
 
-    fn command(&self, b: &Build, round: usize) -> Command {
-        let dir = self.target(b);
-        let m = &self.mode;
-        let join = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
-        let algs: Vec<&str> = b.algs.iter().map(|a| a.id()).collect();
+    /// One cargo target directory for every build, with `--target` given:
+    /// RUSTFLAGS then reach only the target's crates, so build scripts and
+    /// proc macros compile once for all builds, and builds with the same
+    /// RUSTFLAGS (`default` and `aws-lc`) share their dependencies; cargo
+    /// keeps builds with different RUSTFLAGS side by side (the flags are
+    /// in the file names), so nothing is rebuilt when they alternate.
+    fn cargo_dir(&self) -> PathBuf {
+        self.target.join("bench-build")
+    }
+
+    /// Compiles one build's bench binary (output to its build log) and
+    /// returns its path and the seconds it took.
+    fn build(&self, b: &Build) -> Result<(PathBuf, f64), String> {
+        let dir = self.out_dir(b.name);
+        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let log = dir.join("build.log");
+        let t = Instant::now();
+        let features = if b.features.is_empty() {
+            "tokio".to_string()
+        } else {
+            format!("{},tokio", b.features)
+        };
         let mut c = Command::new(&self.cargo);
         c.current_dir(&self.root)
-            .args(["bench", "--bench", "sweep"])
-            // Every build runs the async directions too.
-            .args([
-                "--features",
-                &if b.features.is_empty() {
-                    "tokio".to_string()
-                } else {
-                    format!("{},tokio", b.features)
-                },
-            ])
+            .args(["bench", "--no-run", "--bench", "sweep", "--features"])
+            .arg(&features)
+            .args(["--target", &self.host])
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .env_remove("CARGO_BUILD_RUSTFLAGS")
             .env("RUSTFLAGS", b.rustflags)
-            .env("CARGO_TARGET_DIR", &dir)
+            .env("CARGO_TARGET_DIR", self.cargo_dir())
+            .env("CARGO_TERM_COLOR", "never");
+        run_logged(c, &log)?;
+        let text = fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        // `  Executable benches/sweep.rs (target/…/deps/sweep-…)`
+        let exe = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("Executable") && l.contains("sweep"))
+            .filter_map(|l| Some(l[l.rfind('(')? + 1..l.rfind(')')?].to_string()))
+            .next_back()
+            .ok_or_else(|| format!("{}: no Executable line from cargo", log.display()))?;
+        Ok((self.root.join(exe), t.elapsed().as_secs_f64()))
+    }
+
+    /// The bench binary of a run, with its configuration.
+    fn command(&self, r: &Run<'_>, round: usize) -> Command {
+        let dir = self.out_dir(&r.name);
+        let m = &self.mode;
+        let join = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+        let algs: Vec<&str> = r.algs.iter().map(|a| a.id()).collect();
+        let mut c = Command::new(&r.exe);
+        c.current_dir(&self.root)
+            .arg("--bench")
             .env("CRITERION_HOME", dir.join("criterion"))
-            .env("CARGO_TERM_COLOR", "never")
             .env("CIPHERIO_BENCH_QUICK", "0")
             .env("CIPHERIO_BENCH_SIZES", join(&m.sizes))
+            .env("CIPHERIO_BENCH_DIRS", m.dirs.join(","))
             .env("CIPHERIO_BENCH_CHUNKS", join(&m.chunks))
             .env("CIPHERIO_BENCH_ALGS", algs.join(","))
             .env("CIPHERIO_BENCH_PAYLOAD", m.payload.to_string())
@@ -404,33 +647,124 @@ impl Driver {
                 "CIPHERIO_BENCH_PAIRS_OUT",
                 dir.join(format!("pairs-{round}.txt")),
             );
+        // Unset, never empty: AWS-LC reads an empty OPENSSL_ia32cap as a
+        // value (sscanf fails, an uninitialised number is used) and its
+        // capability words turn to garbage (seen here: aes_nohw ran).
+        if r.mask.is_empty() {
+            c.env_remove("OPENSSL_ia32cap");
+        } else {
+            c.env("OPENSSL_ia32cap", r.mask);
+        }
         c
     }
 
-    /// Compiles one build's bench binary; output to its build log.
-    fn build(&self, b: &Build) -> Result<f64, String> {
-        let dir = self.target(b);
-        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let log = dir.join("build.log");
-        let t = Instant::now();
-        let mut c = self.command(b, 0);
-        c.arg("--no-run");
-        run_logged(c, &log)?;
-        Ok(t.elapsed().as_secs_f64())
+    /// The points one round of a run measures.
+    fn points(&self, r: &Run<'_>) -> usize {
+        let m = &self.mode;
+        r.algs.len() * (m.dirs.len() * m.sizes.len() + CHUNK_DIRS.len() * m.chunks.len())
     }
 
-    /// Runs one round of one build and collects its estimates.
-    fn round(&self, b: &Build, round: usize, results: &mut Results) -> Result<Reported, String> {
-        let dir = self.target(b);
+    /// Samples a run's streams with `perf record` (the bench's probe mode:
+    /// 64 KiB buffers, encrypt and decrypt) and keeps the crypto routines
+    /// that took the samples.
+    fn probe(&self, r: &Run<'_>) -> Probe {
+        let dir = self.out_dir(&r.name);
+        if let Err(e) = fs::create_dir_all(&dir) {
+            return Probe {
+                top: Vec::new(),
+                error: Some(format!("{}: {e}", dir.display())),
+            };
+        }
+        let data = dir.join("perf.data");
+        let mut c = Command::new("perf");
+        c.args(["record", "-q", "-e", "cpu-clock", "-F", "4000", "-o"])
+            .arg(&data)
+            .arg("--")
+            .args(self.command(r, 0).get_program().to_str())
+            .current_dir(&self.root);
+        for (k, v) in self.command(r, 0).get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        let aes: Vec<&str> = r
+            .algs
+            .iter()
+            .filter(|a| **a != Alg::ChaCha)
+            .map(|a| a.id())
+            .collect();
+        if !aes.is_empty() {
+            c.env("CIPHERIO_BENCH_ALGS", aes.join(","));
+        }
+        c.env("CIPHERIO_BENCH_PAYLOAD", MIB.to_string())
+            .env("CIPHERIO_BENCH_PROBE_MS", self.mode.probe_ms.to_string())
+            .env_remove("CIPHERIO_BENCH_BACKEND_OUT");
+        let log = dir.join("perf.log");
+        if let Err(e) = run_logged(c, &log) {
+            let first = e.lines().last().unwrap_or("").trim().to_string();
+            return Probe {
+                top: Vec::new(),
+                error: Some(format!("`perf record` failed ({first})")),
+            };
+        }
+        let out = Command::new("perf")
+            .args(["report", "--stdio", "-q", "--sort", "symbol", "-i"])
+            .arg(&data)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output();
+        let text = match out {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+            _ => {
+                return Probe {
+                    top: Vec::new(),
+                    error: Some("`perf report` failed".into()),
+                };
+            }
+        };
+        let _ = fs::write(dir.join("perf-report.txt"), &text);
+        let crypto = [
+            "aes", "gcm", "ghash", "polyval", "clmul", "chacha", "poly1305", "fixslice",
+        ];
+        let mut top: Vec<(String, f64)> = text
+            .lines()
+            .filter_map(|l| {
+                let (pct, rest) = l.trim().split_once('%')?;
+                let pct: f64 = pct.trim().parse().ok()?;
+                // `[.] name   -   -` (perf adds IPC columns after the name)
+                let sym = rest.trim().strip_prefix("[.]")?.trim();
+                let sym = sym.split("  ").next()?.trim().to_string();
+                let low = sym.to_lowercase();
+                crypto.iter().any(|k| low.contains(k)).then_some((sym, pct))
+            })
+            .collect();
+        top.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Probe { top, error: None }
+    }
+
+    /// Runs one round of one run and collects its estimates.
+    fn round(
+        &self,
+        r: &Run<'_>,
+        round: usize,
+        results: &mut Results,
+        progress: &mut Progress,
+    ) -> Result<Reported, String> {
+        let dir = self.out_dir(&r.name);
+        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let crit = dir.join("criterion");
         if crit.exists() {
             // Stale estimates must not pass for this round's.
             fs::remove_dir_all(&crit).map_err(|e| format!("{}: {e}", crit.display()))?;
         }
-        run_logged(
-            self.command(b, round),
-            &dir.join(format!("round-{round}.log")),
-        )?;
+        let log = dir.join(format!("round-{round}.log"));
+        let label = format!("round {round}/{} · {}", self.mode.rounds, r.name);
+        run_watched(self.command(r, round), &log, |line| {
+            if let Some(p) = line.strip_prefix("cipherio-bench: point ") {
+                progress.step(&label, p);
+            }
+        })?;
         let reported = read_reported(&dir.join("backends.txt"))?;
         let pairs = read_pairs(&dir.join(format!("pairs-{round}.txt")))?;
         let point = |group: &str, x: usize| -> Result<Round, String> {
@@ -455,18 +789,18 @@ impl Driver {
                 vs,
             })
         };
-        for &alg in b.algs {
-            for dir_name in buffer_dirs() {
+        for &alg in &r.algs {
+            for &dir_name in &self.mode.dirs {
                 let group = format!("{}-{dir_name}", alg.id());
                 for &s in &self.mode.sizes {
-                    let key = (b.name.to_string(), alg, dir_name, Sweep::Buffer, s);
+                    let key = (r.name.clone(), alg, dir_name, Sweep::Buffer, s);
                     results.entry(key).or_default().push(point(&group, s)?);
                 }
             }
             for dir_name in CHUNK_DIRS {
                 let group = format!("{}-{dir_name}-chunk", alg.id());
                 for &c in &self.mode.chunks {
-                    let key = (b.name.to_string(), alg, dir_name, Sweep::Chunk, c);
+                    let key = (r.name.clone(), alg, dir_name, Sweep::Chunk, c);
                     results.entry(key).or_default().push(point(&group, c)?);
                 }
             }
@@ -475,13 +809,79 @@ impl Driver {
     }
 }
 
+/// One progress line per measured point: which run, which point, time
+/// spent and an estimate of the time left (from the pace so far).
+struct Progress {
+    total: usize,
+    done: usize,
+    start: Instant,
+    /// Seconds per point assumed before any was measured.
+    guess: f64,
+}
+
+impl Progress {
+    fn step(&mut self, label: &str, point: &str) {
+        self.done += 1;
+        let elapsed = self.start.elapsed().as_secs_f64();
+        let pace = if self.done > 1 {
+            elapsed / (self.done - 1) as f64
+        } else {
+            self.guess
+        };
+        let left = pace * (self.total + 1 - self.done) as f64;
+        let (group, x) = point.split_once(' ').unwrap_or((point, ""));
+        let x = x.trim().parse().map_or(x.to_string(), size_label);
+        println!(
+            "[{:>3}/{}] {label}: {group} {x} · {} elapsed · about {} left",
+            self.done,
+            self.total,
+            clock(elapsed),
+            clock(left)
+        );
+    }
+}
+
+fn clock(secs: f64) -> String {
+    let s = Duration::from_secs_f64(secs.max(0.0) + 0.5).as_secs();
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
 fn run_logged(mut c: Command, log: &Path) -> Result<(), String> {
     let file = fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let err = file
         .try_clone()
         .map_err(|e| format!("{}: {e}", log.display()))?;
     c.stdin(Stdio::null()).stdout(file).stderr(err);
-    let status = c.status().map_err(|e| format!("running cargo: {e}"))?;
+    let status = c
+        .status()
+        .map_err(|e| format!("running {:?}: {e}", c.get_program()))?;
+    check(status, log)
+}
+
+/// Like [`run_logged`], and hands each line the command writes to stderr
+/// to `each` as it comes (they go to the log too).
+fn run_watched(mut c: Command, log: &Path, mut each: impl FnMut(&str)) -> Result<(), String> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut file = fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let out = file
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    c.stdin(Stdio::null()).stdout(out).stderr(Stdio::piped());
+    let mut child = c
+        .spawn()
+        .map_err(|e| format!("running {:?}: {e}", c.get_program()))?;
+    if let Some(err) = child.stderr.take() {
+        for line in BufReader::new(err).lines() {
+            let Ok(line) = line else { break };
+            let _ = writeln!(file, "{line}");
+            each(&line);
+        }
+    }
+    let status = child.wait().map_err(|e| format!("waiting: {e}"))?;
+    check(status, log)
+}
+
+fn check(status: std::process::ExitStatus, log: &Path) -> Result<(), String> {
     if status.success() {
         Ok(())
     } else {
@@ -489,7 +889,7 @@ fn run_logged(mut c: Command, log: &Path) -> Result<(), String> {
         let tail: Vec<&str> = text.lines().rev().take(30).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         Err(format!(
-            "cargo bench failed ({status}); last lines of {}:\n{}",
+            "command failed ({status}); last lines of {}:\n{}",
             log.display(),
             tail.join("\n")
         ))
@@ -622,15 +1022,250 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
-struct Ran<'a> {
-    build: &'a Build,
-    reported: Reported,
-    build_secs: f64,
+/// The CPU summary: which AES tiers exist here, which run executed each,
+/// and how that was established.
+fn tiers_summary(o: &mut String, ran: &[Run<'_>]) {
+    let _ = writeln!(
+        o,
+        "## AES tiers: which exist on this CPU, which each build ran\n"
+    );
+    let _ = writeln!(
+        o,
+        "Established from CPUID, read by `std::arch::is_x86_feature_detected!` (the bits AWS-LC's \
+         `OPENSSL_cpuid_setup` and the `cpufeatures` crate under aes 0.9.4 read); AWS-LC's tiers \
+         from its dispatch in aws-lc-sys 0.47 (`crypto/fipsmodule/modes/gcm.c`, \
+         `cipher/e_aes.c`, `cpucap/internal.h`); what a run really executed from `perf record` \
+         samples of its streams (*How each tier was verified*, below), not from the labels. \
+         One `aws-lc` binary runs every AWS-LC tier: the best unmasked (row `aws-lc`), the others \
+         with `OPENSSL_ia32cap` clearing capability bits (`~` can only take bits away).\n"
+    );
+    let _ = writeln!(o, "| provider | tier | needs | this CPU | run as |");
+    let _ = writeln!(o, "|---|---|---|---|---|");
+    let here = tiers_here();
+    for t in &AWS_LC_TIERS {
+        let has = here.iter().any(|h| h.name == t.name);
+        let runs: Vec<String> = ran
+            .iter()
+            .filter(|r| r.tier.is_some_and(|x| x.name == t.name))
+            .map(|r| format!("`{}`", r.name))
+            .collect();
+        let _ = writeln!(
+            o,
+            "| AWS-LC | {} · GHASH {} | {} | {} | {} |",
+            t.aes,
+            t.ghash,
+            t.needs.join(", "),
+            if has { "yes" } else { "no" },
+            if runs.is_empty() {
+                "not run".to_string()
+            } else {
+                runs.join(", ")
+            }
+        );
+    }
+    // aes 0.9.4 (src/lib.rs): VAES-512 if avx512f and vaes, else VAES-256
+    // if vaes, else AES-NI if aes, else fixslice; no switch between them.
+    let rc: [(&str, &[&str], &str); 4] = [
+        ("VAES-512", &["avx512f", "vaes"], "VAES-512"),
+        ("VAES-256", &["vaes"], "VAES-256"),
+        ("AES-NI", &["aes"], "AES-NI"),
+        ("software (fixslice)", &[], "software"),
+    ];
+    let mut picked = false;
+    for (label, needs, reported) in rc {
+        let has = needs.iter().all(|f| cpu_has(f));
+        let runs: Vec<String> = ran
+            .iter()
+            .filter(|r| r.build.features.is_empty() && r.build.algs.contains(&Alg::Aes128))
+            .filter(|r| {
+                r.reported
+                    .get("aes")
+                    .is_some_and(|a| a.starts_with(reported))
+            })
+            .map(|r| format!("`{}`", r.name))
+            .collect();
+        let note = if !runs.is_empty() {
+            runs.join(", ")
+        } else if has && picked {
+            "not run: aes picks the tier above on this CPU, with no switch (dependencies are not patched)".to_string()
+        } else {
+            "not run".to_string()
+        };
+        picked |= has;
+        let _ = writeln!(
+            o,
+            "| RustCrypto aes 0.9.4 | {label} | {} | {} | {note} |",
+            if needs.is_empty() {
+                "—".to_string()
+            } else {
+                needs.join(", ")
+            },
+            if has { "yes" } else { "no" }
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nRustCrypto elsewhere: aes 0.9.4 picks VAES-512 where the CPU has AVX-512F and VAES \
+         (Ice Lake and later Xeons, Zen 4/5), VAES-256 where it has VAES without AVX-512 (Zen 3, \
+         Alder Lake and later client cores), AES-NI on older x86-64, and the constant-time \
+         fixslice software without AES-NI (the `soft` build forces that one: its row is what such \
+         a CPU gets, with software GHASH too). GHASH (polyval 0.7.3) is CLMUL wherever PCLMULQDQ \
+         and AVX are present, software otherwise.\n"
+    );
+}
+
+/// The tiers table (tier × provider × direction, AES-GCM at 8 and 64 KiB)
+/// and the evidence that each tier ran.
+fn tiers_table(o: &mut String, mode: &Mode, ran: &[Run<'_>], results: &Results) {
+    let rows: Vec<&Run<'_>> = ran
+        .iter()
+        .filter(|r| r.algs.contains(&Alg::Aes128))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let sizes = [8 * KIB, 64 * KIB];
+    let _ = writeln!(o, "## AES tiers at 8 KiB and 64 KiB\n");
+    let _ = writeln!(
+        o,
+        "Stream GB/s · % of that run's own raw one-shot AEAD (same tier, same messages), \
+         median (spread) as in the tables below.\n"
+    );
+    let _ = write!(o, "| provider | tier (run) | direction |");
+    for a in [Alg::Aes128, Alg::Aes256] {
+        for &s in &sizes {
+            let _ = write!(o, " {} {} |", a.title(), size_label(s));
+        }
+    }
+    let _ = writeln!(o, "\n|---|---|---|---|---|---|---|");
+    for r in &rows {
+        let (provider, tier) = match r.tier {
+            Some(t) => ("AWS-LC", t.aes.to_string()),
+            None if r.build.features == "aws-lc" => ("AWS-LC", "its own dispatch".to_string()),
+            None => (
+                "RustCrypto",
+                format!(
+                    "{} · GHASH {}",
+                    r.reported.get("aes").map_or("?", String::as_str),
+                    r.reported.get("ghash").map_or("?", String::as_str)
+                ),
+            ),
+        };
+        for d in std_dirs(mode) {
+            let _ = write!(o, "| {provider} | {tier} (`{}`) | {d} |", r.name);
+            for a in [Alg::Aes128, Alg::Aes256] {
+                for &s in &sizes {
+                    let key = (r.name.clone(), a, d, Sweep::Buffer, s);
+                    let _ = match cell(results, mode.payload, &key) {
+                        Some(c) => write!(o, " {:.2} GB/s · {} |", c.gbps, spread(c.ratio, 1)),
+                        None => write!(o, " – |"),
+                    };
+                }
+            }
+            let _ = writeln!(o);
+        }
+    }
+    let _ = writeln!(o);
+
+    // The tiers' figures differ: the raw one-shot at 64 KiB per run.
+    let aws: Vec<&Run<'_>> = rows.iter().copied().filter(|r| r.tier.is_some()).collect();
+    if aws.len() > 1 {
+        let raw: Vec<(String, f64)> = aws
+            .iter()
+            .filter_map(|r| {
+                let key = (
+                    r.name.clone(),
+                    Alg::Aes128,
+                    "encrypt",
+                    Sweep::Buffer,
+                    64 * KIB,
+                );
+                cell(results, mode.payload, &key).map(|c| (r.name.clone(), c.raw_gbps))
+            })
+            .collect();
+        let ordered = raw.windows(2).all(|w| w[0].1 > w[1].1 * 1.05);
+        let _ = writeln!(
+            o,
+            "AWS-LC's raw one-shot AES-128-GCM seal at 64 KiB, per tier: {}. {}\n",
+            raw.iter()
+                .map(|(n, g)| format!("`{n}` {g:.2} GB/s"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if ordered {
+                "Each tier is more than 5 % slower than the one above: the masks changed the code that ran."
+            } else {
+                "Not every tier is more than 5 % slower than the one above (noise, or a mask that did not take: see the samples)."
+            }
+        );
+    }
+
+    let _ = writeln!(o, "### How each tier was verified\n");
+    let _ = writeln!(
+        o,
+        "Each run's binary, with the run's environment (and mask), was run for {} ms in its \
+         probe mode (`CIPHERIO_BENCH_PROBE_MS`: AES-GCM streams, 64 KiB buffers, encrypt and \
+         decrypt) under `perf record -e cpu-clock -F 4000`; `perf report --sort symbol` gives the \
+         share of samples per function. Below, the crypto routines that took the most samples \
+         (data in `target/bench-<run>/perf.data`, text in `perf-report.txt`). An AWS-LC tier \
+         passes if its own bulk AES-GCM routines hold at least 5 % of the samples and over 3× \
+         any other tier's (and, for the unstitched tiers, its GHASH routine shows).\n",
+        mode.probe_ms
+    );
+    let _ = writeln!(
+        o,
+        "| run | `OPENSSL_ia32cap` | expected | sampled (share of all samples) | verdict |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|");
+    for r in &rows {
+        let top: Vec<String> = r
+            .probe
+            .top
+            .iter()
+            .take(4)
+            .map(|(s, p)| {
+                let s: String = s.chars().take(70).collect();
+                format!("`{s}` {p:.1} %")
+            })
+            .collect();
+        let sampled = match &r.probe.error {
+            Some(e) => e.clone(),
+            None if top.is_empty() => "no crypto routine sampled".to_string(),
+            None => top.join(", "),
+        };
+        let (expected, verdict) = match r.tier {
+            Some(t) => {
+                let (ok, why) = r.probe.verdict(t);
+                let mut exp = t.routines.join(" / ");
+                if let Some(g) = t.ghash_routine {
+                    let _ = write!(exp, " + {g}");
+                }
+                (exp, format!("{} {why}", if ok { "✅" } else { "❌" }))
+            }
+            None => (
+                format!(
+                    "{} (reported by `cipherio::backend`)",
+                    r.reported.get("aes").map_or("?", String::as_str)
+                ),
+                "shown, not checked (Rust symbols)".to_string(),
+            ),
+        };
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {expected} | {sampled} | {verdict} |",
+            r.name,
+            if r.mask.is_empty() {
+                "(unset)".to_string()
+            } else {
+                format!("`{}`", r.mask)
+            }
+        );
+    }
+    let _ = writeln!(o);
 }
 
 fn report(
     mode: &Mode,
-    ran: &[Ran<'_>],
+    ran: &[Run<'_>],
     skipped: &[(String, String)],
     results: &Results,
     secs: f64,
@@ -653,6 +1288,7 @@ fn report(
         secs
     );
     let _ = writeln!(o, "CPU features: {}\n", cpu.join(", "));
+    tiers_summary(&mut o, ran);
     let _ = writeln!(
         o,
         "GB/s: 10⁹ bytes of plaintext per second through the adapter, from the fastest of \
@@ -673,11 +1309,23 @@ fn report(
     let _ = writeln!(o, "## Builds and the backends they ran\n");
     let _ = writeln!(
         o,
+        "Rows `aws-lc@<tier>` are the `aws-lc` build's binary run again with \
+         `OPENSSL_ia32cap` masking capability bits (the column after the flags); their AES \
+         and GHASH are what AWS-LC's dispatch picks under that mask, checked by sampling \
+         (see *How each tier was verified*). The RustCrypto builds' columns are \
+         `cipherio::backend`'s reading of their cfg flags and the CPU.\n"
+    );
+    let _ = writeln!(
+        o,
         "| build | RUSTFLAGS; cargo features | AES | GHASH | ChaCha20 | Poly1305 | target features compiled in | build time |"
     );
     let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
     for r in ran {
-        let g = |k: &str| r.reported.get(k).map_or("?", String::as_str);
+        let g = |k: &str| match (k, r.tier) {
+            ("aes", Some(t)) => t.aes,
+            ("ghash", Some(t)) => t.ghash,
+            _ => r.reported.get(k).map_or("?", String::as_str),
+        };
         let compiled = match g("compiled") {
             "" => "(none: runtime detection)",
             c => c,
@@ -685,10 +1333,11 @@ fn report(
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {:.0} s |",
-            r.build.name,
+            r.name,
             match (r.build.rustflags, r.build.features) {
                 ("", "") => "(none)".to_string(),
-                ("", f) => format!("(none); `--features {f}`"),
+                ("", f) if r.mask.is_empty() => format!("(none); `--features {f}`"),
+                ("", f) => format!("(none); `--features {f}`; `OPENSSL_ia32cap={}`", r.mask),
                 (fl, "") => format!("`{fl}`"),
                 (fl, f) => format!("`{fl}`; `--features {f}`"),
             },
@@ -706,7 +1355,8 @@ fn report(
     let _ = writeln!(o);
 
     // The issue's targets, on the default build.
-    if ran.iter().any(|r| r.build.name == "default") {
+    tiers_table(&mut o, mode, ran, results);
+    if ran.iter().any(|r| r.name == "default") {
         let _ = writeln!(o, "## Targets (default build, stream ÷ raw)\n");
         let _ = writeln!(
             o,
@@ -714,7 +1364,7 @@ fn report(
         );
         let _ = writeln!(o, "|---|---|---|---|");
         for alg in Alg::ALL {
-            for d in DIRS {
+            for d in std_dirs(mode) {
                 let mut cells = Vec::new();
                 for (s, target) in [(64 * KIB, 0.95), (8 * KIB, 0.90)] {
                     let key = ("default".to_string(), alg, d, Sweep::Buffer, s);
@@ -745,7 +1395,7 @@ fn report(
 
     // Issue 6's targets: AES-128-GCM with the aws-lc provider against
     // aws-lc-rs's own one-shot AEAD.
-    if ran.iter().any(|r| r.build.name == "aws-lc") {
+    if ran.iter().any(|r| r.name == "aws-lc") {
         let _ = writeln!(
             o,
             "## Targets (aws-lc build, AES-128-GCM, stream ÷ aws-lc-rs one-shot)\n"
@@ -755,7 +1405,7 @@ fn report(
             "| direction | at 64 KiB (target ≥ 85 %) | at 8 KiB (target ≥ 75 %) | aws-lc-rs one-shot at 64 KiB |"
         );
         let _ = writeln!(o, "|---|---|---|---|");
-        for d in DIRS {
+        for d in std_dirs(mode) {
             let mut cells = Vec::new();
             for (s, target) in [(64 * KIB, 0.85), (8 * KIB, 0.75)] {
                 let key = ("aws-lc".to_string(), Alg::Aes128, d, Sweep::Buffer, s);
@@ -784,8 +1434,8 @@ fn report(
     }
 
     // Issue 11: the async fronts against the std fronts, per build.
-    for r in ran {
-        let name = r.build.name;
+    for r in ran.iter().filter(|_| mode.dirs.contains(&"encrypt-async")) {
+        let name = r.name.as_str();
         let _ = writeln!(o, "## Async fronts ÷ std fronts: `{name}` build\n");
         let _ = writeln!(
             o,
@@ -800,7 +1450,7 @@ fn report(
             "| algorithm | direction | at 8 KiB | at 64 KiB (target ≥ 90 %) | async GB/s at 64 KiB |"
         );
         let _ = writeln!(o, "|---|---|---|---|---|");
-        for &alg in r.build.algs {
+        for &alg in &r.algs {
             for (d, std_dir) in ASYNC_VS {
                 let mut cells = Vec::new();
                 for s in [8 * KIB, 64 * KIB] {
@@ -840,7 +1490,7 @@ fn report(
             "| algorithm | buffer | duplex GB/s | duplex ÷ no pipe | duplex ÷ raw |"
         );
         let _ = writeln!(o, "|---|---|---|---|---|");
-        for &alg in r.build.algs {
+        for &alg in &r.algs {
             for s in [8 * KIB, 64 * KIB] {
                 let key = (name.to_string(), alg, "roundtrip-duplex", Sweep::Buffer, s);
                 let (g, raw) = cell(results, mode.payload, &key)
@@ -868,9 +1518,11 @@ fn report(
     }
 
     for r in ran {
-        let name = r.build.name;
-        let cols: Vec<(Alg, &str)> = buffer_dirs()
-            .flat_map(|d| r.build.algs.iter().map(move |&a| (a, d)))
+        let name = r.name.as_str();
+        let cols: Vec<(Alg, &str)> = mode
+            .dirs
+            .iter()
+            .flat_map(|&d| r.algs.iter().map(move |&a| (a, d)))
             .collect();
         let header = |o: &mut String, first: &str| {
             let _ = write!(o, "| {first} |");
@@ -970,12 +1622,12 @@ fn report(
     let _ = writeln!(o, "|---|---|---|---|");
     let mut verdict = String::new();
     for r in ran {
-        let name = r.build.name;
+        let name = r.name.as_str();
         let mut per = Vec::new();
         let mut rel: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
         let mut at_default = Vec::new();
-        for &a in r.build.algs {
-            for d in DIRS {
+        for &a in &r.algs {
+            for d in std_dirs(mode) {
                 let row: Vec<(usize, f64, f64)> = mode
                     .sizes
                     .iter()
@@ -1074,9 +1726,10 @@ fn report(
 
 /// A hand-written SVG: one panel per algorithm, throughput against buffer
 /// size (log2), one line per build and direction.
-fn plot(mode: &Mode, ran: &[Ran<'_>], results: &Results) -> String {
-    const COLORS: [&str; 6] = [
-        "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+fn plot(mode: &Mode, ran: &[Run<'_>], results: &Results) -> String {
+    const COLORS: [&str; 10] = [
+        "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+        "#bcbd22", "#7f7f7f",
     ];
     let (pw, ph, ml, mt, mb, gap) = (340.0, 260.0, 50.0, 40.0, 75.0, 30.0);
     let width = ml + 3.0 * (pw + gap);
@@ -1156,16 +1809,16 @@ fn plot(mode: &Mode, ran: &[Ran<'_>], results: &Results) -> String {
         // The raw AEAD of the first build, thin and grey, as the ceiling.
         let lines = ran.iter().enumerate().flat_map(|(bi, r)| {
             // aws-lc's ceiling is its own one-shot AEAD: drawn too.
-            let raw = (bi == 0 || r.build.features == "aws-lc").then_some((r, true, "#999", 1.0));
+            let raw = (bi == 0 || r.name == "aws-lc").then_some((r, true, "#999", 1.0));
             std::iter::once((r, false, COLORS[bi % COLORS.len()], 2.0)).chain(raw)
         });
         for (r, raw, color, width) in lines {
-            for d in DIRS {
+            for d in std_dirs(mode) {
                 let pts: Vec<String> = mode
                     .sizes
                     .iter()
                     .filter_map(|&v| {
-                        let key = (r.build.name.to_string(), *alg, d, Sweep::Buffer, v);
+                        let key = (r.name.clone(), *alg, d, Sweep::Buffer, v);
                         cell(results, mode.payload, &key).map(|c| {
                             let g = if raw { c.raw_gbps } else { c.gbps };
                             format!("{:.1},{:.1}", xs(v), ys(g))
@@ -1205,9 +1858,13 @@ fn plot(mode: &Mode, ran: &[Ran<'_>], results: &Results) -> String {
         .iter()
         .enumerate()
         .map(|(bi, r)| {
+            let what = match r.tier {
+                Some(t) => format!(" (AWS-LC tier {})", t.aes),
+                None => String::new(),
+            };
             let label = format!(
-                "{} build: encrypt (solid), decrypt via Read (dashed), via BufRead (dotted)",
-                r.build.name
+                "{}{what}: encrypt (solid), decrypt via Read (dashed), via BufRead (dotted)",
+                r.name
             );
             (COLORS[bi % COLORS.len()], label)
         })
@@ -1215,8 +1872,8 @@ fn plot(mode: &Mode, ran: &[Ran<'_>], results: &Results) -> String {
     let ceilings: Vec<&str> = ran
         .iter()
         .enumerate()
-        .filter(|(bi, r)| *bi == 0 || r.build.features == "aws-lc")
-        .map(|(_, r)| r.build.name)
+        .filter(|(bi, r)| *bi == 0 || r.name == "aws-lc")
+        .map(|(_, r)| r.name.as_str())
         .collect();
     if !ceilings.is_empty() {
         let label = format!(
@@ -1268,9 +1925,21 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), String> {
     let start = Instant::now();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // Everything goes under cargo's target directory: CARGO_TARGET_DIR if
+    // set (relative to where cargo was run, as cargo reads it), else
+    // `target/` of the crate.
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) if !d.is_empty() => std::env::current_dir()
+            .map_err(|e| format!("current directory: {e}"))?
+            .join(d),
+        _ => root.join("target"),
+    };
     let driver = Driver {
-        root: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        root,
+        target,
         cargo: std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string()),
+        host: host_triple()?,
         mode: args.mode,
     };
     let cpu = cipherio::backend::cpu_features();
@@ -1284,6 +1953,15 @@ fn run(args: Args) -> Result<(), String> {
             "none".to_string()
         } else {
             off.join(" ")
+        }
+    );
+    let here = tiers_here();
+    println!(
+        "AWS-LC AES-GCM tiers on this CPU (from CPUID): {}",
+        if here.is_empty() {
+            "none known (not x86-64)".to_string()
+        } else {
+            here.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
         }
     );
 
@@ -1312,16 +1990,24 @@ fn run(args: Args) -> Result<(), String> {
         return Err("no build to run".into());
     }
 
-    let mut ran = Vec::new();
-    for b in chosen {
+    let mut runs: Vec<Run<'_>> = Vec::new();
+    let n_builds = chosen.len();
+    for (i, b) in chosen.into_iter().enumerate() {
         println!(
-            "building {} (RUSTFLAGS=\"{}\") in {} …",
+            "[build {}/{n_builds}] {} (RUSTFLAGS=\"{}\"{}) in {} · {} elapsed …",
+            i + 1,
             b.name,
             b.rustflags,
-            driver.target(b).display()
+            if b.features.is_empty() {
+                String::new()
+            } else {
+                format!(", --features {}", b.features)
+            },
+            driver.cargo_dir().display(),
+            clock(start.elapsed().as_secs_f64())
         );
-        let secs = match driver.build(b) {
-            Ok(secs) => secs,
+        let (exe, secs) = match driver.build(b) {
+            Ok(x) => x,
             // A build with cargo features needs what they need (aws-lc: a
             // C compiler): report it and go on with the others.
             Err(e) if !b.features.is_empty() => {
@@ -1331,38 +2017,97 @@ fn run(args: Args) -> Result<(), String> {
             }
             Err(e) => return Err(e),
         };
-        ran.push(Ran {
+        println!(
+            "[build {}/{n_builds}] {} built in {secs:.0} s",
+            i + 1,
+            b.name
+        );
+        let run = |name: String, tier, mask, algs: Vec<Alg>| Run {
             build: b,
-            reported: Reported::new(),
+            name,
+            tier,
+            mask,
+            algs,
+            exe: exe.clone(),
             build_secs: secs,
-        });
+            reported: Reported::new(),
+            probe: Probe::default(),
+        };
+        if b.features == "aws-lc" && !here.is_empty() {
+            // The CPU's best tier unmasked, under the build's name; each
+            // lower tier masked, AES-GCM only (ChaCha20 is not an AES tier).
+            runs.push(run(b.name.to_string(), Some(here[0]), "", b.algs.to_vec()));
+            for t in &here[1..] {
+                let aes = vec![Alg::Aes128, Alg::Aes256];
+                runs.push(run(format!("{}@{}", b.name, t.name), Some(*t), t.mask, aes));
+            }
+        } else {
+            runs.push(run(b.name.to_string(), None, "", b.algs.to_vec()));
+        }
+    }
+
+    // Which routines each run executes: a short sampled probe per run.
+    for r in &mut runs {
+        r.probe = driver.probe(r);
+        let what = match (&r.probe.error, r.tier) {
+            (Some(e), _) => e.clone(),
+            (None, Some(t)) => {
+                let (ok, why) = r.probe.verdict(t);
+                format!("{} tier {}: {why}", if ok { "✅" } else { "❌" }, t.name)
+            }
+            (None, None) => r
+                .probe
+                .top
+                .first()
+                .map_or("no crypto routine sampled".to_string(), |(s, p)| {
+                    format!("top: {s} {p:.0} %")
+                }),
+        };
+        println!("[probe] {:<20} {what}", r.name);
     }
 
     let mut results = Results::new();
     let m = &driver.mode;
+    let total: usize = runs.iter().map(|r| driver.points(r)).sum::<usize>() * m.rounds;
+    // About: warm-up, then the measurement with the raw AEAD interleaved.
+    let guess = (m.warm_up_ms + 2 * m.measure_ms) as f64 / 1000.0 + 0.1;
+    println!(
+        "measuring {total} points ({} run(s) × {} round(s)); about {} if the machine is idle",
+        runs.len(),
+        m.rounds,
+        clock(guess * total as f64)
+    );
+    let mut progress = Progress {
+        total,
+        done: 0,
+        start: Instant::now(),
+        guess,
+    };
     for round in 1..=m.rounds {
-        for r in &mut ran {
+        for r in &mut runs {
             let t = Instant::now();
-            r.reported = driver.round(r.build, round, &mut results)?;
+            r.reported = driver.round(r, round, &mut results, &mut progress)?;
             let g = |k: &str| r.reported.get(k).cloned().unwrap_or_default();
+            let (aes, ghash) = match r.tier {
+                Some(t) => (t.aes.to_string(), t.ghash.to_string()),
+                None => (g("aes"), g("ghash")),
+            };
             println!(
-                "round {round}/{}: {:<16} {:>5.0} s  AES {} · GHASH {} · ChaCha20 {} · Poly1305 {}",
+                "round {round}/{}: {:<20} {:>5.0} s  AES {aes} · GHASH {ghash} · ChaCha20 {} · Poly1305 {}",
                 m.rounds,
-                r.build.name,
+                r.name,
                 t.elapsed().as_secs_f64(),
-                g("aes"),
-                g("ghash"),
                 g("chacha20"),
                 g("poly1305")
             );
         }
     }
 
-    let out = driver.root.join("target/bench-report");
+    let out = driver.target.join("bench-report");
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let secs = start.elapsed().as_secs_f64();
-    let text = report(m, &ran, &skipped, &results, secs);
-    let svg = plot(m, &ran, &results);
+    let text = report(m, &runs, &skipped, &results, secs);
+    let svg = plot(m, &runs, &results);
     fs::write(out.join("report.md"), &text).map_err(|e| format!("report.md: {e}"))?;
     fs::write(out.join("throughput.svg"), svg).map_err(|e| format!("throughput.svg: {e}"))?;
     println!("\n{text}");
@@ -1372,4 +2117,18 @@ fn run(args: Args) -> Result<(), String> {
         secs
     );
     Ok(())
+}
+
+/// The host's target triple, from `rustc -vV` (for `--target`).
+fn host_triple() -> Result<String, String> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let out = Command::new(&rustc)
+        .arg("-vV")
+        .output()
+        .map_err(|e| format!("running {rustc} -vV: {e}"))?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(|h| h.trim().to_string())
+        .ok_or_else(|| format!("{rustc} -vV printed no host"))
 }
