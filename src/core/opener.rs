@@ -345,6 +345,7 @@ impl Opener {
 
     /// The step that brings more input: a read, or first the move of the
     /// inner reader that a seek left.
+    #[inline]
     fn input_step(&self) -> Step {
         match self.seek_inner {
             Some(offset) => Step::Seek(offset),
@@ -355,6 +356,7 @@ impl Opener {
     /// Settles every stage but `Body`: `Some(step)` if there is nothing to
     /// open (the end of the stream, a read to confirm it, or an error),
     /// `None` to go on opening.
+    #[inline]
     fn settle(&mut self) -> Result<Option<Step>, Error> {
         match &self.stage {
             Stage::Failed(e) => Err(e.clone()),
@@ -606,6 +608,7 @@ impl Opener {
     }
 
     /// Moves the stage on after a segment opened, or records the error.
+    #[inline]
     fn after_open(&mut self, r: Result<Opened, Error>) -> Result<usize, Error> {
         match r {
             Ok(Opened::More(n)) => {
@@ -670,6 +673,7 @@ impl Opener {
     /// The next unit's plaintext capacity and sealed length: a fixed
     /// segment's from the layout, a record's from its header once that is
     /// read ahead (`None` before).
+    #[inline]
     fn next_unit(&self) -> Option<(usize, usize)> {
         let Stream { layout, .. } = self.stream.as_ref()?;
         if !layout.framed {
@@ -761,6 +765,7 @@ impl Opener {
     /// Whether to look into the inner reader's buffer now (built with one;
     /// between segments, with nothing read ahead or buffered; not at a
     /// segment that already failed there).
+    #[inline]
     fn window_wanted(&self) -> bool {
         if !self.windowed || !self.input.is_empty() || self.eof || !self.plain.is_empty() {
             return false;

@@ -72,7 +72,13 @@ impl Opener {
 
     /// Work that a seek or a length query left for the next read:
     /// `Some(step)` to hand to the front, `None` to go on reading.
+    #[inline]
     pub(super) fn seek_step(&mut self) -> Result<Option<Step>, Error> {
+        if self.pending.is_none() && !self.ending {
+            // Nothing left by a seek (the sticky error, if any, is reported
+            // by the caller's own checks).
+            return Ok(None);
+        }
         if let Stage::Failed(e) = &self.stage {
             return Err(e.clone());
         }

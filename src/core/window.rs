@@ -42,54 +42,64 @@ impl Window {
     }
 
     /// The allocated length.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.buf.len()
     }
 
     /// Start of the live bytes.
+    #[inline]
     pub(crate) fn pos(&self) -> usize {
         self.pos
     }
 
     /// End of the live bytes.
+    #[inline]
     pub(crate) fn end(&self) -> usize {
         self.end
     }
 
     /// The live bytes.
+    #[inline]
     pub(crate) fn data(&self) -> &[u8] {
         &self.buf[self.pos..self.end]
     }
 
     /// How many live bytes there are.
+    #[inline]
     pub(crate) fn available(&self) -> usize {
         self.end - self.pos
     }
 
     /// Whether no live bytes are held.
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.pos == self.end
     }
 
     /// Drops `n` live bytes from the front (at most all of them: a caller
     /// asking for more, as `BufRead::consume` allows, empties the window).
+    #[inline]
     pub(crate) fn consume(&mut self, n: usize) {
         self.pos += n.min(self.available());
     }
 
     /// The room after the live bytes, up to `limit` (an absolute index,
     /// at most `len`).
+    #[inline]
     pub(crate) fn spare_to(&mut self, limit: usize) -> &mut [u8] {
         &mut self.buf[self.end..limit]
     }
 
     /// Appends `n` bytes written into the room after the live bytes.
+    #[inline]
     pub(crate) fn commit(&mut self, n: usize) {
         debug_assert!(self.end + n <= self.buf.len());
         self.end += n;
     }
 
     /// Appends `bytes` (which must fit).
+    #[inline]
     pub(crate) fn extend(&mut self, bytes: &[u8]) {
         self.buf[self.end..self.end + bytes.len()].copy_from_slice(bytes);
         self.end += bytes.len();
@@ -97,6 +107,7 @@ impl Window {
 
     /// Forgets the live bytes (the memory keeps its content until it is
     /// overwritten or the window is dropped).
+    #[inline]
     pub(crate) fn clear(&mut self) {
         self.pos = 0;
         self.end = 0;
@@ -116,11 +127,13 @@ impl Window {
 
     /// The whole buffer, for filling from the start: the caller then sets
     /// the live bytes with [`set`](Self::set).
+    #[inline]
     pub(crate) fn whole_mut(&mut self) -> &mut [u8] {
         &mut self.buf
     }
 
     /// Makes `buf[pos..end]` the live bytes.
+    #[inline]
     pub(crate) fn set(&mut self, pos: usize, end: usize) {
         debug_assert!(pos <= end && end <= self.buf.len());
         self.pos = pos;
