@@ -1453,3 +1453,29 @@ fn position_after_a_read_before_a_deferred_error() {
         }
     }
 }
+
+/// A `File` refuses to seek past the largest size its file system allows
+/// (`EINVAL`; 16 TiB on ext4). A read at such a position is past any end:
+/// it returns `Ok(0)` once the authenticated length confirms it, instead
+/// of passing the refusal on (found by `model_file`, 1-byte segments).
+#[test]
+fn a_position_the_file_system_refuses_is_past_the_end() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let pt: Vec<u8> = (0..100u8).collect();
+    let mut w = CipherWriter::with_capacity(1, &key, Vec::new());
+    w.write_all(&pt).unwrap();
+    let ct = w.finish().unwrap();
+    let path = std::env::temp_dir().join(format!("cipherio-seek-far-{}", std::process::id()));
+    std::fs::write(&path, &ct).unwrap();
+    let mut r = CipherReader::new(&key, File::open(&path).unwrap());
+    for p in [1u64 << 40, 1 << 50, 1 << 59] {
+        assert_eq!(r.seek(SeekFrom::Start(p)).unwrap(), p);
+        assert_eq!(r.read(&mut [0u8; 8]).unwrap(), 0, "at {p}");
+        assert_eq!(r.stream_position().unwrap(), p);
+    }
+    r.seek(SeekFrom::Start(5)).unwrap();
+    let mut b = [0u8; 3];
+    r.read_exact(&mut b).unwrap();
+    assert_eq!(b, [5, 6, 7]);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -120,8 +120,15 @@ impl<R: AsyncRead + Unpin> AsyncCipherReader<R> {
                 let at = base.checked_add(offset).ok_or_else(|| {
                     io::Error::from(crate::Error::InvalidParameters("seek position past 2^64"))
                 })?;
-                ready!(self.poll_inner_seek(cx, SeekFrom::Start(at)))?;
-                self.engine.sought(offset);
+                match ready!(self.poll_inner_seek(cx, SeekFrom::Start(at))) {
+                    Ok(_) => self.engine.sought(offset),
+                    // Past the largest position the source has: see
+                    // `seek_refused`.
+                    Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+                        self.engine.seek_refused();
+                    }
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
             }
             Step::Length => {
                 let end = ready!(self.poll_inner_seek(cx, SeekFrom::End(0)))?;

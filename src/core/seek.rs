@@ -70,6 +70,16 @@ impl Opener {
         self.inner_at = offset;
     }
 
+    /// The inner reader refused to move to the offset of [`Step::Seek`]
+    /// as invalid (a `File` past the largest size its file system has):
+    /// no source holds that segment, so this is past its end, which only
+    /// the authenticated length confirms. The inner reader did not move.
+    pub(crate) fn seek_refused(&mut self) {
+        self.seek_inner = None;
+        self.input.clear();
+        self.eof = true;
+    }
+
     /// Work that a seek or a length query left for the next read:
     /// `Some(step)` to hand to the front, `None` to go on reading.
     #[inline]

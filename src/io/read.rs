@@ -319,8 +319,13 @@ impl<R: Read> CipherReader<R> {
         match *step {
             Step::Seek(offset) => {
                 let at = s.base.checked_add(offset).ok_or_else(past_u64)?;
-                (s.seek)(&mut self.inner, SeekFrom::Start(at))?;
-                self.engine.sought(offset);
+                match (s.seek)(&mut self.inner, SeekFrom::Start(at)) {
+                    Ok(_) => self.engine.sought(offset),
+                    Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+                        self.engine.seek_refused();
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             Step::Length => {
                 let end = (s.seek)(&mut self.inner, SeekFrom::End(0))?;

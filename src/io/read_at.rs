@@ -114,6 +114,21 @@ fn read_full_at<S: ReadAt + ?Sized>(s: &S, buf: &mut [u8], offset: u64) -> io::R
 /// last.
 const CACHED_SEGMENTS: usize = 4;
 
+/// Buffers of each kind kept for reuse (about one per thread reading at
+/// once on this machine's scale; more are dropped).
+const SPARE_BUFFERS: usize = 4;
+
+/// Reusable buffers of a [`CipherReaderAt`].
+#[derive(Default)]
+struct Spare {
+    ct: Vec<Vec<u8>>,
+    plain: Vec<Window>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Positional reads of a cipherio stream (native or Tink) for many
 /// threads: [`read_at(&self, buf, offset)`](Self::read_at) opens the
 /// segments holding `offset..` from the source, with no cursor, so the
@@ -154,6 +169,10 @@ pub struct CipherReaderAt<S> {
     last: (u64, usize),
     len: u64,
     cache: Mutex<Vec<(u64, Window)>>,
+    /// Buffers to reuse (a segment's ciphertext, and plaintext windows
+    /// evicted from the cache), so that a read allocates nothing once the
+    /// reader is warm; what a window held is overwritten before it is read.
+    spare: Mutex<Spare>,
 }
 
 impl ReaderBuilder {
@@ -193,6 +212,7 @@ impl ReaderBuilder {
             last: (index, sealed),
             len: 0,
             cache: Mutex::new(Vec::new()),
+            spare: Mutex::new(Spare::default()),
         };
         // The final segment: as final, or (whole and authentic, but not
         // final) the stream was cut at a segment boundary.
@@ -307,8 +327,12 @@ impl<S: ReadAt> CipherReaderAt<S> {
             return;
         }
         if cache.len() == CACHED_SEGMENTS {
-            // The oldest goes (and is wiped: Window's drop).
-            cache.remove(0);
+            // The oldest goes, to be reused (or wiped when dropped).
+            let (_, old) = cache.remove(0);
+            let mut spare = lock(&self.spare);
+            if spare.plain.len() < SPARE_BUFFERS {
+                spare.plain.push(old);
+            }
         }
         cache.push((index, plain));
     }
@@ -321,18 +345,50 @@ impl<S: ReadAt> CipherReaderAt<S> {
         } else {
             (self.layout.sealed(index), false)
         };
-        let mut ct = vec![0u8; sealed];
-        let offset = self.layout.segment_offset(index).unwrap_or(u64::MAX);
-        if read_full_at(&self.source, &mut ct, offset)? < sealed {
-            return Err(Error::Truncated.into());
+        let (mut ct, mut plain) = {
+            let mut spare = lock(&self.spare);
+            (spare.ct.pop().unwrap_or_default(), spare.plain.pop())
+        }; // (not held while reading and opening: other threads go on)
+        if ct.len() < sealed {
+            ct.resize(sealed, 0);
         }
+        let offset = self.layout.segment_offset(index).unwrap_or(u64::MAX);
+        let got = read_full_at(&self.source, &mut ct[..sealed], offset);
         let len = sealed - self.layout.tag;
-        let mut plain = Window::secret();
-        plain.grow(len)?;
-        self.suite
-            .open_at(index, is_last, &[], &ct, &mut plain.whole_mut()[..len])?;
-        plain.set(0, len);
-        Ok(plain)
+        let mut plain = plain.take().unwrap_or_else(Window::secret);
+        let opened = match got {
+            Ok(n) if n < sealed => Err(io::Error::from(Error::Truncated)),
+            Ok(_) => plain.grow(len).map_err(io::Error::from).and_then(|()| {
+                plain.clear();
+                self.suite
+                    .open_at(
+                        index,
+                        is_last,
+                        &[],
+                        &ct[..sealed],
+                        &mut plain.whole_mut()[..len],
+                    )
+                    .map_err(io::Error::from)
+            }),
+            Err(e) => Err(e),
+        };
+        let mut spare = lock(&self.spare);
+        if spare.ct.len() < SPARE_BUFFERS {
+            spare.ct.push(ct);
+        }
+        match opened {
+            Ok(()) => {
+                plain.set(0, len);
+                Ok(plain)
+            }
+            Err(e) => {
+                // (A failed open left no plaintext in the window.)
+                if spare.plain.len() < SPARE_BUFFERS {
+                    spare.plain.push(plain);
+                }
+                Err(e)
+            }
+        }
     }
 }
 
