@@ -1297,8 +1297,8 @@ impl Read for ThenBlock<'_> {
 }
 
 /// After `write_all(msg); flush()` the inner writer holds exactly the
-/// header and `msg` in records (one if it fits the capacity: `msg.len()`
-/// + 20 bytes); a second flush adds nothing. A reader over exactly those
+/// header and `msg` in records (one if it fits the capacity, of
+/// `msg.len()` plus 20 bytes); a second flush adds nothing. A reader over exactly those
 /// bytes, whose inner reader then says `WouldBlock`, returns the whole
 /// `msg` (`read_exact`) and then fails with `WouldBlock`, not `Truncated`.
 /// Then a second message, flushed, is delivered the same way.
