@@ -154,6 +154,7 @@ pub fn check(input: &Input) {
     } else {
         W::Std(b.build(Vec::new()))
     };
+    // (A write of 0 bytes is one byte, so that the cycle ends.)
     let ops = if input.writes.iter().any(Option::is_some) {
         &input.writes[..]
     } else {
@@ -168,7 +169,7 @@ pub fn check(input: &Input) {
                 if pos == pt.len() {
                     break;
                 }
-                let n = usize::from(*n).min(pt.len() - pos);
+                let n = usize::from(*n).max(1).min(pt.len() - pos);
                 w.write_all(&pt[pos..pos + n]);
                 pos += n;
             }
