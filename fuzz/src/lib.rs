@@ -7,8 +7,10 @@ pub mod drive;
 pub mod header;
 pub mod open;
 pub mod oracle;
+pub mod oracle_framed;
 pub mod oracle_tink;
 pub mod roundtrip;
+pub mod roundtrip_framed;
 pub mod seek;
 
 #[cfg(test)]
@@ -36,6 +38,15 @@ mod tests {
     #[test]
     fn header_corpus() {
         corpus("header", crate::header::check);
+    }
+
+    #[test]
+    fn roundtrip_framed_corpus() {
+        corpus("roundtrip_framed", |data| {
+            if let Ok(input) = Arbitrary::arbitrary_take_rest(Unstructured::new(data)) {
+                crate::roundtrip_framed::check(&input);
+            }
+        });
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub enum Mutation {
 }
 
 impl Mutation {
-    fn apply(&self, ct: &[u8]) -> Vec<u8> {
+    pub(crate) fn apply(&self, ct: &[u8]) -> Vec<u8> {
         let wrap = |at: u32, n: usize| at as usize % n.max(1);
         let mut m = ct.to_vec();
         match self {
