@@ -84,6 +84,8 @@ pub(crate) struct Opener {
     pub(super) inner_at: u64,
     /// A seek not carried out yet: the plaintext position to go to.
     pub(super) pending: Option<u64>,
+    /// The position before that seek (restored if the stream refuses it).
+    pub(super) before_seek: u64,
     /// Before the next inner read, move the inner reader here.
     pub(super) seek_inner: Option<u64>,
     /// Plaintext bytes to drop from the next segment opened (a seek into
@@ -163,6 +165,7 @@ impl Opener {
             pos: 0,
             inner_at: 0,
             pending: None,
+            before_seek: 0,
             seek_inner: None,
             skip: 0,
             repositioned: false,
@@ -682,6 +685,10 @@ impl Opener {
         let h = self.input.data().get(..RECORD_HEADER_LEN)?;
         let (len, _) = parse_record_header(h.try_into().ok()?);
         let len = usize::try_from(len).ok()?;
+        if len > layout.rest {
+            // Left to `fill_record`, which refuses it.
+            return None;
+        }
         Some((len, RECORD_HEADER_LEN + len + layout.tag))
     }
 

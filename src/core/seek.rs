@@ -56,7 +56,11 @@ impl Opener {
         if let Stage::Failed(e) = &self.stage {
             return Err(e.clone());
         }
+        self.no_random_access()?;
         if p != self.pos || self.pending.is_some() {
+            if self.pending.is_none() {
+                self.before_seek = self.pos;
+            }
             self.pending = Some(p);
             self.pos = p;
         }
@@ -116,7 +120,12 @@ impl Opener {
             }
         }
         self.pending = None;
-        self.no_random_access()?;
+        if let Err(e) = self.no_random_access() {
+            // Asked before the header said the stream is framed: the
+            // position stays where the reads left it.
+            self.pos = self.before_seek;
+            return Err(e);
+        }
         self.reposition(p);
         Ok(None)
     }
