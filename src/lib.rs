@@ -176,6 +176,10 @@ pub mod tink;
 #[path = "aio/mod.rs"]
 pub mod tokio;
 
+#[cfg(feature = "hazmat")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hazmat")))]
+pub mod hazmat;
+
 pub use error::Error;
 pub use format::DEFAULT_CAPACITY;
 pub use io::{CipherReader, CipherReaderAt, CipherWriter, ReadAt, ReaderBuilder, WriterBuilder};

@@ -2,12 +2,12 @@
 //! and against plain TCP and TLS 1.3 (rustls) in conversations over loopback.
 //!
 //! ```text
-//! cargo run --release --example framed_bench -- [--quick] [--rounds N] [--capacity BYTES]
+//! cargo run --release --manifest-path tls-bench/Cargo.toml -- [--quick] [--rounds N] [--capacity BYTES]
 //! ```
 //!
-//! Build it with `--features aws-lc` (as the README's command does): then
-//! cipherio and rustls seal with the same AEAD, AWS-LC's AES-GCM. Without
-//! the feature it runs too, with RustCrypto alone on cipherio's side.
+//! This crate turns cipherio's `aws-lc` feature on, so cipherio and rustls
+//! seal with the same AEAD, AWS-LC's AES-GCM (RustCrypto runs as a second
+//! cipherio column).
 //!
 //! Everything runs in one process, round by round (at least 5 rounds), the
 //! order of the variants rotating each round; each table gives the median
