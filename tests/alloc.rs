@@ -42,6 +42,7 @@ const MIB: usize = 1024 * KIB;
 fn main() {
     for &p in Provider::ALL {
         memory_follows_the_bytes_that_arrived(p);
+        framed_record_lengths_allocate_nothing_they_ask(p);
         hostile_headers_allocate_no_segment_buffer(p);
         for alg in Algorithm::ALL {
             writer_allocates_once_per_stream(p, alg);
@@ -170,6 +171,48 @@ fn memory_follows_the_bytes_that_arrived(p: Provider) {
         held <= 8 * KIB + few,
         "{p:?}: the 16 MiB writer holds {held} bytes"
     );
+}
+
+/// The framed variant (issue 12): a record header asking for more than
+/// the stream's record size is refused before anything is allocated for
+/// it, and one within it (16 MiB) followed by silence pins only what
+/// arrived, as for fixed-size segments.
+fn framed_record_lengths_allocate_nothing_they_ask(p: Provider) {
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    for (size, record_len) in [(8u32, 0x7fff_ffffu32), (16 << 20, 16 << 20)] {
+        let header = Header::new(Algorithm::Aes256Gcm, size, [3; 32], [4; 7]).with_framed(true);
+        let mut input = header.to_bytes().to_vec();
+        input.extend(record_len.to_be_bytes());
+        input.extend([0x77; 1000]);
+        let region = Region::new(GLOBAL);
+        let mut r = CipherReader::builder(&key)
+            .provider(p)
+            .build(ThenSilence(&input));
+        let err = r.read(&mut [0u8; 4096]).unwrap_err();
+        let held = live(&region.change());
+        drop(r);
+        println!(
+            "alloc: {p:?} framed, record size {size}, a record header asking {record_len} bytes: {held} bytes held, {err}"
+        );
+        if record_len > size {
+            assert_eq!(
+                Error::from_io(&err),
+                Some(&Error::SegmentTooLarge {
+                    size: u64::from(record_len),
+                    limit: u64::from(size)
+                }),
+                "{p:?}"
+            );
+        } else {
+            assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{p:?}");
+        }
+        // The read-ahead (8 KiB + header) at most doubles before the record
+        // is whole: twice it and what arrived, whatever the record asks.
+        assert!(
+            held <= 2 * (8 * KIB + input.len()) + 4 * KIB,
+            "{p:?}: {held} bytes held"
+        );
+    }
 }
 
 /// What a stream's keys cost in Rust allocations, as (allocations, bytes):

@@ -463,13 +463,21 @@ impl Opener {
         let (Stage::Body, Some(Stream { layout, .. })) = (&self.stage, &self.stream) else {
             return None;
         };
-        if layout.framed {
-            // Records have no fixed sizes to align on.
-            return None;
-        }
+        let (unit, rest) = if layout.framed {
+            // Records have no fixed size: the one in hand is what its header
+            // says (once read), the ones after it are taken to be full, as
+            // in bulk transfers; a shorter one costs a compaction later,
+            // nothing else.
+            let full = layout.max_sealed();
+            (self.next_unit().map_or(full, |(_, sealed)| sealed), full)
+        } else {
+            (
+                layout.sealed(self.next),
+                layout.sealed(self.next.saturating_add(1)),
+            )
+        };
         let len = self.input.len();
-        let first = from.checked_add(layout.sealed(self.next))?;
-        let rest = layout.sealed(self.next.saturating_add(1));
+        let first = from.checked_add(unit)?;
         (first <= len).then(|| first + (len - first) / rest * rest)
     }
 
