@@ -404,10 +404,20 @@ impl Opener {
         // and ends on a segment boundary again.
         let held = self.input.available();
         let len = self.input.len();
-        if len < self.target && (len - held < self.capacity || self.need <= len) {
+        let framed = self.stream.as_ref().is_some_and(|s| s.layout.framed);
+        if len < self.target && (len - held < self.capacity || (self.need <= len && !framed)) {
             let mut grown = (held + self.capacity).max(len.saturating_mul(2));
             if grown >= self.need {
-                grown = self.target;
+                grown = if self.stream.as_ref().is_some_and(|s| s.layout.framed) {
+                    // A record is as long as its header says, not as the
+                    // stream's largest: room for it and a read-ahead, not
+                    // for the largest record the header allows.
+                    grown
+                        .min(self.need.saturating_add(self.capacity))
+                        .max(held + self.capacity)
+                } else {
+                    self.target
+                };
             }
             if let Err(e) = self.input.grow(grown.min(self.target)) {
                 return Err(self.fail(e));
