@@ -234,15 +234,16 @@ fn read_measured<K: StreamKey>(
         "{peak} bytes live at once, {cfg:?}"
     );
     // Memory follows the bytes that arrived (read, or consumed from the
-    // inner buffer), not what a header asks for: the read-ahead starts at
-    // capacity + header and at most doubles what is held (or, once the
-    // segment in hand fits, grows to capacity + one segment, and both
-    // blocks live for a moment while it moves); the plaintext buffer holds
-    // one opened segment.
+    // inner buffer) and the caller's capacity, not what a header asks for:
+    // the read-ahead starts at capacity + header and doubles when what it
+    // holds leaves less than capacity of room (which a few bytes past the
+    // header can do: old and new blocks, 3 x (capacity + header), live for
+    // a moment), or grows to capacity + the unit in hand once that fits;
+    // the plaintext buffer holds one opened segment.
     let arrived = counts[1].saturating_add(counts[5]);
     let follows = arrived
         .saturating_mul(4)
-        .saturating_add(cfg.capacity.saturating_add(header_len).saturating_mul(3))
+        .saturating_add(cfg.capacity.saturating_add(header_len).saturating_mul(4))
         .saturating_add(SLACK);
     assert!(
         peak <= follows,
