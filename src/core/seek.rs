@@ -89,8 +89,12 @@ impl Opener {
     #[inline]
     pub(super) fn seek_step(&mut self) -> Result<Option<Step>, Error> {
         if self.pending.is_none() && !self.ending {
-            // Nothing left by a seek (the sticky error, if any, is reported
-            // by the caller's own checks).
+            // Nothing left by a seek; a sticky error still comes first
+            // (before plaintext buffered earlier: a failed length query
+            // leaves it there).
+            if let Stage::Failed(e) = &self.stage {
+                return Err(e.clone());
+            }
             return Ok(None);
         }
         if let Stage::Failed(e) = &self.stage {
