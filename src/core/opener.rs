@@ -98,6 +98,9 @@ pub(crate) struct Opener {
     pub(super) ending: bool,
     /// The authenticated plaintext length, once known.
     pub(super) auth_len: Option<u64>,
+    /// The length a full-length final segment gives, until the input's end
+    /// confirms that nothing follows it.
+    pub(super) final_len: Option<u64>,
     /// The length query in progress.
     pub(super) query: crate::core::seek::Query,
     /// The segment whose whole plaintext `plain` holds (from its start):
@@ -171,6 +174,7 @@ impl Opener {
             repositioned: false,
             ending: false,
             auth_len: None,
+            final_len: None,
             query: crate::core::seek::Query::Idle,
             plain_seg: None,
             input: Window::public(),
@@ -375,6 +379,7 @@ impl Opener {
                     return Err(self.fail(Error::TrailingData));
                 }
                 self.stage = Stage::Done;
+                self.auth_len = self.auth_len.or(self.final_len);
                 Ok(Some(Step::Done(0)))
             }
             Stage::Start { .. } | Stage::Body => Ok(None),
@@ -638,10 +643,20 @@ impl Opener {
             }
             Ok(Opened::Last(n)) => {
                 self.repositioned = false;
-                if let Some(Stream { layout, .. }) = &self.stream {
-                    self.auth_len = Some(layout.plain_offset(self.next - 1) + n as u64);
+                // The length is proven only once nothing follows the final
+                // segment: now if the input is at its end, else when
+                // `settle` confirms it.
+                let len = self
+                    .stream
+                    .as_ref()
+                    .map(|s| s.layout.plain_offset(self.next - 1) + n as u64);
+                if self.eof {
+                    self.auth_len = len;
+                    self.stage = Stage::Done;
+                } else {
+                    self.final_len = len;
+                    self.stage = Stage::Final;
                 }
-                self.stage = if self.eof { Stage::Done } else { Stage::Final };
                 Ok(n)
             }
             Err(e) => Err(self.fail(e)),

@@ -228,11 +228,11 @@ impl Opener {
     /// the stream's other typed errors. All sticky.
     pub(crate) fn length(&mut self) -> Result<Step, Error> {
         loop {
-            if self.auth_len.is_some() {
-                return Ok(Step::Done(0));
-            }
             if let Stage::Failed(e) = &self.stage {
                 return Err(e.clone());
+            }
+            if self.auth_len.is_some() {
+                return Ok(Step::Done(0));
             }
             if let Stage::Start { .. } = self.stage
                 && !self.read_header()?
