@@ -145,12 +145,7 @@ impl<R: AsyncRead + Unpin> AsyncCipherReader<R> {
             return Poll::Ready(Ok(b));
         }
         let at = ready!(self.poll_inner_seek(cx, SeekFrom::Current(0)))?;
-        let base = at.checked_sub(self.engine.inner_at()).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "cipherio: the inner reader was moved behind the stream's start",
-            )
-        })?;
+        let base = self.engine.stream_base(at)?;
         if let Some(s) = self.seeker.as_mut() {
             s.base = Some(base);
         }
@@ -249,17 +244,11 @@ impl<R: AsyncRead + AsyncSeek + Unpin> AsyncSeek for AsyncCipherReader<R> {
             return Poll::Ready(Ok(this.engine.position()));
         };
         ready!(this.poll_base(cx))?;
-        let target = match pos {
-            SeekFrom::Start(n) => Some(n),
-            SeekFrom::Current(d) => this.engine.position().checked_add_signed(d),
-            SeekFrom::End(d) => ready!(this.poll_len(cx))?.checked_add_signed(d),
-        };
+        if let SeekFrom::End(_) = pos {
+            ready!(this.poll_len(cx))?;
+        }
         this.requested = None;
-        let target = target.ok_or_else(|| {
-            io::Error::from(crate::Error::InvalidParameters(
-                "seek to a negative or overflowing position",
-            ))
-        })?;
+        let target = this.engine.seek_target(pos)?;
         this.engine.seek_to(target)?;
         Poll::Ready(Ok(target))
     }

@@ -36,11 +36,6 @@ impl Opener {
         self.pos
     }
 
-    /// Where the inner reader is, from the stream's start.
-    pub(crate) fn inner_at(&self) -> u64 {
-        self.inner_at
-    }
-
     /// The authenticated plaintext length, once a final segment opened.
     pub(crate) fn auth_len(&self) -> Option<u64> {
         self.auth_len
@@ -65,6 +60,38 @@ impl Opener {
             self.pos = p;
         }
         Ok(())
+    }
+
+    /// Where a seek lands, in plaintext offsets (`End` needs the
+    /// authenticated length: run [`length`](Self::length) first).
+    ///
+    /// # Errors
+    ///
+    /// A negative or overflowing position.
+    pub(crate) fn seek_target(&self, pos: std::io::SeekFrom) -> Result<u64, Error> {
+        use std::io::SeekFrom;
+        match pos {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            SeekFrom::End(d) => self.auth_len.and_then(|l| l.checked_add_signed(d)),
+        }
+        .ok_or(Error::InvalidParameters(
+            "seek to a negative or overflowing position",
+        ))
+    }
+
+    /// Where the stream starts in the inner source, from the inner
+    /// reader's position now.
+    ///
+    /// # Errors
+    ///
+    /// The inner reader was moved behind the stream's start.
+    pub(crate) fn stream_base(&self, inner_pos: u64) -> Result<u64, Error> {
+        inner_pos
+            .checked_sub(self.inner_at)
+            .ok_or(Error::InvalidParameters(
+                "the inner reader was moved behind the stream's start",
+            ))
     }
 
     /// The front moved the inner reader to `offset` (after

@@ -399,12 +399,7 @@ impl<R: Read + Seek> CipherReader<R> {
     fn seekable(&mut self) -> io::Result<()> {
         if self.inner_seek.is_none() {
             let at = self.inner.stream_position()?;
-            let base = at.checked_sub(self.engine.inner_at()).ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "cipherio: the inner reader was moved behind the stream's start",
-                )
-            })?;
+            let base = self.engine.stream_base(at)?;
             self.inner_seek = Some(InnerSeek {
                 seek: R::seek,
                 base,
@@ -446,16 +441,10 @@ impl<R: Read + Seek> CipherReader<R> {
 impl<R: Read + Seek> Seek for CipherReader<R> {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
         self.seekable()?;
-        let target = match pos {
-            SeekFrom::Start(n) => Some(n),
-            SeekFrom::Current(d) => self.engine.position().checked_add_signed(d),
-            SeekFrom::End(d) => self.plaintext_len()?.checked_add_signed(d),
-        };
-        let target = target.ok_or_else(|| {
-            io::Error::from(crate::Error::InvalidParameters(
-                "seek to a negative or overflowing position",
-            ))
-        })?;
+        if let SeekFrom::End(_) = pos {
+            self.plaintext_len()?;
+        }
+        let target = self.engine.seek_target(pos)?;
         self.engine.seek_to(target)?;
         Ok(target)
     }
