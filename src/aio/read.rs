@@ -115,27 +115,9 @@ impl<R: AsyncRead + Unpin> AsyncCipherReader<R> {
     /// Answers a step that moves or measures the inner reader.
     fn poll_seek_step(&mut self, cx: &mut Context<'_>, step: &Step) -> Poll<io::Result<()>> {
         let base = ready!(self.poll_base(cx))?;
-        match *step {
-            Step::Seek(offset) => {
-                let at = base.checked_add(offset).ok_or_else(|| {
-                    io::Error::from(crate::Error::InvalidParameters("seek position past 2^64"))
-                })?;
-                match ready!(self.poll_inner_seek(cx, SeekFrom::Start(at))) {
-                    Ok(_) => self.engine.sought(offset),
-                    // Past the largest position the source has: see
-                    // `seek_refused`.
-                    Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
-                        self.engine.seek_refused();
-                    }
-                    Err(e) => return Poll::Ready(Err(e)),
-                }
-            }
-            Step::Length => {
-                let end = ready!(self.poll_inner_seek(cx, SeekFrom::End(0)))?;
-                self.engine.set_raw_len(end.saturating_sub(base))?;
-            }
-            _ => unreachable!("not a seek step"),
-        }
+        let pos = self.engine.inner_seek_for(step, base)?;
+        let result = ready!(self.poll_inner_seek(cx, pos));
+        self.engine.inner_sought(step, base, result)?;
         Poll::Ready(Ok(()))
     }
 

@@ -25,7 +25,7 @@ use crate::profile::{self, Profile, Stream};
 use crate::{Error, Provider};
 
 /// What a front must do next.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Step {
     /// Hand this many bytes to the caller (0: the end of the stream, or an
     /// empty read).

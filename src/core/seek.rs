@@ -94,9 +94,57 @@ impl Opener {
             ))
     }
 
+    /// The inner seek a [`Step::Seek`] or [`Step::Length`] asks of a front
+    /// whose stream starts at inner offset `base`.
+    ///
+    /// # Errors
+    ///
+    /// A position past 2^64.
+    pub(crate) fn inner_seek_for(
+        &self,
+        step: &Step,
+        base: u64,
+    ) -> Result<std::io::SeekFrom, Error> {
+        match *step {
+            Step::Seek(offset) => base
+                .checked_add(offset)
+                .map(std::io::SeekFrom::Start)
+                .ok_or(Error::InvalidParameters("seek position past 2^64")),
+            Step::Length => Ok(std::io::SeekFrom::End(0)),
+            _ => unreachable!("not a seek step"),
+        }
+    }
+
+    /// What the inner seek of [`inner_seek_for`](Self::inner_seek_for)
+    /// gave. A position the source refuses as invalid (a `File` past its
+    /// file system's largest size) is past its end, which the
+    /// authenticated length decides; other errors pass through.
+    ///
+    /// # Errors
+    ///
+    /// The inner error; [`set_raw_len`](Self::set_raw_len)'s.
+    pub(crate) fn inner_sought(
+        &mut self,
+        step: &Step,
+        base: u64,
+        result: std::io::Result<u64>,
+    ) -> std::io::Result<()> {
+        match (*step, result) {
+            (Step::Seek(offset), Ok(_)) => self.sought(offset),
+            (Step::Seek(_), Err(e)) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                self.seek_refused();
+            }
+            // A source that ends before the stream started is empty.
+            (Step::Length, Ok(end)) => self.set_raw_len(end.saturating_sub(base))?,
+            (_, Err(e)) => return Err(e),
+            _ => unreachable!("not a seek step"),
+        }
+        Ok(())
+    }
+
     /// The front moved the inner reader to `offset` (after
     /// [`Step::Seek`]).
-    pub(crate) fn sought(&mut self, offset: u64) {
+    fn sought(&mut self, offset: u64) {
         self.seek_inner = None;
         self.inner_at = offset;
     }
@@ -105,7 +153,7 @@ impl Opener {
     /// as invalid (a `File` past the largest size its file system has):
     /// no source holds that segment, so this is past its end, which only
     /// the authenticated length confirms. The inner reader did not move.
-    pub(crate) fn seek_refused(&mut self) {
+    fn seek_refused(&mut self) {
         self.seek_inner = None;
         self.input.clear();
         self.eof = true;
@@ -292,7 +340,7 @@ impl Opener {
     /// # Errors
     ///
     /// [`Error::Truncated`] (sticky) when no stream has that length.
-    pub(crate) fn set_raw_len(&mut self, raw: u64) -> Result<(), Error> {
+    fn set_raw_len(&mut self, raw: u64) -> Result<(), Error> {
         self.inner_at = raw;
         let Some(Stream { layout, .. }) = &self.stream else {
             unreachable!("the length is asked after the header")

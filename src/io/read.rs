@@ -316,30 +316,11 @@ impl<R: Read> CipherReader<R> {
         let s = self
             .inner_seek
             .unwrap_or_else(|| unreachable!("asked only after a seek or a length query"));
-        match *step {
-            Step::Seek(offset) => {
-                let at = s.base.checked_add(offset).ok_or_else(past_u64)?;
-                match (s.seek)(&mut self.inner, SeekFrom::Start(at)) {
-                    Ok(_) => self.engine.sought(offset),
-                    Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
-                        self.engine.seek_refused();
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            Step::Length => {
-                let end = (s.seek)(&mut self.inner, SeekFrom::End(0))?;
-                // A source that ends before the stream started is empty.
-                self.engine.set_raw_len(end.saturating_sub(s.base))?;
-            }
-            _ => unreachable!("not a seek step"),
-        }
+        let pos = self.engine.inner_seek_for(step, s.base)?;
+        let result = (s.seek)(&mut self.inner, pos);
+        self.engine.inner_sought(step, s.base, result)?;
         Ok(())
     }
-}
-
-fn past_u64() -> io::Error {
-    crate::Error::InvalidParameters("seek position past 2^64").into()
 }
 
 impl<R: Read> Read for CipherReader<R> {
