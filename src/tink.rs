@@ -262,16 +262,8 @@ impl TinkKey {
     /// [`Error::KeyTooShort`] if `raw` is shorter than the derived key
     /// size (Tink's rule).
     pub fn new(params: TinkParams, raw: &[u8]) -> Result<TinkKey, Error> {
-        if raw.len() < params.derived_key_size {
-            return Err(Error::KeyTooShort {
-                minimum: params.derived_key_size,
-                actual: raw.len(),
-            });
-        }
-        Ok(TinkKey {
-            params,
-            ikm: Zeroizing::new(raw.to_vec()),
-        })
+        let ikm = key_bytes(raw, params.derived_key_size)?;
+        Ok(TinkKey { params, ikm })
     }
 
     /// A key from the hex encoding of Tink's `key_value` bytes.
@@ -281,8 +273,7 @@ impl TinkKey {
     /// [`Error::InvalidHex`] if `hex` is not valid hex, and
     /// [`Error::KeyTooShort`] if it is too short.
     pub fn from_hex(params: TinkParams, hex: &str) -> Result<TinkKey, Error> {
-        let bytes = Zeroizing::new(hex::decode(hex.trim()).map_err(|_| Error::InvalidHex)?);
-        TinkKey::new(params, &bytes)
+        TinkKey::new(params, &hex_bytes(hex)?)
     }
 
     /// A fresh random key of the derived key size (what Tink's key manager
@@ -293,8 +284,7 @@ impl TinkKey {
     ///
     /// [`Error::Random`] if the operating system's generator fails.
     pub fn generate(params: TinkParams) -> Result<TinkKey, Error> {
-        let mut ikm = Zeroizing::new(vec![0u8; params.derived_key_size]);
-        getrandom::fill(&mut ikm).map_err(|_| Error::Random)?;
+        let ikm = random_bytes(params.derived_key_size)?;
         Ok(TinkKey { params, ikm })
     }
 
@@ -320,6 +310,31 @@ impl fmt::Debug for TinkKey {
 /// Byte-exact reproduction of Tink's deterministic vectors and published
 /// known answers: these need the salt and nonce prefix injected, which only
 /// a unit test can do (`profile::FIXED_RANDOM`).
+/// Tink's raw key bytes, at least `minimum` (the derived key size) long.
+fn key_bytes(raw: &[u8], minimum: usize) -> Result<Zeroizing<Vec<u8>>, Error> {
+    if raw.len() < minimum {
+        return Err(Error::KeyTooShort {
+            minimum,
+            actual: raw.len(),
+        });
+    }
+    Ok(Zeroizing::new(raw.to_vec()))
+}
+
+/// Key bytes from hex (wiped on drop).
+fn hex_bytes(hex: &str) -> Result<Zeroizing<Vec<u8>>, Error> {
+    Ok(Zeroizing::new(
+        hex::decode(hex.trim()).map_err(|_| Error::InvalidHex)?,
+    ))
+}
+
+/// `len` fresh random key bytes.
+fn random_bytes(len: usize) -> Result<Zeroizing<Vec<u8>>, Error> {
+    let mut ikm = Zeroizing::new(vec![0u8; len]);
+    getrandom::fill(&mut ikm).map_err(|_| Error::Random)?;
+    Ok(ikm)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod vectors {

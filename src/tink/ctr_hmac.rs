@@ -164,16 +164,8 @@ impl AesCtrHmacKey {
     /// [`Error::KeyTooShort`] if `raw` is shorter than the derived key
     /// size (Tink's rule).
     pub fn new(params: AesCtrHmacParams, raw: &[u8]) -> Result<AesCtrHmacKey, Error> {
-        if raw.len() < params.derived_key_size {
-            return Err(Error::KeyTooShort {
-                minimum: params.derived_key_size,
-                actual: raw.len(),
-            });
-        }
-        Ok(AesCtrHmacKey {
-            params,
-            ikm: Zeroizing::new(raw.to_vec()),
-        })
+        let ikm = super::key_bytes(raw, params.derived_key_size)?;
+        Ok(AesCtrHmacKey { params, ikm })
     }
 
     /// A key from the hex encoding of Tink's `key_value` bytes.
@@ -183,8 +175,7 @@ impl AesCtrHmacKey {
     /// [`Error::InvalidHex`] if `hex` is not valid hex, and
     /// [`Error::KeyTooShort`] if it is too short.
     pub fn from_hex(params: AesCtrHmacParams, hex: &str) -> Result<AesCtrHmacKey, Error> {
-        let bytes = Zeroizing::new(hex::decode(hex.trim()).map_err(|_| Error::InvalidHex)?);
-        AesCtrHmacKey::new(params, &bytes)
+        AesCtrHmacKey::new(params, &super::hex_bytes(hex)?)
     }
 
     /// A fresh random key of the derived key size (what Tink's key manager
@@ -194,8 +185,7 @@ impl AesCtrHmacKey {
     ///
     /// [`Error::Random`] if the operating system's generator fails.
     pub fn generate(params: AesCtrHmacParams) -> Result<AesCtrHmacKey, Error> {
-        let mut ikm = Zeroizing::new(vec![0u8; params.derived_key_size]);
-        getrandom::fill(&mut ikm).map_err(|_| Error::Random)?;
+        let ikm = super::random_bytes(params.derived_key_size)?;
         Ok(AesCtrHmacKey { params, ikm })
     }
 
