@@ -68,6 +68,10 @@ pub enum Error {
     WriteZero,
     /// A buffer of this many bytes could not be allocated.
     Allocation(usize),
+    /// A thread sealing or opening segments for the stream panicked (a
+    /// stream built with `threads(n)`, n > 1). Sticky: nothing after the
+    /// segments released before it is delivered or written.
+    WorkerPanicked,
     /// A key of the wrong length for its algorithm.
     InvalidKeyLength {
         /// The length the algorithm needs.
@@ -132,6 +136,7 @@ impl Error {
             Error::StreamTooLong => io::ErrorKind::FileTooLarge,
             Error::WriteZero => io::ErrorKind::WriteZero,
             Error::Allocation(_) => io::ErrorKind::OutOfMemory,
+            Error::WorkerPanicked => io::ErrorKind::Other,
             Error::Random => io::ErrorKind::Other,
         }
     }
@@ -177,6 +182,7 @@ impl fmt::Display for Error {
             ),
             Error::WriteZero => f.write_str("cipherio: inner writer accepted no bytes"),
             Error::Allocation(n) => write!(f, "cipherio: cannot allocate a {n}-byte buffer"),
+            Error::WorkerPanicked => f.write_str("cipherio: a worker thread panicked"),
             Error::InvalidKeyLength { expected, actual } => {
                 write!(f, "cipherio: key must be {expected} bytes, got {actual}")
             }

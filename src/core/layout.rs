@@ -92,6 +92,20 @@ impl Layout {
         (1 + q / rest, within(q % rest))
     }
 
+    /// Plaintext bytes of the longest run of whole segments from segment
+    /// `next` on, at most `count` of them, that fits in `max` bytes.
+    pub(crate) fn run_len(&self, next: u64, count: u64, max: usize) -> usize {
+        let (mut total, mut count) = (0usize, count);
+        if next == 0 && count > 0 {
+            if self.first > max {
+                return 0;
+            }
+            (total, count) = (self.first, count - 1);
+        }
+        let whole = ((max - total) / self.rest.max(1)) as u64;
+        total + usize::try_from(count.min(whole)).unwrap_or(0) * self.rest
+    }
+
     /// Plaintext offset where segment `index` starts.
     pub(crate) fn plain_offset(&self, index: u64) -> u64 {
         match index {

@@ -10,6 +10,7 @@
 //! | [`sealer`] | the writer's state machine: plaintext in, sealed bytes out |
 //! | [`opener`] | the reader's state machine: ciphertext in, authenticated plaintext out |
 //! | [`seek`] | random access on the opener: seeking, the authenticated length |
+//! | [`parallel`] | the threads of `threads(n)`: runs of segments sealed or opened in batches |
 //!
 //! Every front (std, tokio) is glue over [`sealer::Sealer`] and
 //! [`opener::Opener`]: a rule fixed here is fixed everywhere.
@@ -18,6 +19,7 @@ pub(crate) mod ctr_hmac;
 pub(crate) mod kdf;
 pub(crate) mod layout;
 pub(crate) mod opener;
+pub(crate) mod parallel;
 pub(crate) mod sealer;
 pub(crate) mod seek;
 pub(crate) mod suite;

@@ -18,8 +18,16 @@
 //!   must end the input (trailing data is an error), and an input that ends
 //!   without one is truncated.
 //! - **Sticky errors**: once a step fails, every later step fails the same.
+//! - **Threads open runs**: with `threads(n)`, n > 1, the read-ahead holds
+//!   a batch of segments, and every run of two or more complete segments
+//!   that more input follows (so each can only be non-final) is opened on
+//!   [`Workers`], each from its own index. The run is released up to its
+//!   first failure; that segment then goes through the one-thread path,
+//!   which gives the error (or the final segment) one thread would.
 
 use crate::core::layout::{RECORD_HEADER_LEN, parse_record_header};
+use crate::core::parallel::{self, Piece, Workers};
+use crate::core::sealer::THREADS_ZERO;
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
 use crate::{Error, Provider};
@@ -133,6 +141,10 @@ pub(crate) struct Opener {
     /// The segment that failed to open in the inner buffer: it is left to
     /// the copying path, not tried there again.
     pub(super) failed_in_place: Option<u64>,
+    /// Threads opening runs of segments (`threads(n)`, n > 1); made with
+    /// the header.
+    threads: usize,
+    workers: Option<Workers>,
     /// Ciphertext bytes moved to the front of the read-ahead (tests of the
     /// aligned reads).
     #[cfg(test)]
@@ -153,11 +165,14 @@ impl Opener {
         max_segment: usize,
         provider: Provider,
         windowed: bool,
+        threads: usize,
     ) -> Opener {
         // A zero read-ahead fails every call, the first one included (an
         // empty read too).
         let stage = if capacity == 0 {
             Stage::Failed(Error::InvalidCapacity(0))
+        } else if threads == 0 {
+            Stage::Failed(Error::InvalidParameters(THREADS_ZERO))
         } else {
             Stage::Start { key, aad }
         };
@@ -189,6 +204,8 @@ impl Opener {
             provider,
             windowed,
             failed_in_place: None,
+            threads,
+            workers: None,
             #[cfg(test)]
             moved: 0,
             #[cfg(test)]
@@ -290,6 +307,15 @@ impl Opener {
             // complete segment that is already read ahead and fits.
             let mut n = 0;
             loop {
+                // With threads: first every run of segments they can open.
+                match self.open_run(&mut buf[n..]) {
+                    Ok(k) => n += k,
+                    Err(e) if n == 0 => return Err(e),
+                    Err(_) => break,
+                }
+                if n > 0 && !self.next_fits(buf.len() - n) {
+                    break;
+                }
                 let r = self.open_next(&mut buf[n..]);
                 match self.after_open(r) {
                     Ok(k) => n += k,
@@ -301,13 +327,7 @@ impl Opener {
                         return Ok(Step::Done(n));
                     }
                 }
-                if !matches!(self.stage, Stage::Body) {
-                    break;
-                }
-                let Some((plain, sealed)) = self.next_unit() else {
-                    break;
-                };
-                if self.input.available() < sealed || buf.len() - n < plain {
+                if !self.next_fits(buf.len() - n) {
                     break;
                 }
             }
@@ -529,9 +549,16 @@ impl Opener {
         // `capacity`, never less than what is already buffered — reached as
         // the segment's bytes arrive (`room`), not now: a header is not
         // authenticated until its first segment opens.
+        // With threads, a batch of segments.
+        let batch = if self.threads > 1 {
+            self.workers = Some(Workers::new(self.threads));
+            parallel::batch_segments(self.threads, stream.layout.rest)
+        } else {
+            1
+        };
         self.target = self
             .capacity
-            .saturating_add(stream.layout.max_sealed())
+            .saturating_add(stream.layout.max_sealed().saturating_mul(batch))
             .max(self.input.len());
         self.stream = Some(stream);
         self.next = 0;
@@ -633,6 +660,112 @@ impl Opener {
         Ok(Opened::Last(len))
     }
 
+    /// Whether the next segment is complete in the read-ahead (at its full
+    /// length) and its plaintext fits in `room` bytes, the stream going on.
+    #[inline]
+    fn next_fits(&self, room: usize) -> bool {
+        if !matches!(self.stage, Stage::Body) {
+            return false;
+        }
+        self.next_unit()
+            .is_some_and(|(plain, sealed)| self.input.available() >= sealed && room >= plain)
+    }
+
+    /// With threads: opens, on the workers, the run of segments at the
+    /// start of the read-ahead that are complete, fit in `out` and are
+    /// each followed by more input (or, framed, say they are not final):
+    /// at most a batch, as non-final segments, each from its own index.
+    /// Returns the plaintext bytes of the run up to its first failure,
+    /// which stays in the read-ahead for the one-thread path to settle.
+    /// 0 without threads, or when fewer than two segments qualify (the
+    /// one-thread path is as fast for one).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WorkerPanicked`] (sticky), with nothing released.
+    fn open_run(&mut self, out: &mut [u8]) -> Result<usize, Error> {
+        let (Some(workers), Stage::Body, Some(Stream { suite, layout })) =
+            (&mut self.workers, &self.stage, &self.stream)
+        else {
+            return Ok(0);
+        };
+        let batch = parallel::batch_segments(workers.threads(), layout.rest);
+        let (framed, tag) = (layout.framed, layout.tag);
+        let data = self.input.data();
+        let mut pieces = Vec::new();
+        let (mut at, mut written) = (0, 0);
+        let mut room = &mut *out;
+        while pieces.len() < batch {
+            let index = self.next + pieces.len() as u64;
+            let (plain, sealed) = if framed {
+                let Some(h) = data.get(at..at + RECORD_HEADER_LEN) else {
+                    break;
+                };
+                let (len, last) = parse_record_header(h.try_into().unwrap_or([0; 4]));
+                match usize::try_from(len) {
+                    Ok(len) if !last && len <= layout.rest => (len, RECORD_HEADER_LEN + len + tag),
+                    _ => break,
+                }
+            } else {
+                (layout.plain(index), layout.sealed(index))
+            };
+            // A fixed-size segment that ends the read-ahead may be final:
+            // left to the one-thread path, which tries both flags.
+            let complete = if framed {
+                data.len() - at >= sealed
+            } else {
+                data.len() - at > sealed
+            };
+            if !complete || room.len() < plain {
+                break;
+            }
+            let (o, r) = std::mem::take(&mut room).split_at_mut(plain);
+            pieces.push(Piece {
+                index,
+                last: false,
+                input: &data[at..at + sealed],
+                output: o,
+                result: Ok(()),
+            });
+            (room, at, written) = (r, at + sealed, written + plain);
+        }
+        if pieces.len() < 2 {
+            return Ok(0);
+        }
+        let ran = workers.run(&mut pieces, |p| {
+            p.result = if framed {
+                let (h, body) = p.input.split_at(RECORD_HEADER_LEN);
+                suite.open_at(p.index, false, h, body, p.output)
+            } else {
+                suite.open_at(p.index, false, &[], p.input, p.output)
+            };
+        });
+        let tried = pieces.len();
+        let good = pieces.iter().take_while(|p| p.result.is_ok());
+        let (ok, sealed, plain) = good.fold((0, 0, 0), |(k, s, n), p| {
+            (k + 1, s + p.input.len(), n + p.output.len())
+        });
+        drop(pieces);
+        #[cfg(test)]
+        {
+            self.opens += tried;
+        }
+        let _ = tried;
+        if let Err(e) = ran {
+            zeroize::Zeroize::zeroize(&mut out[..written]);
+            return Err(self.fail(e));
+        }
+        // Segments after a failure may have opened: not released before
+        // it, so not left in the caller's buffer either.
+        zeroize::Zeroize::zeroize(&mut out[plain..written]);
+        self.next += ok as u64;
+        self.input.consume(sealed);
+        if ok > 0 {
+            self.repositioned = false;
+        }
+        Ok(plain)
+    }
+
     /// Moves the stage on after a segment opened, or records the error.
     #[inline]
     fn after_open(&mut self, r: Result<Opened, Error>) -> Result<usize, Error> {
@@ -689,8 +822,28 @@ impl Opener {
         } else {
             avail.saturating_sub(layout.tag).min(cap)
         };
-        self.plain_room(holds)?;
         let index = self.next;
+        if let Some(w) = &self.workers {
+            // A run for the workers, if the read-ahead holds one.
+            let batch = parallel::batch_segments(w.threads(), layout.rest) as u64;
+            let first = layout.plain(index);
+            self.plain_room(layout.run_len(index, batch, usize::MAX))?;
+            let mut plain = std::mem::replace(&mut self.plain, Window::secret());
+            plain.clear();
+            let r = self.open_run(plain.whole_mut());
+            if let Ok(n @ 1..) = r {
+                plain.set(0, n);
+                // It holds the first segment of the run whole, from its
+                // start (what a seek within it reuses).
+                self.plain_seg = Some((index, first, false));
+                plain.consume(std::mem::take(&mut self.skip));
+            }
+            self.plain = plain;
+            if r? > 0 {
+                return Ok(());
+            }
+        }
+        self.plain_room(holds)?;
         let mut plain = std::mem::replace(&mut self.plain, Window::secret());
         plain.clear();
         let r = self.open_next(plain.whole_mut());
@@ -807,7 +960,12 @@ impl Opener {
     /// segment that already failed there).
     #[inline]
     fn window_wanted(&self) -> bool {
-        if !self.windowed || !self.input.is_empty() || self.eof || !self.plain.is_empty() {
+        if !self.windowed
+            || !self.input.is_empty()
+            || self.eof
+            || !self.plain.is_empty()
+            || self.workers.is_some()
+        {
             return false;
         }
         matches!(self.stage, Stage::Body)

@@ -17,8 +17,14 @@
 //!   after still has a final segment to seal.
 //! - **Explicit finish, sticky errors.** Only [`finish`](Sealer::finish)
 //!   seals the final segment; a fatal error is returned by every later call.
+//! - **Threads seal batches.** With `threads(n)`, n > 1, the buffer holds a
+//!   batch of segments ([`parallel::batch_segments`]) instead of one, and
+//!   the hold-back applies to the batch: it is sealed, as one step, once
+//!   full and one more byte has arrived, every segment from its own index
+//!   on [`Workers`]; the bytes are those of one thread.
 
 use crate::core::layout::{Layout, RECORD_HEADER_LEN, record_header};
+use crate::core::parallel::{self, Piece, Workers};
 use crate::core::suite::Suite;
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
@@ -66,6 +72,9 @@ pub(crate) struct Sealer {
     provider: Provider,
     /// The framed variant: records, and `flush` seals what is buffered.
     framed: bool,
+    /// Threads sealing batches (`threads(n)`, n > 1); made with the header.
+    threads: usize,
+    workers: Option<Workers>,
     /// Segments sealed so far (tests count them).
     #[cfg(test)]
     pub(crate) sealed: u64,
@@ -83,11 +92,13 @@ impl Sealer {
         capacity: Option<usize>,
         provider: Provider,
         framed: bool,
+        threads: usize,
     ) -> Sealer {
         let capacity = capacity.unwrap_or_else(|| key.default_capacity());
         // A capacity the profile refuses fails every call, the first one
         // included (a `flush` before any write too).
         let stage = match key.check_capacity(capacity) {
+            Ok(()) if threads == 0 => Stage::Failed(Error::InvalidParameters(THREADS_ZERO)),
             Ok(()) => Stage::Start { key, aad },
             Err(e) => Stage::Failed(e),
         };
@@ -98,6 +109,8 @@ impl Sealer {
             capacity,
             provider,
             framed,
+            threads,
+            workers: None,
             #[cfg(test)]
             sealed: 0,
             #[cfg(test)]
@@ -168,6 +181,9 @@ impl Sealer {
         let begun = profile::begin_write(&key, &aad, self.capacity, self.provider, self.framed);
         match begun {
             Ok((header, Stream { suite, layout })) => {
+                if self.threads > 1 {
+                    self.workers = Some(Workers::new(self.threads));
+                }
                 self.stage = Stage::Open {
                     suite,
                     layout,
@@ -203,8 +219,9 @@ impl Sealer {
                 unreachable!("started and not sealed")
             };
             let seg = layout.plain(*next);
+            let (count, batch) = self.batch(layout, *next);
             let rest = &buf[taken..];
-            let held = self.plain.available() == seg;
+            let held = self.plain.available() == batch;
             let direct = self.plain.is_empty() && rest.len() > seg;
             if (held || direct) && *next >= u64::from(u32::MAX) {
                 // This segment can only be the last one: keep it for
@@ -216,30 +233,28 @@ impl Sealer {
                 };
             }
             let sealed = if held {
-                // A full segment was held back; more data follows, so it
-                // is not the final one.
-                let r = seal(&mut self.stage, &mut self.out, self.plain.data(), false);
+                // A full segment (batch) was held back; more data follows,
+                // so it is not the final one.
+                let r = self.seal_run(None, false);
                 self.plain.clear();
                 r
             } else if direct {
-                // Zero-copy: seal straight from the caller's slice.
-                let r = seal(&mut self.stage, &mut self.out, &rest[..seg], false);
+                // Zero-copy: seal straight from the caller's slice, as many
+                // whole segments of the batch as leave a byte after them.
+                let direct = layout.run_len(*next, count, rest.len() - 1);
+                let r = self.seal_run(Some(&rest[..direct]), false);
                 if r.is_ok() {
-                    taken += seg;
+                    taken += direct;
                 }
                 r
             } else {
-                match self.copy_in(rest, seg) {
+                match self.copy_in(rest, batch) {
                     Ok(n) => taken += n,
                     Err(_) if taken > 0 => return Ok(taken),
                     Err(e) => return Err(e),
                 }
                 continue;
             };
-            #[cfg(test)]
-            if sealed.is_ok() {
-                self.sealed += 1;
-            }
             return match sealed {
                 Ok(()) => Ok(taken),
                 // Fatal and sticky: the next call reports it if this one
@@ -261,17 +276,49 @@ impl Sealer {
             return 0;
         };
         debug_assert!(self.plain.is_empty(), "a segment was just sealed");
-        let seg = layout.plain(*next);
+        let (_, batch) = self.batch(layout, *next);
         // An allocation failure is sticky: the stream cannot be finished.
-        self.copy_in(buf, seg).unwrap_or(0)
+        self.copy_in(buf, batch).unwrap_or(0)
+    }
+
+    /// The segments of the next batch, from segment `next` (1 without
+    /// threads; never so many that the last could not have a successor),
+    /// and their plaintext bytes: what the buffer holds before it seals.
+    fn batch(&self, layout: &Layout, next: u64) -> (u64, usize) {
+        let Some(w) = &self.workers else {
+            return (1, layout.plain(next));
+        };
+        let per = parallel::batch_segments(w.threads(), layout.rest) as u64;
+        let count = per.min(u64::from(u32::MAX).saturating_sub(next)).max(1);
+        (count, layout.run_len(next, count, usize::MAX))
+    }
+
+    /// Seals `direct` (whole segments from the caller's slice) or else the
+    /// buffer, as the stream's next segments: several on the workers when
+    /// it holds more than one, all non-final but the last when `last`.
+    fn seal_run(&mut self, direct: Option<&[u8]>, last: bool) -> Result<(), Error> {
+        let plain = direct.unwrap_or(self.plain.data());
+        let r = match (&mut self.workers, &self.stage) {
+            (Some(workers), Stage::Open { layout, next, .. })
+                if plain.len() > layout.plain(*next) =>
+            {
+                seal_parallel(&mut self.stage, &mut self.out, plain, last, workers)
+            }
+            _ => seal(&mut self.stage, &mut self.out, plain, last).map(|()| 1),
+        };
+        #[cfg(test)]
+        if let Ok(n) = r {
+            self.sealed += n;
+        }
+        r.map(|_| ())
     }
 
     /// Copies what fits of `rest` into the plaintext buffer, growing it;
     /// a failed allocation is fatal (sticky).
-    fn copy_in(&mut self, rest: &[u8], seg: usize) -> Result<usize, Error> {
-        let n = rest.len().min(seg - self.plain.available());
+    fn copy_in(&mut self, rest: &[u8], batch: usize) -> Result<usize, Error> {
+        let n = rest.len().min(batch - self.plain.available());
         let need = self.plain.available() + n;
-        if let Err(e) = self.plain.grow_for(need, PLAIN_FLOOR, seg) {
+        if let Err(e) = self.plain.grow_for(need, PLAIN_FLOOR, batch) {
             self.stage = Stage::Failed(e.clone());
             return Err(e);
         }
@@ -294,13 +341,11 @@ impl Sealer {
         self.start()?;
         if let Stage::Open { .. } = self.stage {
             debug_assert!(self.out.is_empty(), "output drained before sealing");
-            seal(&mut self.stage, &mut self.out, self.plain.data(), true)?;
-            #[cfg(test)]
-            {
-                self.sealed += 1;
-            }
+            self.seal_run(None, true)?;
             self.plain.clear();
             self.stage = Stage::Sealed;
+            // The derived key is gone; so are the threads.
+            self.workers = None;
         }
         Ok(())
     }
@@ -330,11 +375,7 @@ impl Sealer {
             return Err(Error::StreamTooLong);
         }
         debug_assert!(self.out.is_empty(), "output drained before sealing");
-        seal(&mut self.stage, &mut self.out, self.plain.data(), false)?;
-        #[cfg(test)]
-        {
-            self.sealed += 1;
-        }
+        self.seal_run(None, false)?;
         self.plain.clear();
         Ok(())
     }
@@ -346,6 +387,94 @@ impl Sealer {
             *next = index;
         }
     }
+}
+
+/// Why a thread count of zero is refused.
+pub(crate) const THREADS_ZERO: &str = "threads must be at least 1";
+
+/// Seals `plain`, more than one segment, as the stream's next segments
+/// into the drained `out` (behind the header if it has not gone out yet),
+/// on the workers: each from its own index, the last one final when
+/// `last`. Returns how many were sealed. A sealing error or a panic is
+/// fatal.
+fn seal_parallel(
+    stage: &mut Stage,
+    out: &mut Window,
+    plain: &[u8],
+    last: bool,
+    workers: &mut Workers,
+) -> Result<u64, Error> {
+    let Stage::Open {
+        suite,
+        header,
+        next,
+        layout,
+    } = stage
+    else {
+        unreachable!("seal is only called on an open stream")
+    };
+    let record = if layout.framed { RECORD_HEADER_LEN } else { 0 };
+    // The pieces: whole segments from `next` on; the last may be short
+    // (the final segment, or a framed record sealed by a flush).
+    let mut sizes = Vec::new();
+    let mut left = plain.len();
+    while left > 0 {
+        let n = left.min(layout.plain(*next + sizes.len() as u64));
+        sizes.push(n);
+        left -= n;
+    }
+    let head = header.as_ref().map_or(0, Vec::len);
+    let need = head
+        + sizes
+            .iter()
+            .map(|n| record + n + suite.tag_len())
+            .sum::<usize>();
+    if let Err(e) = out.grow(need) {
+        *stage = Stage::Failed(e.clone());
+        return Err(e);
+    }
+    out.clear();
+    let bytes = out.whole_mut();
+    if let Some(h) = header.take() {
+        bytes[..head].copy_from_slice(&h);
+    }
+    let mut pieces = Vec::with_capacity(sizes.len());
+    let (mut input, mut output) = (plain, &mut bytes[head..need]);
+    for (i, &n) in sizes.iter().enumerate() {
+        let (p, rest_in) = input.split_at(n);
+        let (o, rest_out) = output.split_at_mut(record + n + suite.tag_len());
+        pieces.push(Piece {
+            index: *next + i as u64,
+            last: last && i + 1 == sizes.len(),
+            input: p,
+            output: o,
+            result: Ok(()),
+        });
+        (input, output) = (rest_in, rest_out);
+    }
+    let framed = layout.framed;
+    let suite = &*suite;
+    let ran = workers.run(&mut pieces, |p| {
+        let rh = record_header(p.input.len(), p.last);
+        let (aad, body): (&[u8], &mut [u8]) = if framed {
+            let (h, body) = p.output.split_at_mut(RECORD_HEADER_LEN);
+            h.copy_from_slice(&rh);
+            (&rh, body)
+        } else {
+            (&[], &mut *p.output)
+        };
+        p.result = suite.seal_at(p.index, p.last, aad, p.input, body);
+    });
+    let first_error: Result<(), Error> =
+        ran.and_then(|()| pieces.iter().map(|p| p.result.clone()).collect());
+    drop(pieces);
+    if let Err(e) = first_error {
+        *stage = Stage::Failed(e.clone());
+        return Err(e);
+    }
+    *next += sizes.len() as u64;
+    out.set(0, need);
+    Ok(sizes.len() as u64)
 }
 
 /// Seals `plain` as the stream's next segment into the drained `out`,

@@ -110,6 +110,7 @@ pub struct ReaderBuilder {
     pub(super) aad: Vec<u8>,
     pub(super) max_segment: usize,
     pub(super) provider: Provider,
+    threads: usize,
 }
 
 impl ReaderBuilder {
@@ -149,6 +150,32 @@ impl ReaderBuilder {
     /// any other wrote.
     pub fn provider(mut self, provider: Provider) -> Self {
         self.provider = provider;
+        self
+    }
+
+    /// Open on `n` threads (default 1): the read-ahead then holds a batch
+    /// of segments, about one per thread (several per thread when
+    /// segments are under 64 KiB), and every run of complete segments in
+    /// it is opened at once, each on a thread from its own index, straight
+    /// into the caller's buffer (or the internal one for small reads).
+    /// Plaintext is still released in order and only once its segment
+    /// authenticated; a damaged stream fails with the error one thread
+    /// gives, after the same authenticated prefix; a read still waits
+    /// only for the segment it works on.
+    ///
+    /// The calling thread is one of the `n`; the other `n − 1` start with
+    /// the first run, wait between runs and are joined when the reader is
+    /// dropped. A panic on one of them fails the stream with
+    /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked). A reader
+    /// built with [`build_from_buf_read`](Self::build_from_buf_read) and
+    /// threads reads through its read-ahead (the runs need it).
+    ///
+    /// Memory: the read-ahead grows to the capacity plus a batch of sealed
+    /// segments, and small reads add a batch of plaintext: about `2 n + 1`
+    /// segments (`max(segment, 64 KiB)` each). `threads(0)` makes every
+    /// call fail with [`Error::InvalidParameters`](crate::Error::InvalidParameters).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
         self
     }
 
@@ -215,6 +242,7 @@ impl ReaderBuilder {
             self.max_segment,
             self.provider,
             windowed,
+            self.threads,
         )
     }
 
@@ -236,6 +264,7 @@ impl fmt::Debug for ReaderBuilder {
             .field("associated_data_len", &self.aad.len())
             .field("max_segment_size", &self.max_segment)
             .field("provider", &self.provider)
+            .field("threads", &self.threads)
             .finish()
     }
 }
@@ -251,6 +280,7 @@ impl CipherReader<io::Empty> {
             aad: Vec::new(),
             max_segment: DEFAULT_MAX_SEGMENT_SIZE,
             provider: Provider::default(),
+            threads: 1,
         }
     }
 }

@@ -81,6 +81,7 @@ pub struct WriterBuilder {
     aad: Vec<u8>,
     provider: Provider,
     framed: bool,
+    threads: usize,
 }
 
 impl WriterBuilder {
@@ -133,6 +134,30 @@ impl WriterBuilder {
         self
     }
 
+    /// Seal on `n` threads (default 1): the buffer then holds a batch of
+    /// segments, about one per thread (several per thread when segments
+    /// are under 64 KiB), and a full batch is sealed at once, each segment
+    /// on a thread from its own index. The bytes written are exactly those
+    /// of one thread; so are the rules (nothing sealed twice, the final
+    /// segment sealed once, last, by [`finish`](CipherWriter::finish)).
+    ///
+    /// Threads pay off for segments of 64 KiB and more and writes of
+    /// several segments at a time (each batch is sealed straight from
+    /// the caller's slice when the buffer is empty). The calling thread
+    /// is one of the `n`; the other `n − 1` start with the first full
+    /// batch, wait between batches, and are joined when the writer is
+    /// finished or dropped. A panic on one of them fails the stream with
+    /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked).
+    ///
+    /// Memory: one batch of plaintext and one of ciphertext, about
+    /// `2 n` segments (`2 n · max(capacity, 64 KiB)` bytes), grown as data
+    /// is written. `threads(0)` makes every call fail with
+    /// [`Error::InvalidParameters`](crate::Error::InvalidParameters).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+
     /// The engine a front drives: everything but the inner writer.
     pub(crate) fn engine(self) -> Sealer {
         Sealer::new(
@@ -141,6 +166,7 @@ impl WriterBuilder {
             self.capacity,
             self.provider,
             self.framed,
+            self.threads,
         )
     }
 
@@ -161,6 +187,7 @@ impl fmt::Debug for WriterBuilder {
             .field("associated_data_len", &self.aad.len())
             .field("provider", &self.provider)
             .field("framed", &self.framed)
+            .field("threads", &self.threads)
             .finish()
     }
 }
@@ -177,6 +204,7 @@ impl CipherWriter<io::Sink> {
             aad: Vec::new(),
             provider: Provider::default(),
             framed: false,
+            threads: 1,
         }
     }
 }
