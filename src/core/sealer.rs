@@ -466,7 +466,7 @@ fn seal_parallel(
         p.result = suite.seal_at(p.index, p.last, aad, p.input, body);
     });
     let first_error: Result<(), Error> =
-        ran.and_then(|()| pieces.iter().map(|p| p.result.clone()).collect());
+        ran.and_then(|()| pieces.iter().try_for_each(|p| p.result.clone()));
     drop(pieces);
     if let Err(e) = first_error {
         *stage = Stage::Failed(e.clone());
