@@ -20,6 +20,8 @@ pub(crate) mod kdf;
 pub(crate) mod layout;
 pub(crate) mod opener;
 pub(crate) mod parallel;
+#[cfg(test)]
+mod parallel_tests;
 pub(crate) mod sealer;
 pub(crate) mod seek;
 pub(crate) mod suite;

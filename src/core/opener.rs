@@ -152,6 +152,9 @@ pub(crate) struct Opener {
     /// Segment opens tried, failed trials included.
     #[cfg(test)]
     pub(crate) opens: usize,
+    /// Runs of segments opened on the workers.
+    #[cfg(test)]
+    pub(crate) runs: usize,
 }
 
 impl Opener {
@@ -210,6 +213,8 @@ impl Opener {
             moved: 0,
             #[cfg(test)]
             opens: 0,
+            #[cfg(test)]
+            runs: 0,
         }
     }
 
@@ -749,6 +754,7 @@ impl Opener {
         #[cfg(test)]
         {
             self.opens += tried;
+            self.runs += 1;
         }
         let _ = tried;
         if let Err(e) = ran {

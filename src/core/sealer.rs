@@ -81,6 +81,9 @@ pub(crate) struct Sealer {
     /// Plaintext bytes copied into `plain` (tests of the zero-copy path).
     #[cfg(test)]
     pub(crate) copied: usize,
+    /// Runs of segments sealed on the workers.
+    #[cfg(test)]
+    pub(crate) runs: u64,
 }
 
 impl Sealer {
@@ -115,6 +118,8 @@ impl Sealer {
             sealed: 0,
             #[cfg(test)]
             copied: 0,
+            #[cfg(test)]
+            runs: 0,
         }
     }
 
@@ -309,6 +314,7 @@ impl Sealer {
         #[cfg(test)]
         if let Ok(n) = r {
             self.sealed += n;
+            self.runs += u64::from(n > 1);
         }
         r.map(|_| ())
     }

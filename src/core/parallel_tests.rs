@@ -1,0 +1,248 @@
+//! Principle 17: a stream written on several threads is byte for byte the
+//! stream one thread writes, for the same key, salt and nonce prefix
+//! (injected here, which only a unit test can do: `FIXED_RANDOM`). Every
+//! algorithm, provider, format (native, framed with flushes, Tink
+//! AES-GCM-HKDF, Tink AES-CTR-HMAC), segment size, length class and
+//! chunking, on both fronts; each threaded stream also reads back with
+//! threaded readers.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+
+use crate::profile::FIXED_RANDOM;
+use crate::tink::{AesCtrHmacKey, AesCtrHmacParams, HkdfHash, HmacHash, TinkKey, TinkParams};
+use crate::{Algorithm, CipherReader, CipherWriter, Key, Provider, StreamKey, WriterBuilder};
+
+/// How a stream is written: chunk sizes in turn, and whether to flush
+/// after each chunk (the framed format seals a record per flush).
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    chunk: usize,
+    flush: bool,
+}
+
+fn fixed() {
+    FIXED_RANDOM.with(|f| *f.borrow_mut() = Some((0..64u8).map(|i| i ^ 0x3c).collect()));
+}
+
+fn data(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 + i / 251) as u8).collect()
+}
+
+/// The std front; with threads and two batches or more written, the
+/// workers must have sealed some.
+fn write_std(b: WriterBuilder, pt: &[u8], plan: Plan, threads: usize) -> Vec<u8> {
+    fixed();
+    let mut w = b.build(Vec::new());
+    for piece in pt.chunks(plan.chunk.max(1)) {
+        w.write_all(piece).unwrap();
+        if plan.flush {
+            w.flush().unwrap();
+        }
+    }
+    let two_batches = 2 * super::parallel::batch_segments(threads, w.capacity()) * w.capacity();
+    if threads > 1 && pt.len() > two_batches && (!plan.flush || plan.chunk > 2 * w.capacity()) {
+        assert!(
+            w.engine.runs > 0,
+            "no run sealed on the workers: {plan:?} len {} cap {}",
+            pt.len(),
+            w.capacity()
+        );
+    }
+    if threads == 1 {
+        assert_eq!(w.engine.runs, 0, "one thread seals one segment at a time");
+    }
+    let out = w.finish().unwrap();
+    FIXED_RANDOM.with(|f| *f.borrow_mut() = None);
+    out
+}
+
+/// Polls `f` to its end: the tokio front over a `Vec` never waits.
+#[cfg(feature = "tokio")]
+fn run<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+/// The tokio front.
+#[cfg(feature = "tokio")]
+fn write_tokio(b: WriterBuilder, pt: &[u8], plan: Plan, _threads: usize) -> Vec<u8> {
+    use ::tokio::io::AsyncWriteExt;
+    fixed();
+    let out = run(async {
+        let mut w = b.build_async(Vec::new());
+        for piece in pt.chunks(plan.chunk.max(1)) {
+            w.write_all(piece).await.unwrap();
+            if plan.flush {
+                w.flush().await.unwrap();
+            }
+        }
+        w.finish().await.unwrap()
+    });
+    FIXED_RANDOM.with(|f| *f.borrow_mut() = None);
+    out
+}
+
+type WriteFn = fn(WriterBuilder, &[u8], Plan, usize) -> Vec<u8>;
+
+const FRONTS: &[(&str, WriteFn)] = &[
+    ("std", write_std),
+    #[cfg(feature = "tokio")]
+    ("tokio", write_tokio),
+];
+
+/// Thread counts compared with one thread (8: more threads than cores).
+const THREADS: &[usize] = &[2, 3, 8];
+
+/// Writes `pt` with one thread and with each of [`THREADS`], on each
+/// front and provider, in each plan: the same bytes; and each reads back
+/// with a threaded reader in reads of each size.
+fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool, pt: &[u8]) {
+    let seg = cap.unwrap_or(8 * 1024);
+    let mut plans = vec![
+        Plan {
+            chunk: pt.len(),
+            flush: false,
+        },
+        Plan {
+            chunk: 1000,
+            flush: false,
+        },
+        Plan {
+            chunk: seg,
+            flush: false,
+        },
+        Plan {
+            chunk: 3 * seg + 1,
+            flush: false,
+        },
+    ];
+    if framed {
+        plans.push(Plan {
+            chunk: 5 * seg / 2 + 7,
+            flush: true,
+        });
+        plans.push(Plan {
+            chunk: 333,
+            flush: true,
+        });
+    }
+    for &p in Provider::ALL {
+        for plan in &plans {
+            let builder = |t: usize| {
+                let mut b = CipherWriter::builder(key)
+                    .associated_data(b"threads")
+                    .provider(p)
+                    .threads(t);
+                if let Some(c) = cap {
+                    b = b.capacity(c);
+                }
+                if framed {
+                    b = b.framed();
+                }
+                b
+            };
+            let one = write_std(builder(1), pt, *plan, 1);
+            for &(front, write) in FRONTS {
+                for &t in THREADS {
+                    let ctx = format!("{ctx} {p:?} {front} threads {t} {plan:?} len {}", pt.len());
+                    let many = write(builder(t), pt, *plan, t);
+                    assert!(many == one, "{ctx}: bytes differ from one thread");
+                }
+            }
+            for &t in THREADS {
+                for read in [1, seg, 4 * seg + 3, 1 << 20] {
+                    let mut r = CipherReader::builder(key)
+                        .associated_data(b"threads")
+                        .provider(p)
+                        .threads(t)
+                        .build(&one[..]);
+                    let mut back = Vec::new();
+                    let mut buf = vec![0u8; read];
+                    loop {
+                        let n = r.read(&mut buf).unwrap();
+                        if n == 0 {
+                            break;
+                        }
+                        back.extend_from_slice(&buf[..n]);
+                    }
+                    assert!(
+                        back == pt,
+                        "{ctx} {p:?} threads {t} reads of {read}: read back"
+                    );
+                    if pt.len() > 4 * super::parallel::batch_segments(t, seg) * seg {
+                        assert!(r.engine.runs > 0, "{ctx} threads {t}: no run opened");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Lengths around the segment and batch boundaries of `seg`-byte segments
+/// (`first` bytes in segment 0).
+fn lengths(first: usize, seg: usize, threads: usize) -> Vec<usize> {
+    let batch = super::parallel::batch_segments(threads, seg);
+    let mut v = vec![0, 1, first - 1, first, first + 1];
+    for k in [2, batch, batch + 1, 2 * batch + 3] {
+        let len = first + (k - 1) * seg;
+        v.extend([len - 1, len, len + 1]);
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+#[test]
+fn native_streams_are_the_same_bytes_on_threads() {
+    for alg in [
+        Algorithm::Aes128Gcm,
+        Algorithm::Aes256Gcm,
+        Algorithm::ChaCha20Poly1305,
+    ] {
+        let key = Key::generate(alg);
+        for seg in [17, 4 * 1024, 64 * 1024] {
+            for len in lengths(seg, seg, 2) {
+                if len > 600 * 1024 {
+                    continue;
+                }
+                let pt = data(len);
+                same_bytes(&format!("{alg:?} seg {seg}"), &key, Some(seg), false, &pt);
+            }
+        }
+    }
+}
+
+#[test]
+fn framed_streams_are_the_same_bytes_on_threads() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    for seg in [17, 4 * 1024] {
+        for len in lengths(seg, seg, 2) {
+            let pt = data(len);
+            same_bytes(&format!("framed seg {seg}"), &key, Some(seg), true, &pt);
+        }
+    }
+}
+
+#[test]
+fn tink_streams_are_the_same_bytes_on_threads() {
+    let gcm = TinkKey::generate(TinkParams::new(16, 4096, HkdfHash::Sha256).unwrap()).unwrap();
+    let p = gcm.params();
+    let (first, seg) = (p.first_segment_plaintext(), p.segment_plaintext());
+    for len in lengths(first, seg, 2) {
+        same_bytes("tink gcm", &gcm, None, false, &data(len));
+    }
+    let params = AesCtrHmacParams::new(32, 4096, HkdfHash::Sha256, HmacHash::Sha256, 32).unwrap();
+    let ctr = AesCtrHmacKey::generate(params).unwrap();
+    let p = ctr.params();
+    let (first, seg) = (p.first_segment_plaintext(), p.segment_plaintext());
+    for len in lengths(first, seg, 2) {
+        same_bytes("tink ctr-hmac", &ctr, None, false, &data(len));
+    }
+}
