@@ -6,7 +6,7 @@
 //! chunking, on both fronts; each threaded stream also reads back with
 //! threaded readers.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
 use std::io::{Read, Write};
 
