@@ -1,0 +1,387 @@
+//! `threads(n)`: a stream sealed and opened on several threads keeps every
+//! behaviour of the one-thread stream (principle 17), on each front and
+//! provider, with 2, 3 and 8 threads (8: more threads than cores):
+//!
+//! * round trips in every chunking and read pattern, threaded and
+//!   one-thread writers and readers crossed;
+//! * every damaged stream ends as the one-thread reader ends it: the same
+//!   typed error after the same released bytes, read in the same pattern
+//!   (the one-thread reader is the oracle, and the checks of
+//!   `tests/tamper.rs` hold for it);
+//! * misbehaving inner I/O (`WouldBlock`, `Interrupted` at every call
+//!   position, 1-byte calls): nothing lost, nothing sealed twice;
+//! * `threads(0)` is refused.
+//!
+//! (That the bytes on the wire are one thread's needs an injected salt:
+//! `src/core/parallel_tests.rs`. The socket case, a read that never waits
+//! for a second segment, is in `tests/tcp.rs`.)
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::{self, ErrorKind};
+
+use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::{
+    Algorithm, CipherReader, CipherWriter, Error, Key, Provider, ReaderBuilder, StreamKey,
+};
+use common::{
+    Front, KIB, Layout, ReadMode, ScriptReader, ScriptWriter, TAMPER_CONFIGS, WriteMode,
+    crate_error_of, data, decrypt_ok, encrypt, read_in, read_injecting_at_every_call,
+    tamper_patterns, write_retrying,
+};
+
+/// Thread counts compared with one thread.
+const THREADS: &[usize] = &[2, 3, 8];
+
+/// Segments in a batch of `threads` threads for `seg`-byte segments (as
+/// the engine cuts them: a 64 KiB share per thread, at most 64 segments).
+fn batch(threads: usize, seg: usize) -> usize {
+    threads * (64 * KIB).div_ceil(seg).clamp(1, 64)
+}
+
+fn read_modes(seg: usize, len: usize) -> Vec<ReadMode> {
+    vec![
+        ReadMode::ToEnd,
+        ReadMode::Chunks(1000),
+        ReadMode::Chunks(seg),
+        ReadMode::Chunks(5 * seg + 3),
+        ReadMode::FillBuf(usize::MAX),
+        ReadMode::Exact {
+            sizes: vec![1, seg + 1, 3 * seg],
+            len,
+        },
+    ]
+}
+
+/// Threaded and one-thread writers and readers crossed, on every front
+/// and provider (pairs of providers: tests/providers.rs), segment size, length around the batch boundaries,
+/// chunking and read pattern.
+#[test]
+fn round_trips_on_threads() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    for seg in [17, 4 * KIB, 64 * KIB] {
+        let l = Layout::native(seg);
+        let b = batch(2, seg);
+        let lengths = l.lengths_around(&[1, b, 2 * b + 1], &[0, 1]);
+        for len in lengths {
+            let pt = data(len, 5);
+            for &(wt, rt) in &[(1, 2), (2, 1), (2, 2), (3, 8)] {
+                for (wp, rp) in Provider::ALL.iter().map(|&p| (p, p)) {
+                    let modes = [WriteMode::AllAtOnce, WriteMode::Fixed(1000)];
+                    for &front in Front::ALL {
+                        for mode in &modes {
+                            let ctx = format!(
+                                "seg {seg} len {len} threads {wt}/{rt} {wp:?}/{rp:?} {mode:?}"
+                            );
+                            let w = CipherWriter::builder(&key)
+                                .capacity(seg)
+                                .provider(wp)
+                                .threads(wt);
+                            let ct = encrypt(front, w, &pt, mode);
+                            assert_eq!(ct.len(), l.stream_len(len), "{ctx}");
+                            for read in read_modes(seg, len) {
+                                let r = CipherReader::builder(&key).provider(rp).threads(rt);
+                                decrypt_ok(&ctx, front, r, &ct, &pt, &read);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How a read of a (damaged) stream ended: the bytes released, and the
+/// crate error it ended in (or `None` for a clean end; an error that
+/// carries no crate error fails the test).
+fn outcome(
+    front: Front,
+    builder: ReaderBuilder,
+    stream: &[u8],
+    chunk: usize,
+    mode: &ReadMode,
+) -> (Vec<u8>, Option<Error>) {
+    let inner = ScriptReader::new(stream).max_per_call(chunk);
+    let mut r = front.build_reader(builder, inner);
+    let (got, res) = read_in(&mut r, mode);
+    let err = res
+        .err()
+        .map(|e: io::Error| crate_error_of(&e).unwrap_or_else(|| panic!("not a crate error: {e}")));
+    (got, err)
+}
+
+/// Every damaged copy of `ct` made by `damage` reads, with every thread
+/// count, front, provider, configuration and pattern, exactly as the
+/// one-thread reader reads it: the same bytes released, the same error.
+fn damaged_as_on_one_thread<K: StreamKey>(
+    ctx: &str,
+    key: &K,
+    l: &Layout,
+    ct: &[u8],
+    damaged: &[(String, Vec<u8>)],
+) {
+    let configs = [TAMPER_CONFIGS[0], TAMPER_CONFIGS[2], TAMPER_CONFIGS[3]];
+    let mut errors = 0;
+    for (what, stream) in damaged {
+        for &front in Front::ALL {
+            for &rp in Provider::ALL {
+                for &(cap, chunk) in &configs {
+                    for mode in &tamper_patterns(l) {
+                        let builder = |t| {
+                            CipherReader::builder(key)
+                                .provider(rp)
+                                .capacity(cap)
+                                .threads(t)
+                        };
+                        let one = outcome(front, builder(1), stream, chunk, mode);
+                        errors += usize::from(one.1.is_some());
+                        for &t in THREADS {
+                            let ctx = format!(
+                                "{ctx} {what} [{front:?} {rp:?} cap {cap} chunk {chunk} {mode:?} threads {t}]"
+                            );
+                            let many = outcome(front, builder(t), stream, chunk, mode);
+                            assert_eq!(many.1, one.1, "{ctx}: error");
+                            assert!(
+                                many.0 == one.0,
+                                "{ctx}: released {} bytes, one thread {}",
+                                many.0.len(),
+                                one.0.len()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(errors > 0, "{ctx}: no damaged copy failed on one thread");
+    let _ = ct;
+}
+
+/// Damaged copies of a stream: bytes flipped at the start, middle and end
+/// of sampled segments and in the header, cuts around sampled segment
+/// boundaries, segments swapped, dropped and duplicated, bytes appended.
+fn damaged_copies(l: &Layout, ct: &[u8], every: usize) -> Vec<(String, Vec<u8>)> {
+    let (header, segs) = l.split(ct);
+    let mut out = Vec::new();
+    let flip = |pos: usize| {
+        let mut d = ct.to_vec();
+        d[pos] ^= 0x40;
+        (format!("flip at {pos}"), d)
+    };
+    out.push(flip(0));
+    out.push(flip(header.len() - 1));
+    for i in (0..segs.len()).step_by(every).chain([segs.len() - 1]) {
+        let r = l.seg_range(ct.len(), i);
+        for pos in [r.start, r.start + (r.end - r.start) / 2, r.end - 1] {
+            out.push(flip(pos));
+        }
+        for cut in [r.start, r.start + 1, r.end - 1] {
+            out.push((format!("cut at {cut}"), ct[..cut].to_vec()));
+        }
+    }
+    let n = segs.len();
+    let with = |what: String, segs: Vec<Vec<u8>>| (what, common::join(&header, &segs));
+    for i in (0..n - 1).step_by(every) {
+        let mut s = segs.clone();
+        s.swap(i, i + 1);
+        out.push(with(format!("swap {i}"), s));
+        let mut s = segs.clone();
+        s.remove(i);
+        out.push(with(format!("drop {i}"), s));
+        let mut s = segs.clone();
+        s.insert(i, segs[i].clone());
+        out.push(with(format!("duplicate {i}"), s));
+    }
+    let mut longer = ct.to_vec();
+    longer.extend_from_slice(&[1, 2, 3]);
+    out.push(("3 bytes appended".into(), longer));
+    out
+}
+
+#[test]
+fn damaged_native_streams_fail_as_on_one_thread() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    for (seg, segments, every) in [(17, 2 * batch(2, 17) + 5, 61), (4 * KIB, 40, 13)] {
+        let l = Layout::native(seg);
+        let pt = data(seg * (segments - 1) + seg / 2, 9);
+        let ct = encrypt(
+            Front::Std,
+            CipherWriter::builder(&key).capacity(seg),
+            &pt,
+            &WriteMode::AllAtOnce,
+        );
+        let damaged = damaged_copies(&l, &ct, every);
+        damaged_as_on_one_thread(&format!("seg {seg}"), &key, &l, &ct, &damaged);
+    }
+}
+
+#[test]
+fn damaged_tink_streams_fail_as_on_one_thread() {
+    let params = TinkParams::new(16, 1024, HkdfHash::Sha256).unwrap();
+    let key = TinkKey::generate(params).unwrap();
+    let l = Layout::of_tink(&params);
+    let pt = data(l.plain_before(30) + 100, 11);
+    let ct = encrypt(
+        Front::Std,
+        CipherWriter::builder(&key),
+        &pt,
+        &WriteMode::AllAtOnce,
+    );
+    let damaged = damaged_copies(&l, &ct, 5);
+    damaged_as_on_one_thread("tink", &key, &l, &ct, &damaged);
+}
+
+/// A framed stream with records of many sizes (flushes at odd points):
+/// records flipped, cut, dropped, swapped, the final flag and lengths
+/// changed; each reads as on one thread.
+#[test]
+fn damaged_framed_streams_fail_as_on_one_thread() {
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    let seg = 64;
+    let pt = data(40 * seg, 13);
+    let mut w = CipherWriter::builder(&key)
+        .capacity(seg)
+        .framed()
+        .build(Vec::new());
+    let mut at = 0;
+    for (i, size) in [3usize, 64, 200, 1, 500, 64, 77].iter().cycle().enumerate() {
+        if at >= pt.len() {
+            break;
+        }
+        let end = (at + size).min(pt.len());
+        io::Write::write_all(&mut w, &pt[at..end]).unwrap();
+        if i % 2 == 0 {
+            io::Write::flush(&mut w).unwrap();
+        }
+        at = end;
+    }
+    let ct = w.finish().unwrap();
+    // Record boundaries, from the record headers.
+    let mut starts = Vec::new();
+    let mut p = cipherio::format::HEADER_LEN;
+    while p < ct.len() {
+        starts.push(p);
+        let h = u32::from_be_bytes(ct[p..p + 4].try_into().unwrap());
+        p += 4 + (h & 0x7fff_ffff) as usize + 16;
+    }
+    let mut damaged = Vec::new();
+    for (k, &s) in starts.iter().enumerate() {
+        for (what, pos, bit) in [
+            ("flag", s, 0x80),
+            ("length", s + 3, 0x01),
+            ("body", s + 5, 0x01),
+        ] {
+            let mut d = ct.clone();
+            d[pos] ^= bit;
+            damaged.push((format!("record {k} {what}"), d));
+        }
+        damaged.push((format!("cut at record {k}"), ct[..s].to_vec()));
+        damaged.push((format!("cut in record {k}"), ct[..s + 6].to_vec()));
+        if k + 1 < starts.len() {
+            let next = starts[k + 1];
+            let mut d = ct[..s].to_vec();
+            d.extend_from_slice(&ct[next..]);
+            damaged.push((format!("record {k} dropped"), d));
+        }
+    }
+    let l = Layout::native(seg);
+    damaged_as_on_one_thread("framed", &key, &l, &ct, &damaged);
+}
+
+/// The writer over an inner writer that refuses (`WouldBlock`,
+/// `Interrupted`) at every call position, and over 1-byte calls: the
+/// stream reads back whole, so nothing was lost or sealed twice (a
+/// segment sealed again would be a second segment under a new index).
+#[test]
+fn writers_on_threads_over_misbehaving_inner_writers() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 1024;
+    let pt = data(3 * batch(3, seg) * seg + 100, 17);
+    for &t in THREADS {
+        for &front in Front::ALL {
+            let builder = || CipherWriter::builder(&key).capacity(seg).threads(t);
+            // The clean run's inner calls.
+            let mut w = front.build_writer(builder(), ScriptWriter::new());
+            assert!(write_retrying(&mut w, &pt, 10_000).is_empty());
+            let calls = w.get_ref().calls;
+            for kind in [ErrorKind::WouldBlock, ErrorKind::Interrupted] {
+                for k in 0..calls {
+                    let ctx = format!("threads {t} {front:?} {kind:?} at {k}/{calls}");
+                    let inner = ScriptWriter::new().fail_at(k, kind);
+                    let mut w = front.build_writer(builder(), inner);
+                    write_retrying(&mut w, &pt, 10_000);
+                    let out = w.get_ref().out.clone();
+                    let back = common::decrypt(Front::Std, CipherReader::builder(&key), &out)
+                        .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                    assert!(back == pt, "{ctx}");
+                }
+            }
+            let inner = ScriptWriter::new().max_per_call(1);
+            let mut w = front.build_writer(builder(), inner);
+            write_retrying(&mut w, &pt, 7_000);
+            let out = w.get_ref().out.clone();
+            let back = common::decrypt(Front::Std, CipherReader::builder(&key), &out).unwrap();
+            assert!(back == pt, "threads {t} {front:?}: 1-byte inner writes");
+        }
+    }
+}
+
+/// The reader over an inner reader that fails (`WouldBlock`,
+/// `Interrupted`) at every call position: every run gives the plaintext
+/// back, the error surfaces once as itself, and no inner call is lost.
+#[test]
+fn readers_on_threads_over_misbehaving_inner_readers() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 512;
+    let pt = data(3 * batch(2, seg) * seg + 100, 19);
+    let ct = encrypt(
+        Front::Std,
+        CipherWriter::builder(&key).capacity(seg),
+        &pt,
+        &WriteMode::AllAtOnce,
+    );
+    for &t in &[2, 8] {
+        for &front in Front::ALL {
+            for kind in [ErrorKind::WouldBlock, ErrorKind::Interrupted] {
+                for (per_call, bufsize) in [(usize::MAX, 100 * KIB), (3000, 700)] {
+                    let ctx = format!("threads {t} {front:?} {per_call}/{bufsize}");
+                    read_injecting_at_every_call(
+                        &ctx,
+                        &ct,
+                        &pt,
+                        per_call,
+                        bufsize,
+                        kind,
+                        kind == ErrorKind::WouldBlock,
+                        |inner| front.build_reader(CipherReader::builder(&key).threads(t), inner),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `threads(0)` fails every call of both, the first one included.
+#[test]
+fn zero_threads_are_refused() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let want = Error::InvalidParameters("threads must be at least 1");
+    for &front in Front::ALL {
+        let mut w = front.build_writer(CipherWriter::builder(&key).threads(0), Vec::new());
+        let e = w.write_all(b"x").unwrap_err();
+        assert_eq!(crate_error_of(&e), Some(want.clone()), "{front:?}");
+        let e = w.try_finish().unwrap_err();
+        assert_eq!(crate_error_of(&e), Some(want.clone()), "{front:?}");
+        let ct = encrypt(
+            Front::Std,
+            CipherWriter::builder(&key),
+            b"hello",
+            &WriteMode::AllAtOnce,
+        );
+        let mut r = front.build_reader(CipherReader::builder(&key).threads(0), &ct[..]);
+        let e = read_in(&mut r, &ReadMode::ToEnd).1.unwrap_err();
+        assert_eq!(crate_error_of(&e), Some(want.clone()), "{front:?}");
+    }
+}
