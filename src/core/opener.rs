@@ -714,12 +714,16 @@ impl Opener {
             } else {
                 (layout.plain(index), layout.sealed(index))
             };
-            // A fixed-size segment that ends the read-ahead may be final:
-            // left to the one-thread path, which tries both flags.
+            // A fixed-size segment that ends the read-ahead may be final.
+            // Unless the input looks at its end (then it is likely final,
+            // and left to the one-thread path), the one-thread path would
+            // try it as non-final first too: so does the run, and if that
+            // fails it is left to the one-thread path, which tries both.
+            let left = data.len() - at;
             let complete = if framed {
-                data.len() - at >= sealed
+                left >= sealed
             } else {
-                data.len() - at > sealed
+                left > sealed || left == sealed && !self.eof && !self.short
             };
             if !complete || room.len() < plain {
                 break;

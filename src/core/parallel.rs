@@ -70,6 +70,13 @@ pub(crate) struct Workers {
     pub(crate) inject_panic: bool,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Workers made on this thread panic in their pool threads' jobs
+    /// (tests of the panic path through the fronts).
+    pub(crate) static INJECT_PANIC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 impl Workers {
     /// Workers for `threads` threads (2 or more; the caller is one of them).
     /// Spawns nothing yet.
@@ -80,7 +87,7 @@ impl Workers {
             pool: None,
             handles: Vec::new(),
             #[cfg(test)]
-            inject_panic: false,
+            inject_panic: INJECT_PANIC.with(std::cell::Cell::get),
         }
     }
 

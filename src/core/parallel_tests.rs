@@ -246,3 +246,100 @@ fn tink_streams_are_the_same_bytes_on_threads() {
         same_bytes("tink ctr-hmac", &ctr, None, false, &data(len));
     }
 }
+
+/// A panic in a worker fails the stream with `WorkerPanicked`, sticky, on
+/// both sides and both fronts' engine: the writer writes nothing of the
+/// batch, the reader releases nothing of the run, and nothing hangs.
+#[test]
+fn a_worker_panic_is_a_sticky_error() {
+    use super::parallel::INJECT_PANIC;
+    use crate::Error;
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 64 * 1024;
+    let pt = data(6 * seg + 5);
+    let ct = write_std(
+        CipherWriter::builder(&key).capacity(seg),
+        &pt,
+        Plan {
+            chunk: pt.len(),
+            flush: false,
+        },
+        1,
+    );
+
+    INJECT_PANIC.with(|f| f.set(true));
+    let mut w = CipherWriter::builder(&key)
+        .capacity(seg)
+        .threads(2)
+        .build(Vec::new());
+    let e = w.write(&pt).unwrap_err();
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked));
+    assert!(w.get_ref().is_empty(), "nothing of the batch went out");
+    let e = w.write(b"x").unwrap_err();
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
+    let e = w.try_finish().unwrap_err();
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
+
+    let mut r = CipherReader::builder(&key).threads(2).build(&ct[..]);
+    let mut got = Vec::new();
+    let e = loop {
+        let mut buf = vec![0xAAu8; pt.len()];
+        match r.read(&mut buf) {
+            Ok(0) => panic!("a clean end after a worker panic"),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => {
+                assert!(
+                    buf.iter().all(|&b| b == 0xAA || b == 0),
+                    "plaintext left behind"
+                );
+                break e;
+            }
+        }
+    };
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked));
+    assert!(
+        got.len() < pt.len() && got == pt[..got.len()],
+        "only a prefix"
+    );
+    let e = r.read(&mut [0u8; 10]).unwrap_err();
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
+    INJECT_PANIC.with(|f| f.set(false));
+}
+
+/// Bulk reads of a file-like source go to the workers: with reads that
+/// end on segment boundaries, a run is the whole read-ahead (its last
+/// segment tried as non-final, as one thread tries it first too), so
+/// nearly every segment opens in a run, and no segment is opened twice
+/// but the final one (tried as non-final first, as on one thread).
+#[test]
+fn bulk_reads_open_whole_batches_on_the_workers() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 64 * 1024;
+    for (len, threads) in [(40 * seg, 2), (40 * seg + 77, 2), (40 * seg, 3)] {
+        let pt = data(len);
+        let plan = Plan {
+            chunk: pt.len(),
+            flush: false,
+        };
+        let ct = write_std(CipherWriter::builder(&key).capacity(seg), &pt, plan, 1);
+        let mut r = CipherReader::builder(&key).threads(threads).build(&ct[..]);
+        let mut back = Vec::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = r.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            back.extend_from_slice(&buf[..n]);
+        }
+        assert!(back == pt);
+        let segments = len.div_ceil(seg);
+        let batch = super::parallel::batch_segments(threads, seg);
+        let ctx = format!(
+            "len {len} threads {threads}: {} runs, {} opens",
+            r.engine.runs, r.engine.opens
+        );
+        assert!(r.engine.runs >= segments / batch - 2, "{ctx}");
+        assert!(r.engine.opens <= segments + 2, "{ctx}");
+    }
+}
