@@ -50,6 +50,9 @@ fn main() {
             large_reads_allocate_no_plaintext_buffer(p, alg);
             buf_read_allocates_no_more_than_build(p, alg);
         }
+        for threads in [2, 3] {
+            threaded_streams_hold_about_2n_plus_1_segments(p, threads);
+        }
     }
     let names: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
     println!(
@@ -570,4 +573,81 @@ fn buf_read_allocates_no_more_than_build(p: Provider, alg: Algorithm) {
         ),
         "{p:?} {alg}: build_from_buf_read with small reads: one plaintext segment more, once: {small:?}, large reads: {large:?}"
     );
+}
+
+/// `threads(n)` (issue 15): a stream holds at most about 2n + 1 segments,
+/// whatever the caller's chunking. The writer: a batch of n segments of
+/// plaintext and one of ciphertext (with the header), grown from 8 KiB;
+/// the reader: its read-ahead (capacity + n sealed segments) and, for
+/// small reads, a batch of plaintext. Measured as the bytes the stream
+/// holds after every call (the counter sees every thread, so the pool's
+/// own allocations are in it: its registry and per-thread queues, about
+/// 13 KB measured, given a margin of 24 KiB). Threaded streams allocate
+/// per batch, not per segment: the list of pieces and the pool's jobs,
+/// freed by the end of the call (counted, bounded per batch).
+fn threaded_streams_hold_about_2n_plus_1_segments(p: Provider, threads: usize) {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 64 * KIB;
+    let sealed = seg + 16;
+    let data = vec![0x42u8; 8 * MIB + 123];
+    let pool = 24 * KIB;
+
+    let whole = Region::new(GLOBAL);
+    let mut w = CipherWriter::builder(&key)
+        .capacity(seg)
+        .provider(p)
+        .threads(threads)
+        .build(io::sink());
+    let (mut most, mut rest) = (0, &data[..]);
+    let mut batches = 0;
+    for chunk in [1, 7, 8 * KIB, seg, seg + 1, 3 * seg + 5, MIB]
+        .iter()
+        .cycle()
+    {
+        if rest.is_empty() {
+            break;
+        }
+        let n = (*chunk).min(rest.len());
+        w.write_all(&rest[..n]).unwrap();
+        rest = &rest[n..];
+        most = most.max(live(&whole.change()));
+        batches += 1;
+    }
+    w.finish().unwrap();
+    let bound = 2 * threads * sealed + HEADER_LEN + pool;
+    println!(
+        "alloc: {p:?} writer on {threads} threads held at most {most} bytes ({bound} allowed)"
+    );
+    assert!(
+        most <= bound,
+        "{p:?} threads {threads}: the writer held {most} bytes, more than 2n segments ({bound})"
+    );
+    assert!(batches > 10, "the writer saw many calls");
+
+    let (_, stream) = sealed_stream(&key, p, seg, 0x42, 8 * MIB);
+    for read in [100, 8 * KIB, MIB] {
+        let whole = Region::new(GLOBAL);
+        let mut r = CipherReader::builder(&key)
+            .provider(p)
+            .threads(threads)
+            .build(&stream[..]);
+        let mut buf = vec![0u8; read];
+        let before = live(&whole.change());
+        let mut most = 0;
+        loop {
+            let n = r.read(&mut buf).unwrap();
+            most = most.max(live(&whole.change()) - before);
+            if n == 0 {
+                break;
+            }
+        }
+        let bound = 8 * KIB + HEADER_LEN + 2 * threads * sealed + pool;
+        println!(
+            "alloc: {p:?} reader on {threads} threads, {read}-byte reads, held at most {most} bytes ({bound} allowed)"
+        );
+        assert!(
+            most <= bound,
+            "{p:?} threads {threads} reads of {read}: the reader held {most} bytes, more than its read-ahead and 2n segments ({bound})"
+        );
+    }
 }
