@@ -44,6 +44,19 @@ const K: usize = 3;
 /// more. With `wait_for_all`, the reader first waits until all K segments
 /// sit in the socket's receive queue, so one inner read delivers them all.
 fn flushed_segments_reach_a_waiting_peer(rcap: usize, bufsize: usize, wait_for_all: bool) {
+    flushed_segments_reach_a_waiting_peer_on(rcap, bufsize, wait_for_all, 1);
+}
+
+/// [`flushed_segments_reach_a_waiting_peer`] with writer and reader on
+/// `threads` threads: a flush sends what one thread sends (the segments
+/// of the batch begun but the last), and the reader opens what arrived
+/// without waiting for a batch.
+fn flushed_segments_reach_a_waiting_peer_on(
+    rcap: usize,
+    bufsize: usize,
+    wait_for_all: bool,
+    threads: usize,
+) {
     let key = Key::generate(Algorithm::Aes256Gcm);
     let plain = data(K * SEG + 1 + 5000, 7);
     let (client, server) = pair();
@@ -54,7 +67,10 @@ fn flushed_segments_reach_a_waiting_peer(rcap: usize, bufsize: usize, wait_for_a
         let key = key.clone();
         let plain = plain.clone();
         thread::spawn(move || -> io::Result<()> {
-            let mut w = CipherWriter::with_capacity(SEG, &key, client);
+            let mut w = CipherWriter::builder(&key)
+                .capacity(SEG)
+                .threads(threads)
+                .build(client);
             w.write_all(&plain[..=K * SEG])?;
             w.flush()?;
             let _ = flushed_tx.send(());
@@ -85,7 +101,10 @@ fn flushed_segments_reach_a_waiting_peer(rcap: usize, bufsize: usize, wait_for_a
             }
         }
         let inner = Counted::new(server.try_clone()?);
-        let mut r = CipherReader::with_capacity(rcap, &key, inner);
+        let mut r = CipherReader::builder(&key)
+            .capacity(rcap)
+            .threads(threads)
+            .build(inner);
         let mut out = Vec::new();
         let mut sizes = Vec::new();
         let mut buf = vec![0; bufsize];
@@ -110,7 +129,7 @@ fn flushed_segments_reach_a_waiting_peer(rcap: usize, bufsize: usize, wait_for_a
     let (out, sizes, reads_before, reads) = result.expect("reader");
     written.expect("writer");
     println!(
-        "tcp: reader capacity {rcap}, {bufsize}-byte reads: read sizes before finish {sizes:?}, \
+        "tcp: {threads} threads, reader capacity {rcap}, {bufsize}-byte reads: read sizes before finish {sizes:?}, \
          {reads_before} socket reads before finish, {reads} in all"
     );
     // The held-back byte is not sealed before more data or finish: the
@@ -145,6 +164,16 @@ fn flushed_segments_reach_the_peer_large_reader_one_socket_read() {
     flushed_segments_reach_a_waiting_peer(64 * 1024, 64 * 1024, true);
     flushed_segments_reach_a_waiting_peer(64 * 1024, 100, true);
     flushed_segments_reach_a_waiting_peer(64 * 1024, SEG, true);
+}
+
+#[test]
+fn flushed_segments_reach_the_peer_on_threads() {
+    for threads in [2, 8] {
+        flushed_segments_reach_a_waiting_peer_on(8192, 100, false, threads);
+        flushed_segments_reach_a_waiting_peer_on(1, 64 * 1024, false, threads);
+        flushed_segments_reach_a_waiting_peer_on(64 * 1024, 64 * 1024, true, threads);
+        flushed_segments_reach_a_waiting_peer_on(64 * 1024, SEG, true, threads);
+    }
 }
 
 /// Megabytes both ways at once through one connection, default capacities:

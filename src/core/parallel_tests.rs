@@ -32,13 +32,15 @@ fn data(len: usize) -> Vec<u8> {
 
 /// The std front; with threads and two batches or more written, the
 /// workers must have sealed some.
-fn write_std(b: WriterBuilder, pt: &[u8], plan: Plan, threads: usize) -> Vec<u8> {
+fn write_std(b: WriterBuilder, pt: &[u8], plan: Plan, threads: usize) -> Written {
     fixed();
     let mut w = b.build(Vec::new());
+    let mut flushed = Vec::new();
     for piece in pt.chunks(plan.chunk.max(1)) {
         w.write_all(piece).unwrap();
         if plan.flush {
             w.flush().unwrap();
+            flushed.push(w.get_ref().len());
         }
     }
     let two_batches = 2 * super::parallel::batch_segments(threads, w.capacity()) * w.capacity();
@@ -55,8 +57,11 @@ fn write_std(b: WriterBuilder, pt: &[u8], plan: Plan, threads: usize) -> Vec<u8>
     }
     let out = w.finish().unwrap();
     FIXED_RANDOM.with(|f| *f.borrow_mut() = None);
-    out
+    (out, flushed)
 }
+
+/// A stream, and how many of its bytes had gone out after each flush.
+type Written = (Vec<u8>, Vec<usize>);
 
 /// Polls `f` to its end: the tokio front over a `Vec` never waits.
 #[cfg(feature = "tokio")]
@@ -72,24 +77,26 @@ fn run<F: Future>(f: F) -> F::Output {
 
 /// The tokio front.
 #[cfg(feature = "tokio")]
-fn write_tokio(b: WriterBuilder, pt: &[u8], plan: Plan, _threads: usize) -> Vec<u8> {
+fn write_tokio(b: WriterBuilder, pt: &[u8], plan: Plan, _threads: usize) -> Written {
     use ::tokio::io::AsyncWriteExt;
     fixed();
     let out = run(async {
         let mut w = b.build_async(Vec::new());
+        let mut flushed = Vec::new();
         for piece in pt.chunks(plan.chunk.max(1)) {
             w.write_all(piece).await.unwrap();
             if plan.flush {
                 w.flush().await.unwrap();
+                flushed.push(w.get_ref().len());
             }
         }
-        w.finish().await.unwrap()
+        (w.finish().await.unwrap(), flushed)
     });
     FIXED_RANDOM.with(|f| *f.borrow_mut() = None);
     out
 }
 
-type WriteFn = fn(WriterBuilder, &[u8], Plan, usize) -> Vec<u8>;
+type WriteFn = fn(WriterBuilder, &[u8], Plan, usize) -> Written;
 
 const FRONTS: &[(&str, WriteFn)] = &[
     ("std", write_std),
@@ -123,11 +130,13 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
             flush: false,
         },
     ];
+    // A flush delivers what it delivers with one thread: every segment
+    // but the last begun (fixed size), every byte (framed).
+    plans.push(Plan {
+        chunk: 5 * seg / 2 + 7,
+        flush: true,
+    });
     if framed {
-        plans.push(Plan {
-            chunk: 5 * seg / 2 + 7,
-            flush: true,
-        });
         plans.push(Plan {
             chunk: 333,
             flush: true,
@@ -153,7 +162,8 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
                 for &t in THREADS {
                     let ctx = format!("{ctx} {p:?} {front} threads {t} {plan:?} len {}", pt.len());
                     let many = write(builder(t), pt, *plan, t);
-                    assert!(many == one, "{ctx}: bytes differ from one thread");
+                    assert!(many.0 == one.0, "{ctx}: bytes differ from one thread");
+                    assert_eq!(many.1, one.1, "{ctx}: bytes out after each flush");
                 }
             }
             for &t in THREADS {
@@ -162,7 +172,7 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
                         .associated_data(b"threads")
                         .provider(p)
                         .threads(t)
-                        .build(&one[..]);
+                        .build(&one.0[..]);
                     let mut back = Vec::new();
                     let mut buf = vec![0u8; read];
                     loop {
@@ -265,7 +275,8 @@ fn a_worker_panic_is_a_sticky_error() {
             flush: false,
         },
         1,
-    );
+    )
+    .0;
 
     INJECT_PANIC.with(|f| f.set(true));
     let mut w = CipherWriter::builder(&key)
@@ -321,7 +332,7 @@ fn bulk_reads_open_whole_batches_on_the_workers() {
             chunk: pt.len(),
             flush: false,
         };
-        let ct = write_std(CipherWriter::builder(&key).capacity(seg), &pt, plan, 1);
+        let ct = write_std(CipherWriter::builder(&key).capacity(seg), &pt, plan, 1).0;
         let mut r = CipherReader::builder(&key).threads(threads).build(&ct[..]);
         let mut back = Vec::new();
         let mut buf = vec![0u8; 1 << 20];

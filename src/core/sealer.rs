@@ -302,7 +302,14 @@ impl Sealer {
     /// buffer, as the stream's next segments: several on the workers when
     /// it holds more than one, all non-final but the last when `last`.
     fn seal_run(&mut self, direct: Option<&[u8]>, last: bool) -> Result<(), Error> {
-        let plain = direct.unwrap_or(self.plain.data());
+        let held = self.plain.available();
+        self.seal_from(direct, held, last)
+    }
+
+    /// [`seal_run`](Self::seal_run) of `direct`, or else of the first
+    /// `prefix` bytes of the buffer.
+    fn seal_from(&mut self, direct: Option<&[u8]>, prefix: usize, last: bool) -> Result<(), Error> {
+        let plain = direct.unwrap_or(&self.plain.data()[..prefix]);
         let r = match (&mut self.workers, &self.stage) {
             (Some(workers), Stage::Open { layout, next, .. })
                 if plain.len() > layout.plain(*next) =>
@@ -358,15 +365,20 @@ impl Sealer {
 
     /// In the framed variant, seals whatever is buffered (nothing if the
     /// buffer is empty) as one non-final record, so that a `flush` can
-    /// deliver it; in the fixed-size format it does nothing (a segment may
-    /// be short only if it is the final one). Call it with the output
-    /// drained.
+    /// deliver it; in the fixed-size format (a segment may be short only
+    /// if it is the final one), with threads, seals the whole segments of
+    /// the batch begun but the last (which may yet be the final one): what
+    /// one thread would have sealed by now, so a `flush` delivers what it
+    /// delivers with one thread. Call it with the output drained.
     ///
     /// # Errors
     ///
     /// A sticky error; a sealing error (sticky); [`Error::StreamTooLong`]
     /// when the counter has no number left for a non-final record.
     pub(crate) fn flush_record(&mut self) -> Result<(), Error> {
+        if !self.framed && self.workers.is_some() {
+            return self.flush_batch();
+        }
         if !self.framed || self.plain.is_empty() {
             return match &self.stage {
                 Stage::Failed(e) => Err(e.clone()),
@@ -383,6 +395,26 @@ impl Sealer {
         debug_assert!(self.out.is_empty(), "output drained before sealing");
         self.seal_run(None, false)?;
         self.plain.clear();
+        Ok(())
+    }
+
+    /// The fixed-size half of [`flush_record`](Self::flush_record): the
+    /// whole segments buffered, all but one byte, are sealed; the rest
+    /// moves to the front of the buffer.
+    fn flush_batch(&mut self) -> Result<(), Error> {
+        let Stage::Open { layout, next, .. } = &self.stage else {
+            return self.error().map_or(Ok(()), |e| Err(e.clone()));
+        };
+        let held = self.plain.available();
+        let (count, _) = self.batch(layout, *next);
+        let prefix = layout.run_len(*next, count, held.saturating_sub(1));
+        if prefix == 0 {
+            return Ok(());
+        }
+        debug_assert!(self.out.is_empty(), "output drained before sealing");
+        self.seal_from(None, prefix, false)?;
+        self.plain.consume(prefix);
+        self.plain.compact();
         Ok(())
     }
 
