@@ -27,8 +27,8 @@ use cipherio::{
     Algorithm, CipherReader, CipherWriter, Error, Key, Provider, ReaderBuilder, StreamKey,
 };
 use common::{
-    Front, KIB, Layout, ReadMode, ScriptReader, ScriptWriter, TAMPER_CONFIGS, WriteMode,
-    crate_error_of, data, decrypt_ok, encrypt, read_in, read_injecting_at_every_call,
+    Front, FrontReader, KIB, Layout, ReadMode, ScriptReader, ScriptWriter, TAMPER_CONFIGS,
+    WriteMode, crate_error_of, data, decrypt_ok, encrypt, read_in, read_injecting_at_every_call,
     tamper_patterns, write_retrying,
 };
 
@@ -100,12 +100,20 @@ fn outcome(
     front: Front,
     builder: ReaderBuilder,
     stream: &[u8],
-    chunk: usize,
+    (chunk, buffered): (usize, Option<usize>),
     mode: &ReadMode,
 ) -> (Vec<u8>, Option<Error>) {
     let inner = ScriptReader::new(stream).max_per_call(chunk);
-    let mut r = front.build_reader(builder, inner);
-    let (got, res) = read_in(&mut r, mode);
+    let (got, res) = match buffered {
+        // `build_from_buf_read`: segments open where they lie in the
+        // inner buffer (with threads, as runs).
+        Some(size) => {
+            let inner = io::BufReader::with_capacity(size, inner);
+            let mut r = FrontReader::Std(builder.build_from_buf_read(inner));
+            read_in(&mut r, mode)
+        }
+        None => read_in(&mut front.build_reader(builder, inner), mode),
+    };
     let err = res
         .err()
         .map(|e: io::Error| crate_error_of(&e).unwrap_or_else(|| panic!("not a crate error: {e}")));
@@ -122,12 +130,20 @@ fn damaged_as_on_one_thread<K: StreamKey>(
     ct: &[u8],
     damaged: &[(String, Vec<u8>)],
 ) {
-    let configs = [TAMPER_CONFIGS[0], TAMPER_CONFIGS[2], TAMPER_CONFIGS[3]];
+    let mut configs: Vec<_> = [TAMPER_CONFIGS[0], TAMPER_CONFIGS[2], TAMPER_CONFIGS[3]]
+        .iter()
+        .map(|&(cap, chunk)| (cap, chunk, None))
+        .collect();
+    // Through an inner buffer of a few segments (std front).
+    configs.push((8 * KIB, usize::MAX, Some(3 * l.rest + 50)));
     let mut errors = 0;
     for (what, stream) in damaged {
         for &front in Front::ALL {
             for &rp in Provider::ALL {
-                for &(cap, chunk) in &configs {
+                for &(cap, chunk, buffered) in &configs {
+                    if buffered.is_some() && front != Front::Std {
+                        continue;
+                    }
                     for mode in &tamper_patterns(l) {
                         let builder = |t| {
                             CipherReader::builder(key)
@@ -135,13 +151,13 @@ fn damaged_as_on_one_thread<K: StreamKey>(
                                 .capacity(cap)
                                 .threads(t)
                         };
-                        let one = outcome(front, builder(1), stream, chunk, mode);
+                        let one = outcome(front, builder(1), stream, (chunk, buffered), mode);
                         errors += usize::from(one.1.is_some());
                         for &t in THREADS {
                             let ctx = format!(
-                                "{ctx} {what} [{front:?} {rp:?} cap {cap} chunk {chunk} {mode:?} threads {t}]"
+                                "{ctx} {what} [{front:?} {rp:?} cap {cap} chunk {chunk} {buffered:?} {mode:?} threads {t}]"
                             );
-                            let many = outcome(front, builder(t), stream, chunk, mode);
+                            let many = outcome(front, builder(t), stream, (chunk, buffered), mode);
                             assert_eq!(many.1, one.1, "{ctx}: error");
                             assert!(
                                 many.0 == one.0,

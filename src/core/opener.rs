@@ -689,91 +689,32 @@ impl Opener {
     ///
     /// [`Error::WorkerPanicked`] (sticky), with nothing released.
     fn open_run(&mut self, out: &mut [u8]) -> Result<usize, Error> {
-        let (Some(workers), Stage::Body, Some(Stream { suite, layout })) =
+        let (Some(workers), Stage::Body, Some(stream)) =
             (&mut self.workers, &self.stage, &self.stream)
         else {
             return Ok(0);
         };
-        let batch = parallel::batch_segments(workers.threads(), layout.rest);
-        let (framed, tag) = (layout.framed, layout.tag);
+        let batch = parallel::batch_segments(workers.threads(), stream.layout.rest);
+        // A fixed-size segment that ends the read-ahead may be final.
+        // Unless the input looks at its end (then it is likely final,
+        // and left to the one-thread path), the one-thread path would
+        // try it as non-final first too: so does the run, and if that
+        // fails it is left to the one-thread path, which tries both.
+        let ends = !self.eof && !self.short;
         let data = self.input.data();
-        let mut pieces = Vec::new();
-        let (mut at, mut written) = (0, 0);
-        let mut room = &mut *out;
-        while pieces.len() < batch {
-            let index = self.next + pieces.len() as u64;
-            let (plain, sealed) = if framed {
-                let Some(h) = data.get(at..at + RECORD_HEADER_LEN) else {
-                    break;
-                };
-                let (len, last) = parse_record_header(h.try_into().unwrap_or([0; 4]));
-                match usize::try_from(len) {
-                    Ok(len) if !last && len <= layout.rest => (len, RECORD_HEADER_LEN + len + tag),
-                    _ => break,
-                }
-            } else {
-                (layout.plain(index), layout.sealed(index))
-            };
-            // A fixed-size segment that ends the read-ahead may be final.
-            // Unless the input looks at its end (then it is likely final,
-            // and left to the one-thread path), the one-thread path would
-            // try it as non-final first too: so does the run, and if that
-            // fails it is left to the one-thread path, which tries both.
-            let left = data.len() - at;
-            let complete = if framed {
-                left >= sealed
-            } else {
-                left > sealed || left == sealed && !self.eof && !self.short
-            };
-            if !complete || room.len() < plain {
-                break;
-            }
-            let (o, r) = std::mem::take(&mut room).split_at_mut(plain);
-            pieces.push(Piece {
-                index,
-                last: false,
-                input: &data[at..at + sealed],
-                output: o,
-                result: Ok(()),
-            });
-            (room, at, written) = (r, at + sealed, written + plain);
-        }
-        if pieces.len() < 2 {
-            return Ok(0);
-        }
-        let ran = workers.run(&mut pieces, |p| {
-            p.result = if framed {
-                let (h, body) = p.input.split_at(RECORD_HEADER_LEN);
-                suite.open_at(p.index, false, h, body, p.output)
-            } else {
-                suite.open_at(p.index, false, &[], p.input, p.output)
-            };
-        });
-        let tried = pieces.len();
-        let good = pieces.iter().take_while(|p| p.result.is_ok());
-        let (ok, sealed, plain) = good.fold((0, 0, 0), |(k, s, n), p| {
-            (k + 1, s + p.input.len(), n + p.output.len())
-        });
-        drop(pieces);
+        let r = open_pieces(workers, stream, self.next, data, out, batch, ends);
         #[cfg(test)]
-        {
-            self.opens += tried;
-            self.runs += 1;
+        if let Ok(run) = &r {
+            self.opens += run.tried;
+            self.runs += usize::from(run.tried > 0);
         }
-        let _ = tried;
-        if let Err(e) = ran {
-            zeroize::Zeroize::zeroize(&mut out[..written]);
-            return Err(self.fail(e));
-        }
-        // Segments after a failure may have opened: not released before
-        // it, so not left in the caller's buffer either.
-        zeroize::Zeroize::zeroize(&mut out[plain..written]);
-        self.next += ok as u64;
-        self.input.consume(sealed);
-        if ok > 0 {
+        let run = r.map_err(|e| self.fail(e))?;
+        self.next += run.opened as u64;
+        self.input.consume(run.used);
+        if run.opened > 0 {
             self.repositioned = false;
         }
-        Ok(plain)
+        Ok(run.plain)
     }
 
     /// Moves the stage on after a segment opened, or records the error.
@@ -970,12 +911,7 @@ impl Opener {
     /// segment that already failed there).
     #[inline]
     fn window_wanted(&self) -> bool {
-        if !self.windowed
-            || !self.input.is_empty()
-            || self.eof
-            || !self.plain.is_empty()
-            || self.workers.is_some()
-        {
+        if !self.windowed || !self.input.is_empty() || self.eof || !self.plain.is_empty() {
             return false;
         }
         matches!(self.stage, Stage::Body)
@@ -987,7 +923,8 @@ impl Opener {
 
     /// Opens whole segments where they lie in `window`, the inner reader's
     /// buffered bytes (after [`Step::Window`]): every full-length segment
-    /// there that fits in `buf` is opened as non-final straight into `buf`;
+    /// there that fits in `buf` is opened as non-final straight into `buf`
+    /// (with threads, as one run on the workers);
     /// if `buf` cannot hold the next one, that one segment goes into the
     /// internal plaintext buffer instead. Returns the bytes of `window`
     /// used (for the inner reader's `consume`) and the bytes put in `buf`.
@@ -995,11 +932,44 @@ impl Opener {
     /// segment that failed here (the final one, or a damaged one), with
     /// the full rules (final flag, trailing data).
     pub(crate) fn open_window(&mut self, window: &[u8], buf: &mut [u8]) -> (usize, usize) {
+        let (Stage::Body, Some(stream)) = (&self.stage, &self.stream) else {
+            return (0, 0);
+        };
+        let into_plain = buf.len() < stream.layout.plain(self.next);
+        if let (Some(workers), false) = (&mut self.workers, into_plain) {
+            // Every whole segment of the window that fits in `buf`, on the
+            // workers (the one that ends the window too, as below).
+            let r = open_pieces(workers, stream, self.next, window, buf, usize::MAX, true);
+            match r {
+                Ok(run) if run.tried > 0 => {
+                    #[cfg(test)]
+                    {
+                        self.opens += run.tried;
+                        self.runs += 1;
+                    }
+                    if run.opened < run.tried {
+                        self.failed_in_place = Some(self.next + run.opened as u64);
+                    }
+                    self.next += run.opened as u64;
+                    if run.opened > 0 {
+                        self.repositioned = false;
+                    }
+                    self.inner_at += run.used as u64;
+                    self.pos += run.plain as u64;
+                    return (run.used, run.plain);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    // The copying path reports it (sticky).
+                    self.fail(e);
+                    return (0, 0);
+                }
+            }
+        }
         let (Stage::Body, Some(Stream { suite, layout })) = (&self.stage, &self.stream) else {
             return (0, 0);
         };
         let next = &mut self.next;
-        let into_plain = buf.len() < layout.plain(*next);
         let (mut used, mut n) = (0, 0);
         loop {
             let index = *next;
@@ -1053,4 +1023,110 @@ impl Opener {
         self.pos += n as u64;
         (used, n)
     }
+}
+
+/// What [`open_pieces`] did.
+struct Run {
+    /// Segments tried (0: fewer than two qualified; nothing was done).
+    tried: usize,
+    /// Segments that opened before the first failure.
+    opened: usize,
+    /// Their sealed bytes (from the start of the input).
+    used: usize,
+    /// Their plaintext bytes (from the start of `out`).
+    plain: usize,
+}
+
+/// Opens on `workers` the run of segments at the start of `data`, from
+/// segment `next` on: at most `max`, each whole in `data`, fitting in
+/// `out`, and, fixed-size, followed by more input (or ending `data`, when
+/// `ends`: then tried as non-final, as one thread tries it first); framed,
+/// records whose header says they are not final. All are opened as
+/// non-final, each from its own index, straight into `out`; what opened
+/// after the first failure is wiped (it is not released before it).
+/// Fewer than two qualifying segments: nothing is done.
+///
+/// # Errors
+///
+/// [`Error::WorkerPanicked`], with `out` wiped.
+fn open_pieces(
+    workers: &mut Workers,
+    stream: &Stream,
+    next: u64,
+    data: &[u8],
+    out: &mut [u8],
+    max: usize,
+    ends: bool,
+) -> Result<Run, Error> {
+    let Stream { suite, layout } = stream;
+    let (framed, tag) = (layout.framed, layout.tag);
+    let mut pieces = Vec::new();
+    let (mut at, mut written) = (0, 0);
+    let mut room = &mut *out;
+    while pieces.len() < max {
+        let index = next + pieces.len() as u64;
+        let (plain, sealed) = if framed {
+            let Some(h) = data.get(at..at + RECORD_HEADER_LEN) else {
+                break;
+            };
+            let (len, last) = parse_record_header(h.try_into().unwrap_or([0; 4]));
+            match usize::try_from(len) {
+                Ok(len) if !last && len <= layout.rest => (len, RECORD_HEADER_LEN + len + tag),
+                _ => break,
+            }
+        } else {
+            (layout.plain(index), layout.sealed(index))
+        };
+        let left = data.len() - at;
+        let complete = if framed {
+            left >= sealed
+        } else {
+            left > sealed || left == sealed && ends
+        };
+        if !complete || room.len() < plain {
+            break;
+        }
+        let (o, r) = std::mem::take(&mut room).split_at_mut(plain);
+        pieces.push(Piece {
+            index,
+            last: false,
+            input: &data[at..at + sealed],
+            output: o,
+            result: Ok(()),
+        });
+        (room, at, written) = (r, at + sealed, written + plain);
+    }
+    let tried = pieces.len();
+    if tried < 2 {
+        return Ok(Run {
+            tried: 0,
+            opened: 0,
+            used: 0,
+            plain: 0,
+        });
+    }
+    let ran = workers.run(&mut pieces, |p| {
+        p.result = if framed {
+            let (h, body) = p.input.split_at(RECORD_HEADER_LEN);
+            suite.open_at(p.index, false, h, body, p.output)
+        } else {
+            suite.open_at(p.index, false, &[], p.input, p.output)
+        };
+    });
+    let good = pieces.iter().take_while(|p| p.result.is_ok());
+    let (opened, used, plain) = good.fold((0, 0, 0), |(k, s, n), p| {
+        (k + 1, s + p.input.len(), n + p.output.len())
+    });
+    drop(pieces);
+    if let Err(e) = ran {
+        zeroize::Zeroize::zeroize(&mut out[..written]);
+        return Err(e);
+    }
+    zeroize::Zeroize::zeroize(&mut out[plain..written]);
+    Ok(Run {
+        tried,
+        opened,
+        used,
+        plain,
+    })
 }

@@ -354,3 +354,39 @@ fn bulk_reads_open_whole_batches_on_the_workers() {
         assert!(r.engine.opens <= segments + 2, "{ctx}");
     }
 }
+
+/// Through an inner buffer (`build_from_buf_read` over a slice), the runs
+/// open where the segments lie: nothing is copied into the read-ahead but
+/// the final segment, and nearly every segment opens in a run.
+#[test]
+fn buffered_reads_open_runs_in_the_inner_buffer() {
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    let seg = 64 * 1024;
+    let pt = data(40 * seg + 99);
+    let plan = Plan {
+        chunk: pt.len(),
+        flush: false,
+    };
+    let ct = write_std(CipherWriter::builder(&key).capacity(seg), &pt, plan, 1).0;
+    let mut r = CipherReader::builder(&key)
+        .threads(2)
+        .build_from_buf_read(&ct[..]);
+    let mut back = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = r.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        back.extend_from_slice(&buf[..n]);
+    }
+    assert!(back == pt);
+    let ctx = format!(
+        "{} runs, {} opens, {} read ahead",
+        r.engine.runs,
+        r.engine.opens,
+        r.engine.read_ahead()
+    );
+    assert!(r.engine.runs >= 40 / 16 - 1, "{ctx}");
+    assert!(r.engine.opens <= 41 + 1, "{ctx}");
+}
