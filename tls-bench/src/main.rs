@@ -275,18 +275,24 @@ fn run(args: &Args) -> io::Result<()> {
     println!("{line}\n");
     let _ = writeln!(report, "{line}");
 
+    // The directory holds one run: a plot left by an earlier run that had
+    // part 2 would not match this report.
     let dir = out_dir()?;
     fs::create_dir_all(&dir)?;
+    let svg = dir.join("conversation.svg");
+    match fs::remove_file(&svg) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    if let Some(t) = &table {
+        let _ = writeln!(report, "\n![the conversation table](conversation.svg)");
+        fs::write(&svg, plot(t, args.rounds))?;
+    }
     let md = dir.join("report.md");
     fs::write(&md, &report)?;
     println!("written: {}", md.display());
-    if let Some(t) = table {
-        let svg = dir.join("conversation.svg");
-        fs::write(&svg, plot(&t, args.rounds))?;
-        println!(
-            "written: {} (the conversation table, plotted)",
-            svg.display()
-        );
+    if table.is_some() {
+        println!("written: {} (part 2, plotted)", svg.display());
     }
     Ok(())
 }
