@@ -286,7 +286,7 @@ fn run(args: &Args) -> io::Result<()> {
     }
     if let Some(t) = &table {
         let _ = writeln!(report, "\n![the conversation table](conversation.svg)");
-        fs::write(&svg, plot(t, args.rounds))?;
+        fs::write(&svg, plot(t, args.rounds, &line))?;
     }
     let md = dir.join("report.md");
     fs::write(&md, &report)?;
@@ -955,7 +955,7 @@ fn xml(text: &str) -> String {
 /// as `examples/bench.rs` draws its sweep): one panel per row, each with
 /// its own scale from zero; per variant a bar at the median and a whisker
 /// from the slowest to the fastest round.
-fn plot(t: &Table, rounds: usize) -> String {
+fn plot(t: &Table, rounds: usize, caption: &str) -> String {
     const COLORS: [&str; 6] = [
         "#7f7f7f", "#ff7f0e", "#1f77b4", "#d62728", "#2ca02c", "#9467bd",
     ];
@@ -963,7 +963,7 @@ fn plot(t: &Table, rounds: usize) -> String {
     let n = t.rows.len().max(1) as f64;
     let width = ml + n * (pw + gap);
     let legend_y = mt + ph + 30.0;
-    let height = legend_y + 18.0 * t.names.len() as f64 + 10.0;
+    let height = legend_y + 18.0 * (t.names.len() + 1) as f64 + 10.0;
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -1062,6 +1062,12 @@ fn plot(t: &Table, rounds: usize) -> String {
             xml(name)
         );
     }
+    let _ = writeln!(
+        s,
+        r##"<text x="{ml}" y="{:.1}" fill="#555">{}</text>"##,
+        legend_y + 18.0 * t.names.len() as f64 + 4.0,
+        xml(caption)
+    );
     let _ = writeln!(s, "</svg>");
     s
 }
