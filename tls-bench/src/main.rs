@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --manifest-path tls-bench/Cargo.toml -- [--quick] [--rounds N] [--capacity BYTES]
+//!     [--stream BYTES] [--only bulk|conversation] [--once CELL]
 //! ```
 //!
 //! This crate turns cipherio's `aws-lc` feature on, so cipherio and rustls
@@ -17,10 +18,16 @@
 //! 1. Bulk, in memory, AES-128-GCM: 64 MiB written in capacity-sized writes
 //!    into `io::sink()` (encrypt) and read back from a `&[u8]` with 64 KiB
 //!    reads (decrypt), framed and fixed-size, at 8 KiB and 64 KiB capacity.
-//!    A round's value for a cell is the fastest of 5 passes (3 with
-//!    `--quick`): a pass takes milliseconds, and one descheduled pass should
-//!    not count. The ratio column is the median over the rounds of framed ÷
-//!    fixed-size within the round.
+//!    A round takes each capacity and direction in turn and times its two
+//!    formats pass by pass, alternating which goes first, so that the two
+//!    sides of a ratio run within milliseconds of each other. A round's
+//!    value for a cell is the fastest of 5 passes (3 with `--quick`): a pass
+//!    takes milliseconds, and one descheduled pass should not count. The
+//!    ratio column is the median over the rounds of framed ÷ fixed-size
+//!    within the round. A 64 MiB stream does not fit in any cache, so this
+//!    measures memory bandwidth as much as the format; `--stream BYTES`
+//!    makes each pass that many bytes sealed (or opened) again and again
+//!    (`--stream 1048576`: 64 streams of the same 1 MiB, in cache).
 //! 2. Conversations over loopback TCP (`127.0.0.1`, `TCP_NODELAY` on both
 //!    ends): a server thread echoes each message back; the client measures
 //!    round trips per second for 64 B, 1 KiB and 16 KiB messages (write the
@@ -37,12 +44,25 @@
 //!    header) is outside the timed loops.
 //!
 //! `--quick` shortens every timed loop about fourfold (5 rounds, 16 MiB
-//! bulk in memory, 64 MiB one-way).
+//! bulk in memory, 64 MiB one-way). `--only bulk` or `--only
+//! conversation` runs one part.
+//!
+//! The tables are printed and written, with the load averages, to
+//! `framed-bench/report.md` under cargo's target directory
+//! (`tls-bench/target/`, or `CARGO_TARGET_DIR`), and part 2 is plotted
+//! beside it, `framed-bench/conversation.svg`; the run prints both paths.
+//!
+//! Time is noisy on a shared machine; instructions are not. `--once CELL`
+//! (`encrypt-fixed-8`, `decrypt-framed-64`, …) runs one untimed pass of
+//! one cell of part 1 and exits, for `valgrind --tool=callgrind
+//! --toggle-collect='framed_bench::decrypt'` (or `encrypt`), which then
+//! counts that pass alone, not the sealing that prepares it.
 
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::thread;
@@ -61,6 +81,48 @@ struct Args {
     quick: bool,
     rounds: usize,
     capacity: usize,
+    /// Run only part 1 (`bulk`) or part 2 (`conversation`).
+    only: Option<Part>,
+    /// One untimed pass of one bulk cell, then exit (`--once`).
+    once: Option<Cell>,
+    /// Part 1's stream length (`--stream`): a pass is that many bytes
+    /// sealed or opened again and again, so the data can stay in cache.
+    stream: Option<usize>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Bulk,
+    Conversation,
+}
+
+/// A cell of the bulk table: capacity (in part 1, its index in the table),
+/// framed, decrypt.
+type Cell = (usize, bool, bool);
+
+const USAGE: &str = "usage: framed_bench [--quick] [--rounds N (≥ 5)] [--capacity BYTES] \
+                     [--stream BYTES] [--only bulk|conversation] \
+                     [--once encrypt|decrypt-fixed|framed-8|64]";
+
+/// A `--once` argument, `decrypt-framed-8`: direction, format, capacity in KiB.
+fn parse_cell(v: &str) -> Option<Cell> {
+    let mut it = v.split('-');
+    let dec = match it.next()? {
+        "encrypt" => false,
+        "decrypt" => true,
+        _ => return None,
+    };
+    let framed = match it.next()? {
+        "fixed" => false,
+        "framed" => true,
+        _ => return None,
+    };
+    let cap = match it.next()? {
+        "8" => 8 * KIB,
+        "64" => 64 * KIB,
+        _ => return None,
+    };
+    it.next().is_none().then_some((cap, framed, dec))
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -68,27 +130,39 @@ fn parse_args() -> Result<Args, String> {
         quick: false,
         rounds: 0,
         capacity: 64 * KIB,
+        only: None,
+        once: None,
+        stream: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => args.quick = true,
-            "--rounds" | "--capacity" => {
+            "--rounds" | "--capacity" | "--stream" => {
                 let v: usize = it
                     .next()
                     .and_then(|v| v.parse().ok())
                     .ok_or_else(|| format!("{a} needs a number"))?;
-                if a == "--rounds" {
-                    args.rounds = v;
-                } else {
-                    args.capacity = v;
+                match a.as_str() {
+                    "--rounds" => args.rounds = v,
+                    "--capacity" => args.capacity = v,
+                    _ => args.stream = Some(v),
                 }
             }
-            "-h" | "--help" => {
-                return Err(
-                    "usage: framed_bench [--quick] [--rounds N (≥ 5)] [--capacity BYTES]".into(),
-                );
+            "--only" => {
+                args.only = match it.next().as_deref() {
+                    Some("bulk") => Some(Part::Bulk),
+                    Some("conversation") => Some(Part::Conversation),
+                    _ => return Err(format!("--only: bulk or conversation\n{USAGE}")),
+                };
             }
+            "--once" => {
+                args.once = it.next().as_deref().and_then(parse_cell);
+                if args.once.is_none() {
+                    return Err(format!("--once: a cell such as decrypt-framed-8\n{USAGE}"));
+                }
+            }
+            "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -100,6 +174,9 @@ fn parse_args() -> Result<Args, String> {
     }
     if args.capacity == 0 {
         return Err("--capacity: at least 1".into());
+    }
+    if args.stream == Some(0) {
+        return Err("--stream: at least 1".into());
     }
     Ok(args)
 }
@@ -158,6 +235,9 @@ fn pattern(len: usize) -> Vec<u8> {
 }
 
 fn run(args: &Args) -> io::Result<()> {
+    if let Some(cell) = args.once {
+        return once(args, cell);
+    }
     let load_start = loadavg();
     if Provider::default() == Provider::RustCrypto {
         eprintln!(
@@ -166,39 +246,112 @@ fn run(args: &Args) -> io::Result<()> {
         );
     }
     let b = backend::detect();
-    println!("# framed_bench\n");
-    println!(
+    let mut report = String::from("# framed_bench\n\n");
+    let _ = writeln!(
+        report,
         "{} rounds{}, RustCrypto backends {b:?}; load average (1/5/15 min) at start: {load_start}\n",
         args.rounds,
         if args.quick { " (--quick)" } else { "" },
     );
+    print!("{report}");
     let key = Key::generate(Algorithm::Aes128Gcm);
 
-    bulk_in_memory(args, &key)?;
-    let load_mid = loadavg();
-    println!("Load average after part 1: {load_mid}\n");
-    conversations(args, &key)?;
-    println!(
-        "Load average: {load_start} at start, {load_mid} after part 1, {} at the end.",
+    if args.only != Some(Part::Conversation) {
+        report.push_str(&bulk_in_memory(args, &key)?);
+        let line = format!("Load average after part 1: {}\n", loadavg());
+        println!("{line}");
+        let _ = writeln!(report, "{line}");
+    }
+    let mut table = None;
+    if args.only != Some(Part::Bulk) {
+        let (text, t) = conversations(args, &key)?;
+        report.push_str(&text);
+        table = Some(t);
+    }
+    let line = format!(
+        "Load average: {load_start} at start, {} at the end.",
         loadavg()
     );
+    println!("{line}\n");
+    let _ = writeln!(report, "{line}");
+
+    // The directory holds one run: a plot left by an earlier run that had
+    // part 2 would not match this report.
+    let dir = out_dir()?;
+    fs::create_dir_all(&dir)?;
+    let svg = dir.join("conversation.svg");
+    match fs::remove_file(&svg) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    if let Some(t) = &table {
+        let _ = writeln!(report, "\n![the conversation table](conversation.svg)");
+        fs::write(&svg, plot(t, args.rounds, &line))?;
+    }
+    let md = dir.join("report.md");
+    fs::write(&md, &report)?;
+    println!("written: {}", md.display());
+    if table.is_some() {
+        println!("written: {} (part 2, plotted)", svg.display());
+    }
     Ok(())
+}
+
+/// Where the report and the plot go: `framed-bench/` under cargo's target
+/// directory (`CARGO_TARGET_DIR`, relative to where cargo ran, as cargo
+/// reads it; else `tls-bench/target/`).
+fn out_dir() -> io::Result<PathBuf> {
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) if !d.is_empty() => std::env::current_dir()?.join(d),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+    };
+    Ok(target.join("framed-bench"))
 }
 
 // ---------------------------------------------------------------------------
 // Part 1: framed against fixed-size, in memory.
 
-fn encrypt(key: &Key, cap: usize, framed: bool, data: &[u8]) -> io::Result<Duration> {
+/// `--once`: one untimed pass of one bulk cell (64 MiB, 16 with `--quick`),
+/// for instruction counts: `valgrind --tool=callgrind
+/// --toggle-collect='framed_bench::encrypt'` (or `decrypt`) counts the pass
+/// alone, not the sealing that prepares a decryption.
+fn once(args: &Args, (cap, framed, dec): Cell) -> io::Result<()> {
+    let (stream, reps) = stream_split(args, if args.quick { 16 * MIB } else { 64 * MIB });
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let data = pattern(stream);
+    let d = if dec {
+        let sealed = seal_all(&key, cap, framed, &data)?;
+        decrypt(&key, &sealed, &mut vec![0u8; CHUNK], stream, reps)?
+    } else {
+        encrypt(&key, cap, framed, &data, reps)?
+    };
+    println!(
+        "one pass: {} {} {} KiB, {reps} x {} KiB, {:.3} s (provider {})",
+        if dec { "decrypt" } else { "encrypt" },
+        if framed { "framed" } else { "fixed-size" },
+        cap / KIB,
+        stream / KIB,
+        d.as_secs_f64(),
+        Provider::default().name()
+    );
+    Ok(())
+}
+
+#[inline(never)]
+/// `reps` streams of `data`, each into `io::sink()`; the time of all.
+fn encrypt(key: &Key, cap: usize, framed: bool, data: &[u8], reps: usize) -> io::Result<Duration> {
     let t = Instant::now();
-    let mut b = CipherWriter::builder(key).capacity(cap);
-    if framed {
-        b = b.framed();
+    for _ in 0..reps {
+        let mut b = CipherWriter::builder(key).capacity(cap);
+        if framed {
+            b = b.framed();
+        }
+        let mut w = b.build(io::sink());
+        for c in data.chunks(cap) {
+            w.write_all(c)?;
+        }
+        w.finish()?;
     }
-    let mut w = b.build(io::sink());
-    for c in data.chunks(cap) {
-        w.write_all(c)?;
-    }
-    w.finish()?;
     Ok(t.elapsed())
 }
 
@@ -214,30 +367,50 @@ fn seal_all(key: &Key, cap: usize, framed: bool, data: &[u8]) -> io::Result<Vec<
     w.finish()
 }
 
-fn decrypt(key: &Key, sealed: &[u8], buf: &mut [u8], expect: usize) -> io::Result<Duration> {
+#[inline(never)]
+/// `sealed` opened `reps` times, in `buf`-sized reads; the time of all.
+fn decrypt(
+    key: &Key,
+    sealed: &[u8],
+    buf: &mut [u8],
+    expect: usize,
+    reps: usize,
+) -> io::Result<Duration> {
     let t = Instant::now();
-    let mut r = CipherReader::new(key, sealed);
     let mut total = 0;
-    loop {
-        let n = r.read(buf)?;
-        if n == 0 {
-            break;
+    for _ in 0..reps {
+        let mut r = CipherReader::new(key, sealed);
+        loop {
+            let n = r.read(buf)?;
+            if n == 0 {
+                break;
+            }
+            total += n;
         }
-        total += n;
     }
     let d = t.elapsed();
-    if total != expect {
+    if total != expect * reps {
         return Err(io::Error::other("decrypted a different length"));
     }
     Ok(d)
 }
 
-fn bulk_in_memory(args: &Args, key: &Key) -> io::Result<()> {
+/// A pass of `len` bytes as `--stream`-sized streams: the stream's length
+/// and how many of them (one stream of `len` without `--stream`).
+fn stream_split(args: &Args, len: usize) -> (usize, usize) {
+    let stream = args.stream.map_or(len, |s| s.min(len));
+    (stream, len / stream)
+}
+
+/// Part 1: prints the table and returns it.
+fn bulk_in_memory(args: &Args, key: &Key) -> io::Result<String> {
     let len = if args.quick { 16 * MIB } else { 64 * MIB };
     // A pass takes milliseconds: a round's value is the fastest of a few
     // passes of the cell, so that one descheduled pass does not count.
     let passes = if args.quick { 3 } else { 5 };
-    let data = pattern(len);
+    let (stream, reps) = stream_split(args, len);
+    let len = stream * reps;
+    let data = pattern(stream);
     let caps = [8 * KIB, 64 * KIB];
     // Cells: (capacity index, framed, decrypt).
     let mut cells = Vec::new();
@@ -254,7 +427,7 @@ fn bulk_in_memory(args: &Args, key: &Key) -> io::Result<()> {
         let framed = seal_all(key, cap, true, &data)?;
         // Check both open to the same bytes once.
         for s in [&fixed, &framed] {
-            let mut out = Vec::with_capacity(len);
+            let mut out = Vec::with_capacity(stream);
             CipherReader::new(key, &s[..]).read_to_end(&mut out)?;
             if out != data {
                 return Err(io::Error::other("round trip differs"));
@@ -263,30 +436,48 @@ fn bulk_in_memory(args: &Args, key: &Key) -> io::Result<()> {
         sealed.push([fixed, framed]);
     }
     let mut buf = vec![0u8; CHUNK];
+    let mut pass = |(ci, framed, dec): Cell| {
+        if dec {
+            let sealed = &sealed[ci][usize::from(framed)];
+            decrypt(key, sealed, &mut buf, stream, reps)
+        } else {
+            encrypt(key, caps[ci], framed, &data, reps)
+        }
+    };
     // gbs[cell][round]
     let mut gbs = vec![Vec::new(); cells.len()];
     // Warm-up: one pass of every cell.
-    for &(ci, framed, dec) in &cells {
-        if dec {
-            decrypt(key, &sealed[ci][usize::from(framed)], &mut buf, len)?;
-        } else {
-            encrypt(key, caps[ci], framed, &data)?;
-        }
+    for &c in &cells {
+        pass(c)?;
     }
+    // A round takes each (capacity, direction) in turn, rotating, and times
+    // its two formats pass by pass, alternating which goes first: the two
+    // values a ratio is taken of are measured within milliseconds of each
+    // other, under the same load.
+    let pairs: Vec<(usize, bool)> = (0..caps.len())
+        .flat_map(|ci| [(ci, false), (ci, true)])
+        .collect();
+    let index = |c: Cell| {
+        cells
+            .iter()
+            .position(|&x| x == c)
+            .expect("every cell is listed")
+    };
     for round in 0..args.rounds {
-        for k in 0..cells.len() {
-            let i = (k + round) % cells.len();
-            let (ci, framed, dec) = cells[i];
-            let mut best = Duration::MAX;
-            for _ in 0..passes {
-                let d = if dec {
-                    decrypt(key, &sealed[ci][usize::from(framed)], &mut buf, len)?
-                } else {
-                    encrypt(key, caps[ci], framed, &data)?
-                };
-                best = best.min(d);
+        for k in 0..pairs.len() {
+            let (ci, dec) = pairs[(k + round) % pairs.len()];
+            let mut best = [Duration::MAX; 2];
+            for p in 0..passes {
+                for framed in [p % 2 == 1, p % 2 == 0] {
+                    let d = pass((ci, framed, dec))?;
+                    let b = &mut best[usize::from(framed)];
+                    *b = (*b).min(d);
+                }
             }
-            gbs[i].push(len as f64 / best.as_secs_f64() / 1e9);
+            for framed in [false, true] {
+                let gb = len as f64 / best[usize::from(framed)].as_secs_f64() / 1e9;
+                gbs[index((ci, framed, dec))].push(gb);
+            }
         }
     }
     let mut out = String::new();
@@ -297,11 +488,16 @@ fn bulk_in_memory(args: &Args, key: &Key) -> io::Result<()> {
     );
     let _ = writeln!(
         out,
-        "{} MiB per pass; encrypt: capacity-sized writes into `io::sink()`; decrypt: 64 KiB reads \
-         from `&[u8]`. GB/s (10⁹ B/s) of plaintext; a round's value is the fastest of {passes} \
-         passes; median (min–max) of {} rounds; framed ÷ fixed is the median of the per-round \
-         ratios (min–max).\n",
+        "{} MiB per pass{}; encrypt: capacity-sized writes into `io::sink()`; decrypt: 64 KiB \
+         reads from `&[u8]`. GB/s (10⁹ B/s) of plaintext; a round's value is the fastest of \
+         {passes} passes; median (min–max) of {} rounds; framed ÷ fixed is the median of the \
+         per-round ratios (min–max).\n",
         len / MIB,
+        if reps > 1 {
+            format!(", as {reps} streams of the same {} KiB", stream / KIB)
+        } else {
+            String::new()
+        },
         args.rounds
     );
     let _ = writeln!(
@@ -311,13 +507,7 @@ fn bulk_in_memory(args: &Args, key: &Key) -> io::Result<()> {
     let _ = writeln!(out, "|---:|---|---:|---:|---:|");
     for (ci, &cap) in caps.iter().enumerate() {
         for dec in [false, true] {
-            let find = |framed| {
-                cells
-                    .iter()
-                    .position(|&c| c == (ci, framed, dec))
-                    .expect("every cell is listed")
-            };
-            let (fx, fr) = (&gbs[find(false)], &gbs[find(true)]);
+            let (fx, fr) = (&gbs[index((ci, false, dec))], &gbs[index((ci, true, dec))]);
             let ratios: Vec<f64> = fr.iter().zip(fx).map(|(a, b)| 100.0 * a / b).collect();
             let (m, lo, hi) = stats(&ratios);
             let _ = writeln!(
@@ -331,7 +521,7 @@ fn bulk_in_memory(args: &Args, key: &Key) -> io::Result<()> {
         }
     }
     println!("{out}");
-    Ok(())
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------
@@ -596,7 +786,16 @@ impl Client {
     }
 }
 
-fn conversations(args: &Args, key: &Key) -> io::Result<()> {
+/// The conversation table's measurements, for the plot.
+struct Table {
+    /// The variants, in column order.
+    names: Vec<String>,
+    /// Each row's label, and per variant the values of the rounds.
+    rows: Vec<(String, Vec<Vec<f64>>)>,
+}
+
+/// Part 2: prints the table, and returns it with its measurements.
+fn conversations(args: &Args, key: &Key) -> io::Result<(String, Table)> {
     let tls = tls_configs()?;
     let cap = args.capacity;
     let mut names = Vec::new();
@@ -687,6 +886,7 @@ fn conversations(args: &Args, key: &Key) -> io::Result<()> {
     let _ = writeln!(out);
     // The default provider's column (the last of Provider::ALL) against rustls.
     let (fi, ti) = (Provider::ALL.len(), nv - 1);
+    let mut labels = Vec::new();
     for row in 0..rows {
         let label = if row < sizes.len() {
             let n = sizes[row].0;
@@ -710,7 +910,164 @@ fn conversations(args: &Args, key: &Key) -> io::Result<()> {
             .collect();
         let (m, lo, hi) = stats(&ratios);
         let _ = writeln!(out, " {m:.0} % ({lo:.0}–{hi:.0}) |");
+        labels.push(label);
     }
     println!("{out}");
-    Ok(())
+    let rows = labels.into_iter().zip(res).collect();
+    Ok((out, Table { names, rows }))
+}
+
+// ---------------------------------------------------------------------------
+// The plot of part 2.
+
+/// A step of 1, 2 or 5 × 10ⁿ that divides `0..=max` into about four.
+fn tick_step(max: f64) -> f64 {
+    let rough = max / 4.0;
+    let p = 10f64.powf(rough.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|&s| s >= rough)
+        .unwrap_or(10.0 * p)
+}
+
+/// A tick label: `40k` for round trips, `1.5` for GB/s.
+fn tick_label(v: f64, step: f64) -> String {
+    if v == 0.0 {
+        "0".to_string()
+    } else if step >= 1000.0 {
+        format!("{}k", v / 1000.0)
+    } else if step >= 1.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// `text` with XML's special characters escaped.
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A hand-written SVG of the conversation table (no plotting dependency,
+/// as `examples/bench.rs` draws its sweep): one panel per row, each with
+/// its own scale from zero; per variant a bar at the median and a whisker
+/// from the slowest to the fastest round.
+fn plot(t: &Table, rounds: usize, caption: &str) -> String {
+    const COLORS: [&str; 6] = [
+        "#7f7f7f", "#ff7f0e", "#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+    ];
+    let (pw, ph, ml, mt, gap) = (230.0, 260.0, 55.0, 50.0, 45.0);
+    let n = t.rows.len().max(1) as f64;
+    let width = ml + n * (pw + gap);
+    let legend_y = mt + ph + 30.0;
+    let height = legend_y + 18.0 * (t.names.len() + 1) as f64 + 10.0;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="18" font-size="14" text-anchor="middle">Conversations over loopback TCP: median (bar) and min–max (whisker) of {rounds} rounds</text>"#,
+        width / 2.0
+    );
+    let nv = t.names.len().max(1) as f64;
+    let slot = pw / nv;
+    for (i, (label, per_variant)) in t.rows.iter().enumerate() {
+        let x0 = ml + i as f64 * (pw + gap);
+        let top = per_variant
+            .iter()
+            .map(|v| stats(v).2)
+            .fold(0.0, f64::max)
+            .max(f64::MIN_POSITIVE);
+        let step = tick_step(top);
+        let ymax = (top / step).ceil() * step;
+        let ys = |v: f64| mt + ph - v / ymax * ph;
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle" font-size="12">{}</text>"#,
+            x0 + pw / 2.0,
+            mt - 10.0,
+            xml(label)
+        );
+        let ticks = (ymax / step).round() as u32;
+        for k in 0..=ticks {
+            let v = step * f64::from(k);
+            let y = ys(v);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x0}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#eee"/>"##,
+                x0 + pw
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+                x0 - 4.0,
+                y + 4.0,
+                tick_label(v, step)
+            );
+        }
+        for (vi, values) in per_variant.iter().enumerate() {
+            if values.is_empty() {
+                continue;
+            }
+            let (med, lo, hi) = stats(values);
+            let color = COLORS[vi % COLORS.len()];
+            let bx = x0 + slot * vi as f64 + slot * 0.15;
+            let bw = slot * 0.7;
+            let cx = bx + bw / 2.0;
+            let _ = writeln!(
+                s,
+                r#"<rect x="{bx:.1}" y="{:.1}" width="{bw:.1}" height="{:.1}" fill="{color}"/>"#,
+                ys(med),
+                mt + ph - ys(med)
+            );
+            let _ = writeln!(
+                s,
+                r##"<line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" stroke="#000"/>"##,
+                ys(lo),
+                ys(hi)
+            );
+            for v in [lo, hi] {
+                let _ = writeln!(
+                    s,
+                    r##"<line x1="{:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#000"/>"##,
+                    cx - bw / 4.0,
+                    cx + bw / 4.0,
+                    y = ys(v)
+                );
+            }
+        }
+        let _ = writeln!(
+            s,
+            r##"<rect x="{x0}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
+        );
+    }
+    for (vi, name) in t.names.iter().enumerate() {
+        let y = legend_y + 18.0 * vi as f64;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{ml}" y="{:.1}" width="14" height="10" fill="{}"/>"#,
+            y - 9.0,
+            COLORS[vi % COLORS.len()]
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{y:.1}">{}</text>"#,
+            ml + 20.0,
+            xml(name)
+        );
+    }
+    let _ = writeln!(
+        s,
+        r##"<text x="{ml}" y="{:.1}" fill="#555">{}</text>"##,
+        legend_y + 18.0 * t.names.len() as f64 + 4.0,
+        xml(caption)
+    );
+    let _ = writeln!(s, "</svg>");
+    s
 }
