@@ -12,6 +12,7 @@ pub mod oracle_tink;
 pub mod roundtrip;
 pub mod roundtrip_framed;
 pub mod seek;
+pub mod threads;
 
 #[cfg(test)]
 mod tests {
@@ -46,6 +47,15 @@ mod tests {
             if let Ok(input) = Arbitrary::arbitrary_take_rest(Unstructured::new(data)) {
                 crate::roundtrip_framed::check(&input);
             }
+        });
+    }
+
+    #[test]
+    fn threads_corpus() {
+        corpus("threads", |data| {
+            let u = Unstructured::new(data);
+            let input = crate::threads::Input::arbitrary_take_rest(u).expect("an input");
+            crate::threads::check(&input);
         });
     }
 
