@@ -44,6 +44,10 @@
 //! pieces, `read` into a reused `c`-byte buffer, paired with the raw AEAD
 //! in 8 KiB messages.
 //!
+//! With `--features hazmat`, `<cipher>-keystream-<write|read>` rows time
+//! the unauthenticated keystream adapters (`cipherio::hazmat`) against
+//! the raw cipher over the same bytes: see `sweep/keystream.rs`.
+//!
 //! Criterion keeps each stream estimate in
 //! `<criterion dir>/<group>/stream/<size>/new/estimates.json`.
 //!
@@ -62,6 +66,8 @@
 //! | `CIPHERIO_BENCH_ROUND` | round number: even rounds start pairs with `raw` |
 //! | `CIPHERIO_BENCH_BACKEND_OUT` | file to write the backends that ran into |
 //! | `CIPHERIO_BENCH_PAIRS_OUT` | file to write the paired samples into (one row per sample and reference) |
+//! | `CIPHERIO_BENCH_KEYSTREAM` | with `--features hazmat`: buffer sizes of the keystream adapters' rows (8 KiB, 64 KiB; empty: none; see `keystream.rs`) |
+//! | `CIPHERIO_BENCH_KEYSTREAM_CIPHERS` | their ciphers (`aes128ctr,chacha20`) |
 //! | `CIPHERIO_BENCH_PROBE_MS` | instead of the sweep, only encrypt and decrypt 64 KiB-buffer streams of each algorithm for this long (the driver samples it with `perf` to see which AES/GHASH routines run) |
 //!
 //! On stderr, a line `cipherio-bench: point <group> <x>` as each point
@@ -78,6 +84,11 @@ use chacha20poly1305::ChaCha20Poly1305;
 use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Key, backend};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use inout::InOutBuf;
+
+// Not benches/keystream.rs: cargo would take that for a bench target.
+#[cfg(feature = "hazmat")]
+#[path = "sweep/keystream.rs"]
+mod keystream;
 
 const TAG: usize = 16;
 const KIB: usize = 1024;
@@ -1030,6 +1041,11 @@ fn main() {
         .configure_from_args();
     let mut pairs = Pairs::default();
     sweep(&mut c, &cfg, &mut pairs);
+    #[cfg(feature = "hazmat")]
+    {
+        let mut flip = cfg.raw_first;
+        keystream::sweep(&mut c, &cfg, &mut pairs, &mut flip);
+    }
     c.final_summary();
     if let Some(path) = var("CIPHERIO_BENCH_PAIRS_OUT") {
         pairs.write(&path);

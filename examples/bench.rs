@@ -32,6 +32,11 @@
 //! throughput is criterion's fastest sample
 //! (`<target>/criterion/<group>/stream/<size>/new/sample.json`).
 //!
+//! The sweep is built with `--features tokio,hazmat`: the RustCrypto
+//! builds also time the keystream adapters (`cipherio::hazmat`,
+//! AES-128-CTR and ChaCha20 at 8 and 64 KiB) against the raw cipher, in
+//! their own table (`bench/keystream.rs`).
+//!
 //! Output: `target/bench-report/report.md` (also printed),
 //! `target/bench-report/throughput.svg`, and each round's criterion log in
 //! `target/bench-<name>/round-<r>.log`.
@@ -42,6 +47,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
+
+// Not examples/keystream.rs: cargo would take that for an example.
+#[path = "bench/keystream.rs"]
+mod keystream;
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
@@ -164,6 +173,8 @@ struct Mode {
     rounds: usize,
     /// How long each run's `perf` probe samples its streams, ms.
     probe_ms: u64,
+    /// Buffer sizes of the keystream adapters' rows (`keystream.rs`).
+    keystream: Vec<usize>,
 }
 
 impl Mode {
@@ -179,6 +190,7 @@ impl Mode {
             samples: 10,
             rounds: 1,
             probe_ms: 300,
+            keystream: keystream::SIZES.to_vec(),
         }
     }
 
@@ -198,6 +210,7 @@ impl Mode {
             samples: 10,
             rounds: 1,
             probe_ms: 600,
+            keystream: keystream::SIZES.to_vec(),
         }
     }
 
@@ -218,6 +231,7 @@ impl Mode {
             samples: 20,
             rounds: 3,
             probe_ms: 1000,
+            keystream: keystream::SIZES.to_vec(),
         }
     }
 }
@@ -322,6 +336,10 @@ enum Sweep {
     Buffer,
     /// Caller chunk at the default buffer.
     Chunk,
+    /// The keystream adapters (`cipherio::hazmat`) by buffer size:
+    /// `Alg::Aes128` stands for AES-128-CTR, `Alg::ChaCha` for ChaCha20,
+    /// the direction is `write` or `read` (see `keystream.rs`).
+    Keystream,
 }
 
 /// One round's figures for one point.
@@ -595,10 +613,11 @@ impl Driver {
         fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let log = dir.join("build.log");
         let t = Instant::now();
+        // tokio: the async directions; hazmat: the keystream rows.
         let features = if b.features.is_empty() {
-            "tokio".to_string()
+            "tokio,hazmat".to_string()
         } else {
-            format!("{},tokio", b.features)
+            format!("{},tokio,hazmat", b.features)
         };
         let mut c = Command::new(&self.cargo);
         c.current_dir(&self.root)
@@ -642,6 +661,11 @@ impl Driver {
             .env("CIPHERIO_BENCH_MEASURE_MS", m.measure_ms.to_string())
             .env("CIPHERIO_BENCH_SAMPLES", m.samples.to_string())
             .env("CIPHERIO_BENCH_ROUND", round.to_string())
+            .env("CIPHERIO_BENCH_KEYSTREAM", join(&keystream::sizes(m, r)))
+            .env(
+                "CIPHERIO_BENCH_KEYSTREAM_CIPHERS",
+                keystream::ciphers(r).join(","),
+            )
             .env("CIPHERIO_BENCH_BACKEND_OUT", dir.join("backends.txt"))
             .env(
                 "CIPHERIO_BENCH_PAIRS_OUT",
@@ -662,6 +686,7 @@ impl Driver {
     fn points(&self, r: &Run<'_>) -> usize {
         let m = &self.mode;
         r.algs.len() * (m.dirs.len() * m.sizes.len() + CHUNK_DIRS.len() * m.chunks.len())
+            + keystream::points(m, r)
     }
 
     /// Samples a run's streams with `perf record` (the bench's probe mode:
@@ -802,6 +827,15 @@ impl Driver {
                 for &c in &self.mode.chunks {
                     let key = (r.name.clone(), alg, dir_name, Sweep::Chunk, c);
                     results.entry(key).or_default().push(point(&group, c)?);
+                }
+            }
+        }
+        for (alg, cipher) in keystream::runs_ciphers(r) {
+            for dir_name in keystream::DIRS {
+                let group = format!("{cipher}-keystream-{dir_name}");
+                for &s in &keystream::sizes(&self.mode, r) {
+                    let key = (r.name.clone(), alg, dir_name, Sweep::Keystream, s);
+                    results.entry(key).or_default().push(point(&group, s)?);
                 }
             }
         }
@@ -1392,6 +1426,8 @@ fn report(
         );
         let _ = writeln!(o);
     }
+
+    keystream::report(&mut o, mode, ran, results);
 
     // Issue 6's targets: AES-128-GCM with the aws-lc provider against
     // aws-lc-rs's own one-shot AEAD.

@@ -54,6 +54,8 @@ fn main() {
             threaded_streams_hold_about_2n_plus_1_segments(p, threads);
         }
     }
+    #[cfg(feature = "hazmat")]
+    keystream_reader_allocates_its_buffer_only_for_small_reads();
     let names: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
     println!(
         "alloc: hostile headers, per-segment, zero-copy and build_from_buf_read allocation checks passed for {}",
@@ -650,4 +652,57 @@ fn threaded_streams_hold_about_2n_plus_1_segments(p: Provider, threads: usize) {
             "{p:?} threads {threads} reads of {read}: the reader held {most} bytes, more than its read-ahead and 2n segments ({bound})"
         );
     }
+
+/// `KeystreamReader` (feature `hazmat`): reads at least its capacity go
+/// straight into the caller's buffer, so a reader that only takes such
+/// reads allocates nothing (its buffer is allocated, and wiped, only once
+/// something goes through it); the first small read allocates the
+/// capacity, once.
+#[cfg(feature = "hazmat")]
+fn keystream_reader_allocates_its_buffer_only_for_small_reads() {
+    use cipherio::hazmat::KeystreamReader;
+    use cipherio::hazmat::cipher::{KeyIvInit, StreamCipher};
+
+    type Aes128Ctr = ctr::Ctr128BE<aes::Aes128>;
+    let cipher = || Aes128Ctr::new(&[3; 16].into(), &[4; 16].into());
+    let plaintext = vec![0x3c; 256 * KIB];
+    let mut ct = plaintext.clone();
+    cipher().apply_keystream(&mut ct);
+    let mut out = vec![0u8; 64 * KIB];
+    for buf_read in [false, true] {
+        let region = Region::new(GLOBAL);
+        let mut r = if buf_read {
+            KeystreamReader::from_buf_read_with_capacity(64 * KIB, cipher(), &ct[..])
+        } else {
+            KeystreamReader::with_capacity(64 * KIB, cipher(), &ct[..])
+        };
+        let mut got = 0;
+        while r.read(&mut out).unwrap() == out.len() {
+            assert!(out[..] == plaintext[got..got + out.len()]);
+            got += out.len();
+        }
+        let large = region.change();
+        assert_eq!(got, plaintext.len());
+        assert_eq!(
+            (large.allocations, large.bytes_allocated),
+            (0, 0),
+            "buf_read {buf_read}: large reads allocated: {large:?}"
+        );
+        drop(r);
+    }
+
+    let region = Region::new(GLOBAL);
+    let mut r = KeystreamReader::with_capacity(64 * KIB, cipher(), &ct[..]);
+    let mut byte = [0u8; 1];
+    for _ in 0..1000 {
+        r.read_exact(&mut byte).unwrap();
+    }
+    let small = region.change();
+    assert_eq!(byte, [0x3c]);
+    assert_eq!(
+        (small.allocations, small.bytes_allocated),
+        (1, 64 * KIB),
+        "small reads: {small:?}"
+    );
+    drop(r);
 }

@@ -105,6 +105,40 @@ fn writer_equals_raw_cipher_for_every_chunking() {
     });
 }
 
+/// The ways to build a reader over `ciphertext`: `with_capacity` over the
+/// `&[u8]` (through `Read::read`), and `from_buf_read_with_capacity` over
+/// it (all of it in one `fill_buf`) and over a `BufReader` that holds 1000
+/// bytes at a time.
+fn readers<'a, C: StreamCipher + 'a>(
+    capacity: usize,
+    make: fn() -> C,
+    ciphertext: &'a [u8],
+) -> Vec<(&'static str, Box<dyn BufRead + 'a>)> {
+    let small = io::BufReader::with_capacity(1000, ciphertext);
+    vec![
+        (
+            "read",
+            Box::new(KeystreamReader::with_capacity(capacity, make(), ciphertext)),
+        ),
+        (
+            "from_buf_read",
+            Box::new(KeystreamReader::from_buf_read_with_capacity(
+                capacity,
+                make(),
+                ciphertext,
+            )),
+        ),
+        (
+            "from_buf_read over BufReader(1000)",
+            Box::new(KeystreamReader::from_buf_read_with_capacity(
+                capacity,
+                make(),
+                small,
+            )),
+        ),
+    ]
+}
+
 #[test]
 fn reader_equals_raw_cipher_for_every_chunking() {
     let plaintext = message(LEN);
@@ -112,13 +146,14 @@ fn reader_equals_raw_cipher_for_every_chunking() {
         let ciphertext = raw_at(make(), 0, &plaintext);
         for capacity in CAPACITIES {
             for plan in chunkings() {
-                let mut r = KeystreamReader::with_capacity(capacity, make(), &ciphertext[..]);
-                let mut out = vec![0; LEN];
-                for piece in pieces(LEN, &plan) {
-                    r.read_exact(&mut out[piece]).unwrap();
+                for (how, mut r) in readers(capacity, make, &ciphertext) {
+                    let mut out = vec![0; LEN];
+                    for piece in pieces(LEN, &plan) {
+                        r.read_exact(&mut out[piece]).unwrap();
+                    }
+                    assert_eq!(r.read(&mut [0; 16]).unwrap(), 0);
+                    assert!(out == plaintext, "{how}: capacity {capacity}, chunks {plan:?}");
                 }
-                assert_eq!(r.read(&mut [0; 16]).unwrap(), 0);
-                assert!(out == plaintext, "capacity {capacity}, chunks {plan:?}");
             }
         }
     });
@@ -131,19 +166,20 @@ fn bufread_equals_raw_cipher() {
         let ciphertext = raw_at(make(), 0, &plaintext);
         for capacity in CAPACITIES {
             for plan in chunkings() {
-                let mut r = KeystreamReader::with_capacity(capacity, make(), &ciphertext[..]);
-                let mut out = Vec::new();
-                for &n in plan.iter().cycle() {
-                    let buf = r.fill_buf().unwrap();
-                    if buf.is_empty() {
-                        break;
+                for (how, mut r) in readers(capacity, make, &ciphertext) {
+                    let mut out = Vec::new();
+                    for &n in plan.iter().cycle() {
+                        let buf = r.fill_buf().unwrap();
+                        if buf.is_empty() {
+                            break;
+                        }
+                        assert!(buf.len() <= capacity);
+                        let n = n.min(buf.len());
+                        out.extend_from_slice(&buf[..n]);
+                        r.consume(n);
                     }
-                    assert!(buf.len() <= capacity);
-                    let n = n.min(buf.len());
-                    out.extend_from_slice(&buf[..n]);
-                    r.consume(n);
+                    assert!(out == plaintext, "{how}: capacity {capacity}, consume {plan:?}");
                 }
-                assert!(out == plaintext, "capacity {capacity}, consume {plan:?}");
             }
         }
         // read_line and read_to_end through BufRead.
@@ -233,6 +269,51 @@ fn large_reads_go_straight_into_the_callers_buffer() {
     r.read_exact(&mut out[58_192..]).unwrap();
     assert_eq!(r.get_ref().asks[..3], [50_000, 8192, LEN - 58_192]);
     assert!(out == plaintext);
+}
+
+/// A `BufRead` over `data` that hands out at most `refill` bytes per
+/// `fill_buf` and counts its calls; its `read` is never to be called.
+struct Held<'a> {
+    data: &'a [u8],
+    refill: usize,
+    fills: usize,
+}
+
+impl Read for Held<'_> {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        panic!("read called on a reader built with from_buf_read");
+    }
+}
+
+impl BufRead for Held<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.fills += 1;
+        Ok(&self.data[..self.refill.min(self.data.len())])
+    }
+    fn consume(&mut self, amount: usize) {
+        self.data = &self.data[amount..];
+    }
+}
+
+#[test]
+fn from_buf_read_takes_the_bytes_from_the_inner_buffer() {
+    let plaintext = message(LEN);
+    for_each_cipher!(make => {
+        let ciphertext = raw_at(make(), 0, &plaintext);
+        let inner = Held { data: &ciphertext, refill: 30_000, fills: 0 };
+        let mut r = KeystreamReader::from_buf_read_with_capacity(8192, make(), inner);
+        let mut out = vec![0; LEN];
+        // Large, at an empty buffer: what one fill_buf holds, into the
+        // caller's buffer.
+        assert_eq!(r.read(&mut out[..50_000]).unwrap(), 30_000);
+        assert_eq!(r.get_ref().fills, 1);
+        // Small: a capacity's worth into the internal buffer.
+        r.read_exact(&mut out[30_000..30_010]).unwrap();
+        assert_eq!((r.get_ref().fills, r.buffer().len()), (2, 8182));
+        r.read_exact(&mut out[30_010..]).unwrap();
+        assert_eq!(r.read(&mut [0; 16]).unwrap(), 0);
+        assert!(out == plaintext);
+    });
 }
 
 // --------------------------------------------------------------------- seeking
@@ -585,6 +666,28 @@ fn reader_over_misbehaving_io_decrypts_each_byte_exactly_once() {
                     "capacity {capacity}, max {max}, chunk {chunk}, pattern {i}"
                 );
             }
+            // from_buf_read over a BufReader (holding half of what the
+            // inner reader gives per call) whose fill_buf meets the same
+            // errors, short reads and all.
+            let held = max.clamp(2, 4096) / 2;
+            let clean = {
+                let flaky = Flaky::new(&ciphertext[..], max, |_| None);
+                let inner = io::BufReader::with_capacity(held, flaky);
+                let mut r = KeystreamReader::from_buf_read_with_capacity(capacity, make(), inner);
+                assert!(read_retrying(&mut r, len, chunk) == plaintext);
+                r.get_ref().get_ref().calls
+            };
+            for (i, fault) in fault_patterns(clean).into_iter().enumerate() {
+                let flaky = Flaky { inner: &ciphertext[..], max, fault, calls: 0, faults: 0 };
+                let inner = io::BufReader::with_capacity(held, flaky);
+                let mut r = KeystreamReader::from_buf_read_with_capacity(capacity, make(), inner);
+                let out = read_retrying(&mut r, len, chunk);
+                assert!(r.get_ref().get_ref().faults > 0);
+                assert!(
+                    out == plaintext,
+                    "from_buf_read: capacity {capacity}, max {max}, chunk {chunk}, pattern {i}"
+                );
+            }
         }
     });
 }
@@ -687,15 +790,20 @@ fn the_end_of_the_keystream_is_an_error_not_a_panic() {
             assert!(w.finish().unwrap() == expected);
 
             // Exactly as long as the keystream: a clean end.
-            let mut r = KeystreamReader::with_capacity(capacity, short_keystream(), &expected[..]);
-            assert!(read_retrying(&mut r, len, chunk) == plaintext[..len]);
+            for (how, mut r) in readers(capacity, short_keystream, &expected) {
+                assert!(
+                    read_retrying(&mut r, len, chunk) == plaintext[..len],
+                    "{how}"
+                );
+            }
             // One byte more: an error, never a panic.
             let longer = [&expected[..], &[0]].concat();
-            let mut r = KeystreamReader::with_capacity(capacity, short_keystream(), &longer[..]);
-            let mut out = Vec::new();
-            let err = r.read_to_end(&mut out).unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::FileTooLarge);
-            assert!(out == plaintext[..len]);
+            for (how, mut r) in readers(capacity, short_keystream, &longer) {
+                let mut out = Vec::new();
+                let err = r.read_to_end(&mut out).unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::FileTooLarge, "{how}");
+                assert!(out == plaintext[..len], "{how}");
+            }
         }
     }
 }

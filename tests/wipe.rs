@@ -138,6 +138,8 @@ fn main() {
         secrets_are_wiped(p);
         allocation_failure_is_an_error(p);
     }
+    #[cfg(feature = "hazmat")]
+    keystream_reader_plaintext_is_wiped();
     let names: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
     println!(
         "wipe: no key, derived key or plaintext in Rust-freed memory; allocation failure is an error; for {}",
@@ -235,6 +237,38 @@ fn allocation_failure_is_an_error(p: Provider) {
             Error::from_io(&err),
             Some(&Error::Allocation(failed)),
             "{p:?}, allocations over {limit} bytes refused: {err}"
+        );
+    }
+}
+
+/// `KeystreamReader` (feature `hazmat`) holds plaintext in its buffer
+/// (allocated on the first small read): wiped when the reader is dropped,
+/// with and without `from_buf_read`.
+#[cfg(feature = "hazmat")]
+fn keystream_reader_plaintext_is_wiped() {
+    use cipherio::hazmat::KeystreamReader;
+    use cipherio::hazmat::cipher::{KeyIvInit, StreamCipher};
+
+    type Aes128Ctr = ctr::Ctr128BE<aes::Aes128>;
+    let cipher = || Aes128Ctr::new(&[5; 16].into(), &[6; 16].into());
+    let mut ct = plaintext().to_vec();
+    cipher().apply_keystream(&mut ct);
+    for buf_read in [false, true] {
+        let hits = freed_blocks_holding(&MARK, || {
+            let mut r = if buf_read {
+                KeystreamReader::from_buf_read_with_capacity(64, cipher(), &ct[..])
+            } else {
+                KeystreamReader::with_capacity(64, cipher(), &ct[..])
+            };
+            let mut out = [0u8; 160];
+            for b in out.iter_mut() {
+                r.read_exact(std::slice::from_mut(b)).unwrap();
+            }
+            assert_eq!(out, plaintext());
+        });
+        assert_eq!(
+            hits, 0,
+            "keystream reader (buf_read {buf_read}): plaintext left in freed memory"
         );
     }
 }

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use arbitrary::{Arbitrary, Unstructured};
 use cipherio::Algorithm;
-use cipherio_fuzz::open::{CONFIG_LEN, Config, fixed_key, tink_key, tink_params};
-use cipherio_fuzz::{oracle, oracle_tink, roundtrip};
+use cipherio_fuzz::open::{
+    CONFIG_LEN, Config, fixed_key, tink_ctr_key, tink_ctr_params, tink_key, tink_params,
+};
+use cipherio_fuzz::{oracle, oracle_tink, oracle_tink_ctr, roundtrip};
 
 /// Reader configuration and read pattern for one `open` seed.
 struct Cfg {
@@ -549,12 +551,14 @@ fn main() {
     ));
     write(&t, "aes128-sha256-empty-final-after-full", &data);
 
-    // roundtrip, roundtrip_tink: any bytes are an input; a few of different
-    // lengths.
+    open_tink_ctr(&dir("open_tink_ctr"), small, large);
+
+    // roundtrip, roundtrip_tink, roundtrip_tink_ctr: any bytes are an
+    // input; a few of different lengths.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut y: u64 = 0x2545_f491_4f6c_dd1d;
     let mut z: u64 = 0x8e13_2ba6_55d9_0f37;
-    for target in ["roundtrip", "roundtrip_tink"] {
+    for target in ["roundtrip", "roundtrip_tink", "roundtrip_tink_ctr"] {
         let r = dir(target);
         for len in [48, 200, 700, 2000] {
             let bytes: Vec<u8> = (0..len)
@@ -583,10 +587,14 @@ fn main() {
                         })
                         .collect();
                     let u = Unstructured::new(&bytes);
-                    let picked = if target == "roundtrip" {
-                        roundtrip::Input::arbitrary_take_rest(u).map(|i| i.providers())
-                    } else {
-                        roundtrip::TinkInput::arbitrary_take_rest(u).map(|i| i.providers())
+                    let picked = match target {
+                        "roundtrip" => {
+                            roundtrip::Input::arbitrary_take_rest(u).map(|i| i.providers())
+                        }
+                        "roundtrip_tink" => {
+                            roundtrip::TinkInput::arbitrary_take_rest(u).map(|i| i.providers())
+                        }
+                        _ => roundtrip::TinkCtrInput::arbitrary_take_rest(u).map(|i| i.providers()),
                     };
                     if picked.is_ok_and(|p| p == (w, rd)) {
                         break bytes;
@@ -618,16 +626,19 @@ fn main() {
                     })
                     .collect();
                 let u = Unstructured::new(&bytes);
-                let trip = if target == "roundtrip" {
-                    roundtrip::Input::arbitrary_take_rest(u)
+                let trip = match target {
+                    "roundtrip" => roundtrip::Input::arbitrary_take_rest(u)
                         .ok()
                         .filter(roundtrip::Input::run_async)
-                        .map(|i| roundtrip::check_run(&i))
-                } else {
-                    roundtrip::TinkInput::arbitrary_take_rest(u)
+                        .map(|i| roundtrip::check_run(&i)),
+                    "roundtrip_tink" => roundtrip::TinkInput::arbitrary_take_rest(u)
                         .ok()
                         .filter(roundtrip::TinkInput::run_async)
-                        .map(|i| roundtrip::check_tink_run(&i))
+                        .map(|i| roundtrip::check_tink_run(&i)),
+                    _ => roundtrip::TinkCtrInput::arbitrary_take_rest(u)
+                        .ok()
+                        .filter(roundtrip::TinkCtrInput::run_async)
+                        .map(|i| roundtrip::check_tink_ctr_run(&i)),
                 };
                 if trip.is_some_and(|t| {
                     t.finish == finish
@@ -642,5 +653,145 @@ fn main() {
             write(&r, &format!("async-{how}-{i}"), &bytes);
         }
         z = x;
+    }
+}
+
+/// The `open_tink_ctr` seeds: a configuration, the parameter bytes (see
+/// `open::tink_ctr_params`: flags and tag after the configuration, the
+/// segment size in configuration bytes 3..5), then a stream sealed by the
+/// oracle; plaintexts around the segment boundaries, every hash as HKDF
+/// and HMAC hash, tags from 10 to 64 bytes, each again read through the
+/// other provider, four through the async reader too.
+fn open_tink_ctr(t: &Path, small: [u8; 8], large: [u8; 8]) {
+    let cfg = |capacity, aad, sizes, inject, buf_read, ops| Cfg {
+        capacity,
+        max_segment: 1,
+        aad,
+        sizes,
+        inject,
+        buf_read,
+        ops,
+    };
+    // (name, flags, tag, segment extra, plaintext length or None for
+    // one full first and one full later segment, configuration, async)
+    type Seed = (
+        &'static str,
+        u8,
+        u8,
+        u16,
+        Option<usize>,
+        Cfg,
+        Option<(u8, u8)>,
+    );
+    let seeds: [Seed; 8] = [
+        (
+            "aes128-sha256-t32-empty",
+            0b01010,
+            22,
+            0,
+            Some(0),
+            cfg(16, b"", [0; 4], 0, false, small),
+            None,
+        ),
+        (
+            "aes128-sha1-t10-one-segment",
+            0,
+            0,
+            20,
+            Some(20),
+            cfg(100, b"ctr", [9, 0, 1, 30], 0, false, small),
+            Some((0b11_1111, 0b001)),
+        ),
+        (
+            "aes256-sha512-t64-many",
+            0b10101,
+            54,
+            100,
+            Some(1000),
+            cfg(300, b"", [0; 4], 0, false, large),
+            Some((0b01_0110, 0)),
+        ),
+        (
+            "aes128-sha256-sha1-t15-bufread",
+            0b00010,
+            5,
+            50,
+            Some(300),
+            cfg(64, b"tink", [40, 7, 0, 100], 0, true, large),
+            None,
+        ),
+        (
+            // As open_tink's bufread-header-then-all: the header's read
+            // brings exactly the header, the read that would complete
+            // segment 0 fails, so segment 0 opens from the first refill.
+            "aes128-sha1-sha256-t16-bufread-header-then-all",
+            0b01000,
+            6,
+            30,
+            Some(400),
+            cfg(100, b"", [0, 24, 0, 0], 6, true, large),
+            None,
+        ),
+        (
+            "aes256-sha1-sha512-t40-injected",
+            0b10001,
+            30,
+            300,
+            Some(2000),
+            cfg(512, b"", [0, 13, 0, 77], 3, false, large),
+            Some((0b00_1101, 0b100)),
+        ),
+        (
+            "aes256-sha256-t20-full-final",
+            0b01011,
+            10,
+            33,
+            None,
+            cfg(90, b"x", [0; 4], 0, false, small),
+            Some((0b11_0011, 0b011)),
+        ),
+        (
+            "aes128-sha512-sha256-t32-one-byte",
+            0b01100,
+            22,
+            1000,
+            Some(1),
+            cfg(8, b"", [1, 2, 0, 0], 0, false, small),
+            None,
+        ),
+    ];
+    for (name, flags, tag, extra, len, cfg, asynchronous) in seeds {
+        let mut data = cfg.bytes().to_vec();
+        data[2] = 0;
+        data[3..5].copy_from_slice(&extra.to_le_bytes());
+        data.extend_from_slice(&[flags, tag]);
+        let p = tink_ctr_params(&data);
+        let key = tink_ctr_key(&p, false);
+        let [first, rest] = p.plain();
+        let len = len.unwrap_or(first + rest);
+        let pt: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(29)).collect();
+        let salt = vec![len as u8; p.key_size];
+        data.extend_from_slice(&oracle_tink_ctr::encrypt(
+            &p,
+            key.as_bytes(),
+            cfg.aad,
+            &salt,
+            &[5; 7],
+            &pt,
+        ));
+        write(t, name, &data);
+        if let Some((pending, drop_after)) = asynchronous {
+            let mut data = data.clone();
+            asyncify(&mut data, pending, drop_after);
+            let q = tink_ctr_params(&data);
+            assert_eq!(
+                (q.key_size, q.segment, q.hkdf, q.hmac, q.tag),
+                (p.key_size, p.segment, p.hkdf, p.hmac, p.tag),
+                "the async bit kept the parameters"
+            );
+            write(t, &format!("{name}-async"), &data);
+        }
+        data[5] |= 2;
+        write(t, &format!("{name}-other-provider"), &data);
     }
 }

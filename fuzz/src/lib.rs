@@ -9,6 +9,7 @@ pub mod open;
 pub mod oracle;
 pub mod oracle_framed;
 pub mod oracle_tink;
+pub mod oracle_tink_ctr;
 pub mod roundtrip;
 pub mod roundtrip_framed;
 pub mod seek;
@@ -69,6 +70,20 @@ mod tests {
         corpus("open_tink", crate::open::check_tink);
     }
 
+    #[test]
+    fn open_tink_ctr_corpus() {
+        corpus("open_tink_ctr", crate::open::check_tink_ctr);
+    }
+
+    #[test]
+    fn roundtrip_tink_ctr_corpus() {
+        corpus("roundtrip_tink_ctr", |data| {
+            let u = Unstructured::new(data);
+            let input = crate::roundtrip::TinkCtrInput::arbitrary_take_rest(u).expect("an input");
+            crate::roundtrip::check_tink_ctr(&input);
+        });
+    }
+
     /// The `build_from_buf_read` seeds (named so) open segments in the
     /// inner reader's buffer; the others never touch it.
     #[test]
@@ -76,6 +91,9 @@ mod tests {
         for (target, check) in [
             ("open", crate::open::check_counting as fn(&[u8]) -> usize),
             ("open_tink", crate::open::check_tink_counting),
+            ("open_tink_ctr", |d: &[u8]| {
+                crate::open::check_tink_ctr_run(d).consumed
+            }),
         ] {
             let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("corpus")
@@ -133,18 +151,20 @@ mod tests {
     fn roundtrip_seeds_cross_providers() {
         use cipherio::Provider;
         use std::collections::BTreeSet;
-        for target in ["roundtrip", "roundtrip_tink"] {
+        for target in ["roundtrip", "roundtrip_tink", "roundtrip_tink_ctr"] {
             let mut pairs = BTreeSet::new();
             corpus(target, |data| {
                 let u = Unstructured::new(data);
-                let p = if target == "roundtrip" {
-                    crate::roundtrip::Input::arbitrary_take_rest(u)
+                let p = match target {
+                    "roundtrip" => crate::roundtrip::Input::arbitrary_take_rest(u)
                         .expect("an input")
-                        .providers()
-                } else {
-                    crate::roundtrip::TinkInput::arbitrary_take_rest(u)
+                        .providers(),
+                    "roundtrip_tink" => crate::roundtrip::TinkInput::arbitrary_take_rest(u)
                         .expect("an input")
-                        .providers()
+                        .providers(),
+                    _ => crate::roundtrip::TinkCtrInput::arbitrary_take_rest(u)
+                        .expect("an input")
+                        .providers(),
                 };
                 pairs.insert((p.0.name(), p.1.name()));
             });
@@ -184,6 +204,7 @@ mod tests {
                 crate::open::check_run as fn(&[u8]) -> crate::open::Run,
             ),
             ("open_tink", crate::open::check_tink_run),
+            ("open_tink_ctr", crate::open::check_tink_ctr_run),
         ] {
             let (mut seen, mut dropped) = (0, 0);
             for (name, data) in seeds(target) {
@@ -200,18 +221,20 @@ mod tests {
             assert!(seen >= 4, "{target}: {seen} async seeds");
             assert!(dropped > 0, "{target}: no op dropped after a Pending");
         }
-        for target in ["roundtrip", "roundtrip_tink"] {
+        for target in ["roundtrip", "roundtrip_tink", "roundtrip_tink_ctr"] {
             let (mut seen, mut finished, mut dropped) = (0, 0, 0);
             for (name, data) in seeds(target) {
                 let u = Unstructured::new(&data);
-                let trip = if target == "roundtrip" {
-                    crate::roundtrip::check_run(
+                let trip = match target {
+                    "roundtrip" => crate::roundtrip::check_run(
                         &crate::roundtrip::Input::arbitrary_take_rest(u).expect("an input"),
-                    )
-                } else {
-                    crate::roundtrip::check_tink_run(
+                    ),
+                    "roundtrip_tink" => crate::roundtrip::check_tink_run(
                         &crate::roundtrip::TinkInput::arbitrary_take_rest(u).expect("an input"),
-                    )
+                    ),
+                    _ => crate::roundtrip::check_tink_ctr_run(
+                        &crate::roundtrip::TinkCtrInput::arbitrary_take_rest(u).expect("an input"),
+                    ),
                 };
                 if name.starts_with("async-") {
                     assert!(trip.write.inner_pendings > 0, "{target}/{name}: {trip:?}");

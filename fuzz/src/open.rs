@@ -3,12 +3,12 @@
 //! [`CONFIG_LEN`] bytes.
 
 use cipherio::format::{HEADER_LEN, TAG_LEN};
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesCtrHmacKey, HkdfHash, TinkKey, TinkParams};
 use cipherio::{Algorithm, CipherReader, Error, Key, StreamKey};
 
 use crate::aio::{self, AsyncInner, Script};
 use crate::drive::{self, Inner, SCRATCH_LEN};
-use crate::{alloc, oracle, oracle_tink};
+use crate::{alloc, oracle, oracle_tink, oracle_tink_ctr, roundtrip};
 
 /// Bytes of reader configuration before the stream.
 pub const CONFIG_LEN: usize = 28;
@@ -135,11 +135,16 @@ pub fn tink_key(p: &oracle_tink::Params, wrong: bool) -> TinkKey {
         _ => HkdfHash::Sha512,
     };
     let params = TinkParams::new(p.key_size, p.segment, hash).expect("valid parameters");
-    let mut raw: Vec<u8> = (0..p.key_size)
+    TinkKey::new(params, &tink_raw_key(p.key_size, wrong)).expect("long enough")
+}
+
+/// The raw key bytes of the Tink corpora; `wrong` flips a bit.
+fn tink_raw_key(len: usize, wrong: bool) -> Vec<u8> {
+    let mut raw: Vec<u8> = (0..len)
         .map(|i| (i as u8).wrapping_mul(13) ^ 0xa5)
         .collect();
     raw[0] ^= u8::from(wrong);
-    TinkKey::new(params, &raw).expect("long enough")
+    raw
 }
 
 /// What one `open` input did (the corpus tests look at it).
@@ -440,12 +445,76 @@ pub fn check_tink_run(data: &[u8]) -> Run {
     let p = tink_params(data);
     let key = tink_key(&p, cfg.wrong_key);
     let want = oracle_tink::decrypt(&p, key.as_bytes(), &cfg.aad, stream);
-    let h = u8::try_from(p.header_len()).expect("at most 40");
-    let refused = refused_by_config(&cfg).or(match stream.first() {
+    tink_read_both(&key, &cfg, stream, p.header_len(), p.segment, &want)
+}
+
+/// [`read_both`] for a Tink stream (either key type) with a
+/// `header_len`-byte header and `segment`-byte segments: a first byte
+/// other than the header length is [`Error::HeaderLength`], before any
+/// plaintext; else the oracle's `want`.
+fn tink_read_both<K: StreamKey>(
+    key: &K,
+    cfg: &Config,
+    stream: &[u8],
+    header_len: usize,
+    segment: usize,
+    want: &oracle::Decrypted,
+) -> Run {
+    let h = u8::try_from(header_len).expect("at most 40");
+    let refused = refused_by_config(cfg).or(match stream.first() {
         Some(&found) if found != h => Some(Error::HeaderLength { expected: h, found }),
         _ => None,
     });
-    read_both(&key, &cfg, stream, p.header_len(), p.segment, |end, out| {
-        compare(end, out, &want, refused.clone());
+    read_both(key, cfg, stream, header_len, segment, |end, out| {
+        compare(end, out, want, refused.clone());
     })
+}
+
+/// Bytes of Tink AES-CTR-HMAC parameters after the configuration in an
+/// `open_tink_ctr` input (see [`tink_ctr_params`]).
+pub const CTR_PARAMS_LEN: usize = 2;
+
+/// Tink AES-CTR-HMAC parameters of an `open_tink_ctr` input: byte
+/// [`CONFIG_LEN`] is the flags of [`roundtrip::ctr_params`] (key size,
+/// HKDF and HMAC hash), the next the tag size, and configuration bytes
+/// 3..5 (u16 LE, mod 1024, as [`tink_params`]) the ciphertext segment size
+/// above its minimum (header + tag + 1).
+pub fn tink_ctr_params(data: &[u8]) -> oracle_tink_ctr::Params {
+    let b = |i: usize| data.get(i).copied().unwrap_or(0);
+    let extra = u16::from_le_bytes([b(3), b(4)]) % 1024;
+    roundtrip::ctr_params(b(CONFIG_LEN), b(CONFIG_LEN + 1), extra)
+}
+
+/// The Tink AES-CTR-HMAC key the `open_tink_ctr` corpus is sealed with.
+pub fn tink_ctr_key(p: &oracle_tink_ctr::Params, wrong: bool) -> AesCtrHmacKey {
+    AesCtrHmacKey::new(
+        roundtrip::ctr_key_params(p),
+        &tink_raw_key(p.key_size, wrong),
+    )
+    .expect("long enough")
+}
+
+/// [`check_tink`] for a Tink AES-CTR-HMAC key: the parameters come from
+/// the input ([`tink_ctr_params`]), the stream starts after them, and the
+/// reader's release is checked against `oracle_tink_ctr`.
+///
+/// # Panics
+///
+/// On any of the checks failing.
+pub fn check_tink_ctr(data: &[u8]) {
+    check_tink_ctr_run(data);
+}
+
+/// [`check_tink_ctr`], returning what the run did.
+///
+/// # Panics
+///
+/// As [`check_tink_ctr`].
+pub fn check_tink_ctr_run(data: &[u8]) -> Run {
+    let cfg = Config::parse(data);
+    let stream = data.get(CONFIG_LEN + CTR_PARAMS_LEN..).unwrap_or(&[]);
+    let p = tink_ctr_params(data);
+    let key = tink_ctr_key(&p, cfg.wrong_key);
+    let want = oracle_tink_ctr::decrypt(&p, key.as_bytes(), &cfg.aad, stream);
+    tink_read_both(&key, &cfg, stream, p.header_len(), p.segment, &want)
 }

@@ -217,21 +217,24 @@ pub fn decrypt(key: &[u8], aad: &[u8], input: &[u8]) -> Decrypted {
         return d;
     };
     let full = size as usize + TAG_LEN;
+    let open = |i, last, s: &[u8]| aead.open(&nonce(&h[46..], i, last), s);
     (d.released, d.valid, d.final_then_trailing) =
-        open_segments(&aead, &h[46..], &input[HEADER_LEN..], [full; 2], false);
+        open_segments(open, TAG_LEN, &input[HEADER_LEN..], [full; 2], false);
     d
 }
 
 /// Opens the segments in `body` (everything after the header): segment 0
-/// is `sealed[0]` bytes when full, later ones `sealed[1]`. Returns the
+/// is `sealed[0]` bytes when full, later ones `sealed[1]`, each ending in
+/// a `tag_len`-byte tag; `open(i, last, sealed)` is segment `i`'s
+/// plaintext if it authenticates with that last flag. Returns the
 /// plaintext of the segments that authenticate in order, and whether
 /// `body` is a valid sequence of segments, and the plaintext of a
 /// full-length final segment followed by more bytes (see
 /// [`Decrypted::final_then_trailing`]). `empty_final` allows an empty
 /// final segment after full ones.
 pub(crate) fn open_segments(
-    aead: &StreamAead,
-    prefix: &[u8],
+    open: impl Fn(u32, bool, &[u8]) -> Option<Vec<u8>>,
+    tag_len: usize,
     body: &[u8],
     sealed: [usize; 2],
     empty_final: bool,
@@ -241,17 +244,17 @@ pub(crate) fn open_segments(
     let mut i: u32 = 0;
     loop {
         let full = sealed[usize::from(i > 0)];
-        let n = |last| nonce(prefix, i, last);
+        let open = |last, s: &[u8]| open(i, last, s);
         if rest.len() > full {
-            let Some(pt) = aead.open(&n(false), &rest[..full]) else {
-                let last = aead.open(&n(true), &rest[..full]).unwrap_or_default();
+            let Some(pt) = open(false, &rest[..full]) else {
+                let last = open(true, &rest[..full]).unwrap_or_default();
                 return (released, false, last);
             };
             released.extend_from_slice(&pt);
             rest = &rest[full..];
-        } else if rest.len() < TAG_LEN {
+        } else if rest.len() < tag_len {
             return (released, false, Vec::new());
-        } else if let Some(pt) = aead.open(&n(true), rest) {
+        } else if let Some(pt) = open(true, rest) {
             // Natively the empty final segment is only the empty stream's.
             let valid = !pt.is_empty() || i == 0 || empty_final;
             if valid {
@@ -262,7 +265,7 @@ pub(crate) fn open_segments(
             // Not final: a full-length one may still authenticate as a
             // middle segment, and then the input ends without its final.
             if rest.len() == full
-                && let Some(pt) = aead.open(&n(false), rest)
+                && let Some(pt) = open(false, rest)
             {
                 released.extend_from_slice(&pt);
             }

@@ -63,12 +63,74 @@ pub fn encrypt(
     prefix: &[u8],
     pt: &[u8],
 ) -> Vec<u8> {
-    let [first, rest] = p.plain();
+    seal(p, key, aad, salt, prefix, &chunks(pt, p.plain()))
+}
+
+/// `pt` cut as a Tink writer cuts it, whatever the key type: segment 0
+/// with up to `first` bytes, later ones `rest`; at least one chunk (an
+/// empty one for an empty `pt`).
+pub(crate) fn chunks(pt: &[u8], [first, rest]: [usize; 2]) -> Vec<&[u8]> {
     let mut chunks = vec![&pt[..first.min(pt.len())]];
     if pt.len() > first {
         chunks.extend(pt[first..].chunks(rest));
     }
-    seal(p, key, aad, salt, prefix, &chunks)
+    chunks
+}
+
+/// Tink's stream, whatever the key type: the header `H ‖ salt ‖ prefix`
+/// (`H` its length), then `seal(i, last, chunk)` of each chunk, the last
+/// one as the final segment.
+pub(crate) fn framed(
+    salt: &[u8],
+    prefix: &[u8],
+    chunks: &[&[u8]],
+    mut seal: impl FnMut(u32, bool, &[u8]) -> Vec<u8>,
+) -> Vec<u8> {
+    let mut out = vec![u8::try_from(1 + salt.len() + prefix.len()).expect("at most 40")];
+    out.extend_from_slice(salt);
+    out.extend_from_slice(prefix);
+    for (i, c) in chunks.iter().enumerate() {
+        let i32 = u32::try_from(i).expect("fewer than 2^32 segments");
+        out.extend_from_slice(&seal(i32, i + 1 == chunks.len(), c));
+    }
+    out
+}
+
+/// What a reader may release from a Tink stream, whatever the key type:
+/// the header (`key_size`-byte salt, 7-byte prefix) must start with its
+/// length; `opener(salt, prefix)` gives the segment opener of
+/// [`open_segments`]; segments are `segment` bytes sealed (the first
+/// shares them with the header), each ending in a `tag_len`-byte tag; an
+/// empty final segment after full ones is accepted.
+pub(crate) fn read<O: Fn(u32, bool, &[u8]) -> Option<Vec<u8>>>(
+    input: &[u8],
+    key_size: usize,
+    segment: usize,
+    tag_len: usize,
+    opener: impl FnOnce(&[u8], &[u8]) -> O,
+) -> Decrypted {
+    let h = 1 + key_size + 7;
+    let mut d = Decrypted {
+        released: Vec::new(),
+        valid: false,
+        segment_size: None,
+        final_then_trailing: Vec::new(),
+    };
+    let Some(header) = input.get(..h) else {
+        return d;
+    };
+    if usize::from(header[0]) != h {
+        return d;
+    }
+    let (salt, prefix) = header[1..].split_at(key_size);
+    (d.released, d.valid, d.final_then_trailing) = open_segments(
+        opener(salt, prefix),
+        tag_len,
+        &input[h..],
+        [segment - h, segment],
+        true,
+    );
+    d
 }
 
 /// The header, then each chunk sealed as a segment, the last one as the
@@ -88,57 +150,42 @@ pub fn seal(
 ) -> Vec<u8> {
     assert_eq!((salt.len(), prefix.len()), (p.key_size, 7));
     let aead = p.aead(key, salt, aad);
-    let mut out = vec![u8::try_from(p.header_len()).expect("at most 40")];
-    out.extend_from_slice(salt);
-    out.extend_from_slice(prefix);
-    for (i, c) in chunks.iter().enumerate() {
-        let i32 = u32::try_from(i).expect("fewer than 2^32 segments");
-        out.extend_from_slice(&aead.seal(&nonce(prefix, i32, i + 1 == chunks.len()), c));
-    }
-    out
+    framed(salt, prefix, chunks, |i, last, c| {
+        aead.seal(&nonce(prefix, i, last), c)
+    })
 }
 
 /// What a reader may release from `input` (see [`Decrypted`]); a first
 /// byte other than the header length makes it invalid. `segment_size` is
 /// always `None` (the segment size is the key's).
 pub fn decrypt(p: &Params, key: &[u8], aad: &[u8], input: &[u8]) -> Decrypted {
-    let h = p.header_len();
-    let mut d = Decrypted {
-        released: Vec::new(),
-        valid: false,
-        segment_size: None,
-        final_then_trailing: Vec::new(),
-    };
-    let Some(header) = input.get(..h) else {
-        return d;
-    };
-    if usize::from(header[0]) != h {
-        return d;
-    }
-    let (salt, prefix) = header[1..].split_at(p.key_size);
-    let aead = p.aead(key, salt, aad);
-    (d.released, d.valid, d.final_then_trailing) =
-        open_segments(&aead, prefix, &input[h..], [p.segment - h, p.segment], true);
-    d
+    read(input, p.key_size, p.segment, TAG_LEN, |salt, prefix| {
+        let aead = p.aead(key, salt, aad);
+        let prefix = prefix.to_vec();
+        move |i, last, s: &[u8]| aead.open(&nonce(&prefix, i, last), s)
+    })
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn unhex(s: &str) -> Vec<u8> {
+    pub(crate) fn unhex(s: &str) -> Vec<u8> {
         (0..s.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
             .collect()
     }
 
+    /// The associated data of the vectors with one.
+    pub(crate) const SHORT_AAD: &str = "74696e6b2d696e7465726f70206173736f6369617465642064617461";
+
     /// Vectors from real Tink (tests/data/tink_vectors.json in the main
     /// crate: salt a0 a1 .., nonce prefix 01 .. 07, plaintext[i] = i % 251),
     /// so the oracle is checked against Tink, not against cipherio.
     #[test]
     fn oracle_matches_tink() {
-        let short_aad = unhex("74696e6b2d696e7465726f70206173736f6369617465642064617461");
+        let short_aad = unhex(SHORT_AAD);
         let vectors: [(Params, &str, &[u8], usize, &str); 3] = [
             (
                 Params {

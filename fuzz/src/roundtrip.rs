@@ -7,14 +7,14 @@ use std::pin::{Pin, pin};
 use std::task::Poll;
 
 use arbitrary::Arbitrary;
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesCtrHmacKey, AesCtrHmacParams, HkdfHash, TinkKey, TinkParams};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider, StreamKey};
 use tokio::io::AsyncWrite;
 
 use crate::aio::{self, AsyncInner, Script, ScriptWriter};
 use crate::drive::{self, Inner, SCRATCH_LEN};
 use crate::oracle::{self, HEADER_LEN, TAG_LEN};
-use crate::oracle_tink;
+use crate::{oracle_tink, oracle_tink_ctr};
 
 /// Largest plaintext, so that every input runs in well under a millisecond
 /// or so even with one-byte segments.
@@ -546,10 +546,8 @@ pub fn check_run(input: &Input) -> Trip {
         plain: [seg; 2],
         header: HEADER_LEN,
     };
-    let mut trip = Trip::default();
-    for asynchronous in modes(run) {
-        let (ct, w) = write(&key, Some(seg), run, &segs, asynchronous);
-        let spec = oracle::encrypt(
+    let spec = |ct: &[u8]| {
+        oracle::encrypt(
             alg,
             key.as_bytes(),
             &run.aad,
@@ -557,16 +555,46 @@ pub fn check_run(input: &Input) -> Trip {
             &ct[14..46],
             &ct[46..53],
             run.plaintext(),
+        )
+    };
+    trips(&key, Some(seg), run, &segs, spec)
+}
+
+/// The round trips of one input (std, then async if asked): the writer's
+/// stream (written at `capacity`, else the key's segment size) must be
+/// `spec` of it, the oracle's stream for the salt and nonce prefix the
+/// writer chose; then it is read back and damaged.
+fn trips<K: StreamKey>(
+    key: &K,
+    capacity: Option<usize>,
+    run: &Run,
+    segs: &Segments,
+    spec: impl Fn(&[u8]) -> Vec<u8>,
+) -> Trip {
+    let mut trip = Trip::default();
+    for asynchronous in modes(run) {
+        let (ct, w) = write(key, capacity, run, segs, asynchronous);
+        assert!(
+            ct == spec(&ct),
+            "the writer's stream differs from the oracle's"
         );
-        assert!(ct == spec, "the writer's stream differs from the spec's");
         let stats = asynchronous.then(|| {
             trip.write = w;
             trip.finish = AsyncScript::new(run.script()).finish;
             &mut trip.read
         });
-        run.read_back_and_damage(&key, &ct, &segs, stats);
+        run.read_back_and_damage(key, &ct, segs, stats);
     }
     trip
+}
+
+/// The HKDF (or HMAC) hash of a parameter number, 1, 256 or 512.
+fn hash(h: u16) -> HkdfHash {
+    match h {
+        1 => HkdfHash::Sha1,
+        256 => HkdfHash::Sha256,
+        _ => HkdfHash::Sha512,
+    }
 }
 
 /// The same as [`check`] for a Tink key (the writer at its default
@@ -591,39 +619,130 @@ pub fn check_tink_run(input: &TinkInput) -> Trip {
         segment: 1 + key_size + 7 + 17 + usize::from(input.segment % 512),
         hash: [1, 256, 512][usize::from(input.params >> 1) % 3],
     };
-    let hash = match p.hash {
-        1 => HkdfHash::Sha1,
-        256 => HkdfHash::Sha256,
-        _ => HkdfHash::Sha512,
-    };
-    let params = TinkParams::new(p.key_size, p.segment, hash).expect("valid parameters");
+    let params = TinkParams::new(p.key_size, p.segment, hash(p.hash)).expect("valid parameters");
     let raw = &input.key[..key_size + usize::from(input.extra % 17)];
     let key = TinkKey::new(params, raw).expect("long enough");
-    let run = &input.run;
-    let h = p.header_len();
+    tink_trips(
+        &key,
+        &input.run,
+        key_size,
+        p.segment,
+        p.plain(),
+        |salt, prefix, pt| oracle_tink::encrypt(&p, raw, &input.run.aad, salt, prefix, pt),
+    )
+}
+
+/// [`trips`] for a Tink key of either type (`key_size`-byte salt,
+/// `segment`-byte segments, `plain` plaintext bytes in segment 0 and
+/// later ones) whose oracle is `encrypt(salt, prefix, plaintext)`.
+fn tink_trips<K: StreamKey>(
+    key: &K,
+    run: &Run,
+    key_size: usize,
+    segment: usize,
+    plain: [usize; 2],
+    encrypt: impl Fn(&[u8], &[u8], &[u8]) -> Vec<u8>,
+) -> Trip {
+    let h = 1 + key_size + 7;
     let segs = Segments {
-        span: [p.segment; 2],
-        plain: p.plain(),
+        span: [segment; 2],
+        plain,
         header: h,
     };
-    let mut trip = Trip::default();
-    for asynchronous in modes(run) {
-        let (ct, w) = write(&key, None, run, &segs, asynchronous);
-        let spec = oracle_tink::encrypt(
-            &p,
-            raw,
-            &run.aad,
-            &ct[1..1 + key_size],
-            &ct[1 + key_size..h],
-            run.plaintext(),
-        );
-        assert!(ct == spec, "the writer's stream differs from Tink's");
-        let stats = asynchronous.then(|| {
-            trip.write = w;
-            trip.finish = AsyncScript::new(run.script()).finish;
-            &mut trip.read
-        });
-        run.read_back_and_damage(&key, &ct, &segs, stats);
+    let spec = |ct: &[u8]| encrypt(&ct[1..1 + key_size], &ct[1 + key_size..h], run.plaintext());
+    trips(key, None, run, &segs, spec)
+}
+
+/// One `roundtrip_tink_ctr` input: Tink AES-CTR-HMAC parameters and key,
+/// and the rest.
+#[derive(Arbitrary, Debug)]
+pub struct TinkCtrInput {
+    /// Flags of [`ctr_params`]: key size, HKDF and HMAC hash.
+    params: u8,
+    /// Tag size: `10 + v % (hash length - 9)` (10 up to the HMAC hash's
+    /// length).
+    tag: u8,
+    /// Ciphertext segment size above its minimum (header + tag + 1), mod
+    /// 512.
+    segment: u16,
+    /// Raw key: `key_size + extra % 17` bytes of it.
+    key: [u8; 48],
+    extra: u8,
+    run: Run,
+}
+
+impl TinkCtrInput {
+    /// Whether the input drives the async fronts.
+    pub fn run_async(&self) -> bool {
+        self.run.asynchronous()
     }
-    trip
+
+    /// The oracle's parameters.
+    pub fn params(&self) -> oracle_tink_ctr::Params {
+        ctr_params(self.params, self.tag, self.segment % 512)
+    }
+
+    /// The writer's and the reader's provider.
+    pub fn providers(&self) -> (Provider, Provider) {
+        (self.run.provider(14), self.run.provider(15))
+    }
+}
+
+/// Tink AES-CTR-HMAC parameters: `flags` bit 0 the key size (16, 32),
+/// bits 1..3 (mod 3) the HKDF hash, bits 3..5 (mod 3) the HMAC hash
+/// (SHA-1, SHA-256, SHA-512); the tag `10 + tag % (hash length - 9)`
+/// bytes; the segment `extra` bytes above its minimum (header + tag + 1).
+pub fn ctr_params(flags: u8, tag: u8, extra: u16) -> oracle_tink_ctr::Params {
+    let key_size = if flags & 1 == 0 { 16 } else { 32 };
+    let hashes = [1, 256, 512];
+    let hmac = hashes[usize::from(flags >> 3 & 3) % 3];
+    let tag = 10 + usize::from(tag) % (oracle_tink_ctr::hash_len(hmac) - 9);
+    oracle_tink_ctr::Params {
+        key_size,
+        segment: 1 + key_size + 7 + tag + 1 + usize::from(extra),
+        hkdf: hashes[usize::from(flags >> 1 & 3) % 3],
+        hmac,
+        tag,
+    }
+}
+
+/// cipherio's parameters for the oracle's.
+///
+/// # Panics
+///
+/// If Tink would refuse them.
+pub fn ctr_key_params(p: &oracle_tink_ctr::Params) -> AesCtrHmacParams {
+    AesCtrHmacParams::new(p.key_size, p.segment, hash(p.hkdf), hash(p.hmac), p.tag)
+        .expect("valid parameters")
+}
+
+/// The same as [`check_tink`] for a Tink AES-CTR-HMAC key, against
+/// `oracle_tink_ctr` (written from the format description, not from
+/// cipherio): any key size, HKDF and HMAC hash, tag size, and segment
+/// size up to 511 bytes above its minimum.
+///
+/// # Panics
+///
+/// On any of the checks of [`check`] failing.
+pub fn check_tink_ctr(input: &TinkCtrInput) {
+    check_tink_ctr_run(input);
+}
+
+/// [`check_tink_ctr`], returning what the async fronts did.
+///
+/// # Panics
+///
+/// As [`check_tink_ctr`].
+pub fn check_tink_ctr_run(input: &TinkCtrInput) -> Trip {
+    let p = input.params();
+    let raw = &input.key[..p.key_size + usize::from(input.extra % 17)];
+    let key = AesCtrHmacKey::new(ctr_key_params(&p), raw).expect("long enough");
+    tink_trips(
+        &key,
+        &input.run,
+        p.key_size,
+        p.segment,
+        p.plain(),
+        |salt, prefix, pt| oracle_tink_ctr::encrypt(&p, raw, &input.run.aad, salt, prefix, pt),
+    )
 }

@@ -7,7 +7,7 @@ use std::io::{self, BufRead, Read, Seek, SeekFrom};
 use cipher::{StreamCipher, StreamCipherSeek};
 use zeroize::Zeroizing;
 
-use super::{buffer, exhausted, inner_pos, keystream_pos, keystream_room, origin, seek_keystream};
+use super::{Buf, exhausted, inner_pos, keystream_pos, keystream_room, origin, seek_keystream};
 use crate::DEFAULT_CAPACITY;
 
 /// A buffered reader that applies a stream cipher's keystream to every byte
@@ -18,18 +18,34 @@ use crate::DEFAULT_CAPACITY;
 /// with nothing buffered, reads straight into the caller's buffer and
 /// applies the keystream there, in place (no copy); smaller reads and
 /// [`BufRead`] go through the internal buffer, as with
-/// [`std::io::BufReader`]. Errors of the inner reader pass through and
-/// change nothing: retry the call.
+/// [`std::io::BufReader`], which is allocated on first use (a reader that
+/// only ever takes such large reads never allocates it). Errors of the
+/// inner reader pass through and change nothing: retry the call.
+///
+/// Over an inner reader that is itself a [`BufRead`] (a `&[u8]`, a
+/// [`BufReader`](std::io::BufReader), …), build it with
+/// [`from_buf_read`](Self::from_buf_read): the keystream then goes from
+/// the inner reader's buffer straight into the caller's (or the internal)
+/// buffer in one pass, where `Read::read` would first copy the ciphertext
+/// out and then apply the keystream over the copy.
 pub struct KeystreamReader<C, R> {
     inner: R,
     cipher: C,
-    /// Decrypted bytes not yet handed out: `buf[pos..filled]`.
-    buf: Zeroizing<Box<[u8]>>,
+    /// Decrypted bytes not yet handed out: `buf[pos..filled]`. Empty until
+    /// first needed, then `capacity` bytes; wiped on drop.
+    buf: Zeroizing<Buf>,
+    capacity: usize,
     pos: usize,
     filled: usize,
     /// Inner position minus keystream position, measured at the first seek.
     origin: Option<i128>,
+    /// Reads from `inner` into a slice with the keystream applied:
+    /// [`read_through`], or [`read_from_buf`] for [`from_buf_read`](Self::from_buf_read).
+    read_into: ReadInto<C, R>,
 }
+
+/// How a reader takes bytes from its inner reader, decrypted, into a slice.
+type ReadInto<C, R> = fn(&mut C, &mut R, &mut [u8]) -> io::Result<usize>;
 
 impl<C: StreamCipher, R: Read> KeystreamReader<C, R> {
     /// A reader with an 8 KiB buffer ([`DEFAULT_CAPACITY`]). Does no I/O.
@@ -40,14 +56,37 @@ impl<C: StreamCipher, R: Read> KeystreamReader<C, R> {
     /// A reader with a buffer of `capacity` bytes (0 is taken as 1). Does
     /// no I/O.
     pub fn with_capacity(capacity: usize, cipher: C, inner: R) -> Self {
+        Self::reading(capacity, cipher, inner, read_through::<C, R>)
+    }
+
+    fn reading(capacity: usize, cipher: C, inner: R, read_into: ReadInto<C, R>) -> Self {
         KeystreamReader {
             inner,
             cipher,
-            buf: buffer(capacity),
+            buf: Zeroizing::default(),
+            capacity: capacity.max(1),
             pos: 0,
             filled: 0,
             origin: None,
+            read_into,
         }
+    }
+}
+
+impl<C: StreamCipher, R: BufRead> KeystreamReader<C, R> {
+    /// A reader with an 8 KiB buffer ([`DEFAULT_CAPACITY`]) that applies
+    /// the keystream from `inner`'s own buffer ([`BufRead::fill_buf`]) into
+    /// the destination in one pass, then [`consume`](BufRead::consume)s
+    /// what it took: no copy of the ciphertext first. Each `read` takes at
+    /// most what one `fill_buf` holds. Does no I/O.
+    pub fn from_buf_read(cipher: C, inner: R) -> Self {
+        Self::from_buf_read_with_capacity(DEFAULT_CAPACITY, cipher, inner)
+    }
+
+    /// [`from_buf_read`](Self::from_buf_read) with a buffer of `capacity`
+    /// bytes (0 is taken as 1). Does no I/O.
+    pub fn from_buf_read_with_capacity(capacity: usize, cipher: C, inner: R) -> Self {
+        Self::reading(capacity, cipher, inner, read_from_buf::<C, R>)
     }
 }
 
@@ -70,7 +109,7 @@ impl<C, R> KeystreamReader<C, R> {
 
     /// The buffer's size in bytes.
     pub fn capacity(&self) -> usize {
-        self.buf.len()
+        self.capacity
     }
 
     /// The decrypted bytes buffered and not yet read.
@@ -79,20 +118,49 @@ impl<C, R> KeystreamReader<C, R> {
     }
 }
 
-/// Reads from `inner` into `out` and applies the keystream there.
-fn read_through<C: StreamCipher, R: Read>(
+/// Takes decrypted bytes from `inner` into `out` with `read_into`, no
+/// more than the keystream has left; with none left, the end of the input
+/// is a clean end and one more byte an error.
+fn take<C: StreamCipher, R: Read>(
     cipher: &mut C,
     inner: &mut R,
+    read_into: ReadInto<C, R>,
     out: &mut [u8],
 ) -> io::Result<usize> {
     let want = keystream_room(cipher, out.len());
     if want == 0 && !out.is_empty() {
         return past_keystream(inner);
     }
-    let n = inner.read(&mut out[..want])?.min(want);
+    read_into(cipher, inner, &mut out[..want])
+}
+
+/// Reads from `inner` into `out` and applies the keystream there, over
+/// all it read at once.
+fn read_through<C: StreamCipher, R: Read>(
+    cipher: &mut C,
+    inner: &mut R,
+    out: &mut [u8],
+) -> io::Result<usize> {
+    let n = inner.read(out)?.min(out.len());
     cipher
         .try_apply_keystream(&mut out[..n])
         .map_err(|_| exhausted())?;
+    Ok(n)
+}
+
+/// Applies the keystream from what `inner` holds into `out`, one pass, and
+/// consumes that much of it.
+fn read_from_buf<C: StreamCipher, R: BufRead>(
+    cipher: &mut C,
+    inner: &mut R,
+    out: &mut [u8],
+) -> io::Result<usize> {
+    let held = inner.fill_buf()?;
+    let n = held.len().min(out.len());
+    cipher
+        .try_apply_keystream_b2b(&held[..n], &mut out[..n])
+        .map_err(|_| exhausted())?;
+    inner.consume(n);
     Ok(n)
 }
 
@@ -107,8 +175,8 @@ fn past_keystream<R: Read>(inner: &mut R) -> io::Result<usize> {
 
 impl<C: StreamCipher, R: Read> Read for KeystreamReader<C, R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.pos == self.filled && out.len() >= self.buf.len() {
-            return read_through(&mut self.cipher, &mut self.inner, out);
+        if self.pos == self.filled && out.len() >= self.capacity {
+            return take(&mut self.cipher, &mut self.inner, self.read_into, out);
         }
         let available = self.fill_buf()?;
         let n = available.len().min(out.len());
@@ -121,7 +189,15 @@ impl<C: StreamCipher, R: Read> Read for KeystreamReader<C, R> {
 impl<C: StreamCipher, R: Read> BufRead for KeystreamReader<C, R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.pos == self.filled {
-            let n = read_through(&mut self.cipher, &mut self.inner, &mut self.buf)?;
+            if self.buf.is_empty() {
+                self.buf.0.resize(self.capacity, 0);
+            }
+            let n = take(
+                &mut self.cipher,
+                &mut self.inner,
+                self.read_into,
+                &mut self.buf,
+            )?;
             self.pos = 0;
             self.filled = n;
         }
@@ -209,7 +285,7 @@ impl<C, R: fmt::Debug> fmt::Debug for KeystreamReader<C, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeystreamReader")
             .field("inner", &self.inner)
-            .field("capacity", &self.buf.len())
+            .field("capacity", &self.capacity)
             .field("buffered", &(self.filled - self.pos))
             .finish_non_exhaustive()
     }

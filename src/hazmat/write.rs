@@ -7,7 +7,9 @@ use std::io::{self, ErrorKind, Seek, SeekFrom, Write};
 use cipher::{StreamCipher, StreamCipherSeek};
 use zeroize::Zeroizing;
 
-use super::{buffer, exhausted, inner_pos, keystream_pos, keystream_room, origin, seek_keystream};
+use super::{
+    Buf, buffer, exhausted, inner_pos, keystream_pos, keystream_room, origin, seek_keystream,
+};
 use crate::DEFAULT_CAPACITY;
 
 /// A buffered writer that applies a stream cipher's keystream to every byte
@@ -34,7 +36,7 @@ pub struct KeystreamWriter<C, W> {
     inner: W,
     cipher: C,
     /// Ciphertext waiting for the inner writer in `buf[start..end]`.
-    buf: Zeroizing<Box<[u8]>>,
+    buf: Zeroizing<Buf>,
     start: usize,
     end: usize,
     /// Inner position minus keystream position, measured at the first seek.
