@@ -652,6 +652,7 @@ fn threaded_streams_hold_about_2n_plus_1_segments(p: Provider, threads: usize) {
             "{p:?} threads {threads} reads of {read}: the reader held {most} bytes, more than its read-ahead and 2n segments ({bound})"
         );
     }
+}
 
 /// `KeystreamReader` (feature `hazmat`): reads at least its capacity go
 /// straight into the caller's buffer, so a reader that only takes such
