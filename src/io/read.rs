@@ -166,9 +166,11 @@ impl ReaderBuilder {
     /// The calling thread is one of the `n`; the other `n − 1` start with
     /// the first run, wait between runs and are joined when the reader is
     /// dropped. A panic on one of them fails the stream with
-    /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked). A reader
-    /// built with [`build_from_buf_read`](Self::build_from_buf_read) and
-    /// threads reads through its read-ahead (the runs need it).
+    /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked). Built with
+    /// [`build_from_buf_read`](Self::build_from_buf_read), the runs open
+    /// where the segments lie in the inner reader's buffer. (A
+    /// [`CipherReaderAt`](crate::CipherReaderAt) is read from the callers'
+    /// own threads: the option does not apply to it.)
     ///
     /// Memory: the read-ahead grows to the capacity plus a batch of sealed
     /// segments, and small reads add a batch of plaintext: about `2 n + 1`
