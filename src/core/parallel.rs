@@ -68,6 +68,9 @@ pub(crate) struct Workers {
     /// Make a job on a pool thread panic (tests of the panic path).
     #[cfg(test)]
     pub(crate) inject_panic: bool,
+    /// Pool threads running (tests that none outlives the workers).
+    #[cfg(test)]
+    alive: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 #[cfg(test)]
@@ -88,6 +91,8 @@ impl Workers {
             handles: Vec::new(),
             #[cfg(test)]
             inject_panic: INJECT_PANIC.with(std::cell::Cell::get),
+            #[cfg(test)]
+            alive: std::sync::Arc::default(),
         }
     }
 
@@ -102,6 +107,8 @@ impl Workers {
     fn pool(&mut self) -> Option<&rayon_core::ThreadPool> {
         if self.pool.is_none() {
             let handles = &mut self.handles;
+            #[cfg(test)]
+            let alive = &self.alive;
             let built = rayon_core::ThreadPoolBuilder::new()
                 .num_threads(self.threads - 1)
                 .thread_name(|i| format!("cipherio-{i}"))
@@ -113,7 +120,15 @@ impl Workers {
                     if let Some(size) = thread.stack_size() {
                         b = b.stack_size(size);
                     }
-                    handles.push(b.spawn(|| thread.run())?);
+                    #[cfg(test)]
+                    let alive = std::sync::Arc::clone(alive);
+                    handles.push(b.spawn(move || {
+                        #[cfg(test)]
+                        alive.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        thread.run();
+                        #[cfg(test)]
+                        alive.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    })?);
                     Ok(())
                 })
                 .build();
@@ -242,11 +257,12 @@ mod tests {
             seen.lock().unwrap().len() > 1,
             "the pool threads took shares"
         );
-        let handles: Vec<_> = w.handles.iter().map(|h| h.thread().clone()).collect();
-        assert_eq!(handles.len(), 2);
+        assert_eq!(w.handles.len(), 2);
+        let alive = std::sync::Arc::clone(&w.alive);
+        assert!(alive.load(std::sync::atomic::Ordering::SeqCst) > 0);
         drop(w);
-        // Joined in drop: the handles are gone, and so are the threads
-        // (a joined thread's handle would block; there is none left).
+        // Joined in drop: every pool thread has ended.
+        assert_eq!(alive.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
     /// A panic in a job is an error, not a hang and not an unwind into
