@@ -401,3 +401,31 @@ fn zero_threads_are_refused() {
         assert_eq!(crate_error_of(&e), Some(want.clone()), "{front:?}");
     }
 }
+
+/// `Drop` never finishes a threaded stream either: what was sealed reads
+/// back as a prefix that ends in `Truncated`, on both fronts.
+#[test]
+fn dropping_a_threaded_writer_does_not_finish_it() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 4 * KIB;
+    let pt = data(3 * batch(2, seg) * seg + 10, 23);
+    for &front in Front::ALL {
+        let mut w = front.build_writer(
+            CipherWriter::builder(&key).capacity(seg).threads(2),
+            ScriptWriter::new(),
+        );
+        w.write_all(&pt).unwrap();
+        w.flush().unwrap();
+        let out = w.get_ref().out.clone();
+        drop(w);
+        assert!(
+            out.len() > 2 * batch(2, seg) * seg,
+            "{front:?}: batches went out"
+        );
+        let mut r = front.build_reader(CipherReader::builder(&key).threads(2), &out[..]);
+        let (got, end) = read_in(&mut r, &ReadMode::ToEnd);
+        assert!(got == pt[..got.len()], "{front:?}");
+        let e = end.unwrap_err();
+        assert_eq!(crate_error_of(&e), Some(Error::Truncated), "{front:?}");
+    }
+}
