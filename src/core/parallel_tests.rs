@@ -104,6 +104,19 @@ const FRONTS: &[(&str, WriteFn)] = &[
     ("tokio", write_tokio),
 ];
 
+/// Everything `r` gives, read in `size`-byte reads.
+fn read_in_chunks(r: &mut impl Read, size: usize) -> Vec<u8> {
+    let mut back = Vec::new();
+    let mut buf = vec![0u8; size];
+    loop {
+        let n = r.read(&mut buf).unwrap();
+        if n == 0 {
+            return back;
+        }
+        back.extend_from_slice(&buf[..n]);
+    }
+}
+
 /// Thread counts compared with one thread (8: more threads than cores).
 const THREADS: &[usize] = &[2, 3, 8];
 
@@ -173,15 +186,7 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
                         .provider(p)
                         .threads(t)
                         .build(&one.0[..]);
-                    let mut back = Vec::new();
-                    let mut buf = vec![0u8; read];
-                    loop {
-                        let n = r.read(&mut buf).unwrap();
-                        if n == 0 {
-                            break;
-                        }
-                        back.extend_from_slice(&buf[..n]);
-                    }
+                    let back = read_in_chunks(&mut r, read);
                     assert!(
                         back == pt,
                         "{ctx} {p:?} threads {t} reads of {read}: read back"
@@ -334,15 +339,7 @@ fn bulk_reads_open_whole_batches_on_the_workers() {
         };
         let ct = write_std(CipherWriter::builder(&key).capacity(seg), &pt, plan, 1).0;
         let mut r = CipherReader::builder(&key).threads(threads).build(&ct[..]);
-        let mut back = Vec::new();
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = r.read(&mut buf).unwrap();
-            if n == 0 {
-                break;
-            }
-            back.extend_from_slice(&buf[..n]);
-        }
+        let back = read_in_chunks(&mut r, 1 << 20);
         assert!(back == pt);
         let segments = len.div_ceil(seg);
         let batch = super::parallel::batch_segments(threads, seg);
@@ -371,15 +368,7 @@ fn buffered_reads_open_runs_in_the_inner_buffer() {
     let mut r = CipherReader::builder(&key)
         .threads(2)
         .build_from_buf_read(&ct[..]);
-    let mut back = Vec::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = r.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        back.extend_from_slice(&buf[..n]);
-    }
+    let back = read_in_chunks(&mut r, 1 << 20);
     assert!(back == pt);
     let ctx = format!(
         "{} runs, {} opens, {} read ahead",
