@@ -1,0 +1,671 @@
+//! Threaded streams, measured (issue 15): `CipherWriter` and `CipherReader`
+//! with `.threads(n)` against one thread, and ChaCha20-Poly1305 against
+//! age's stream, on the same plaintext in the same run.
+//!
+//! ```text
+//! cargo run --release --manifest-path threads-bench/Cargo.toml -- [--quick | --smoke] [--rounds N] [--mib N]
+//! ```
+//!
+//! Variants: threads 1, 2 and `available_parallelism()` (deduplicated) ×
+//! algorithm (ChaCha20-Poly1305, AES-128-GCM, AES-256-GCM) × segment size
+//! (64 KiB and 1 MiB for the speed-up table; 8 KiB and 16 KiB too, for the
+//! synchronization cost) × provider (RustCrypto, AWS-LC) × direction, and
+//! age encrypt and decrypt (X25519 recipient; STREAM: ChaCha20-Poly1305 in
+//! 64 KiB chunks).
+//!
+//! - Encrypt: the plaintext goes through the writer in 1 MiB `write_all`
+//!   calls into a `Vec<u8>` allocated once and cleared before each pass,
+//!   then `finish`.
+//! - Decrypt: a stream sealed once before the timed loops is read from a
+//!   `&[u8]` into a reused 1 MiB buffer.
+//!
+//! A pass covers the whole stream: building it (key derivation, header,
+//! the stream's own worker threads) through `finish` or end of stream.
+//! Every variant is first checked once: what it writes reads back to the
+//! plaintext, what it reads is the plaintext. Then all variants run in one
+//! process, round by round, the order rotating each round; a round's value
+//! for a variant is the fastest of a few passes (one descheduled pass
+//! should not count). Tables give the median and min–max over the rounds;
+//! ratios are paired by round (both variants ran in the same round).
+//!
+//! `--quick`: 8 MiB, 5 rounds of 2 passes. `--smoke`: 1 MiB, one round of
+//! one pass: the correctness check of every variant, with timings too
+//! short to mean anything (CI runs it).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::iter;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, backend};
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * KIB;
+/// Bytes per `write_all` when encrypting and per `read` when decrypting.
+const CHUNK: usize = MIB;
+/// Segment sizes of the speed-up table.
+const LARGE_SEGMENTS: [usize; 2] = [64 * KIB, MIB];
+/// Segment sizes measured only for the synchronization cost.
+const SMALL_SEGMENTS: [usize; 2] = [8 * KIB, 16 * KIB];
+/// Algorithms in table order.
+const ALGORITHMS: [Algorithm; 3] = [
+    Algorithm::ChaCha20Poly1305,
+    Algorithm::Aes128Gcm,
+    Algorithm::Aes256Gcm,
+];
+/// Providers in table order: the default build's first.
+const PROVIDERS: [Provider; 2] = [Provider::RustCrypto, Provider::AwsLc];
+
+/// What the command line asked for.
+struct Args {
+    /// Plaintext length in MiB.
+    mib: usize,
+    /// Rounds over every variant.
+    rounds: usize,
+    /// Passes per variant and round; the fastest counts.
+    passes: usize,
+    /// `--smoke`: say that the timings mean nothing.
+    smoke: bool,
+    /// The mode's name for the report.
+    mode: &'static str,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let usage = "usage: threads_bench [--quick | --smoke] [--rounds N] [--mib N]";
+    let mut mode = "full";
+    let (mut rounds, mut mib) = (None, None);
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" if mode == "full" => mode = "quick",
+            "--smoke" if mode == "full" => mode = "smoke",
+            "--rounds" | "--mib" => {
+                let v: usize = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&v| v > 0)
+                    .ok_or_else(|| format!("{a} needs a positive number"))?;
+                if a == "--rounds" {
+                    rounds = Some(v);
+                } else {
+                    mib = Some(v);
+                }
+            }
+            "-h" | "--help" => return Err(usage.into()),
+            other => return Err(format!("unknown or repeated argument {other:?}\n{usage}")),
+        }
+    }
+    let (default_mib, default_rounds, passes) = match mode {
+        "quick" => (8, 5, 2),
+        "smoke" => (1, 1, 1),
+        _ => (64, 7, 3),
+    };
+    Ok(Args {
+        mib: mib.unwrap_or(default_mib),
+        rounds: rounds.unwrap_or(default_rounds),
+        passes,
+        smoke: mode == "smoke",
+        mode,
+    })
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("threads_bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
+fn loadavg() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "n/a".into())
+}
+
+/// The `age` version this crate was built against, from its Cargo.lock.
+fn age_version() -> &'static str {
+    let lock = include_str!("../Cargo.lock");
+    lock.split("[[package]]")
+        .find(|p| p.contains("\nname = \"age\"\n"))
+        .and_then(|p| p.split("\nversion = \"").nth(1))
+        .and_then(|v| v.split('"').next())
+        .unwrap_or("?")
+}
+
+/// Median and extremes of a sample.
+fn stats(v: &[f64]) -> (f64, f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    let med = if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    };
+    (med, s[0], s[n - 1])
+}
+
+/// `median (min–max)` of a sample.
+fn cell(v: &[f64], digits: usize) -> String {
+    let (m, lo, hi) = stats(v);
+    format!("{m:.digits$} ({lo:.digits$}–{hi:.digits$})")
+}
+
+/// `a ÷ b` as the ratio of the medians, with the min–max of the per-round
+/// ratios (the rounds pair the two samples).
+fn ratio(a: &[f64], b: &[f64]) -> String {
+    let per_round: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    let (_, lo, hi) = stats(&per_round);
+    format!("{:.2}× ({lo:.2}–{hi:.2})", stats(a).0 / stats(b).0)
+}
+
+/// Deterministic bytes that do not compress (xorshift).
+fn pattern(len: usize) -> Vec<u8> {
+    let mut x: u32 = 0x9e37_79b9;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x.to_le_bytes()[0]
+        })
+        .collect()
+}
+
+fn alg_name(alg: Algorithm) -> &'static str {
+    match alg {
+        Algorithm::ChaCha20Poly1305 => "ChaCha20-Poly1305",
+        Algorithm::Aes128Gcm => "AES-128-GCM",
+        Algorithm::Aes256Gcm => "AES-256-GCM",
+        _ => "other",
+    }
+}
+
+fn size_name(bytes: usize) -> String {
+    if bytes >= MIB {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{} KiB", bytes / KIB)
+    }
+}
+
+fn direction(decrypt: bool) -> &'static str {
+    if decrypt { "decrypt" } else { "encrypt" }
+}
+
+/// What a variant runs.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Subject {
+    /// A cipherio stream.
+    Stream {
+        provider: Provider,
+        alg: Algorithm,
+        segment: usize,
+        threads: usize,
+    },
+    /// age's stream, X25519 recipient.
+    Age,
+}
+
+/// One measured variant: a subject and a direction.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Variant {
+    subject: Subject,
+    decrypt: bool,
+}
+
+/// The inputs every pass reads and the buffers it reuses.
+struct Bench {
+    data: Vec<u8>,
+    keys: HashMap<Algorithm, Key>,
+    /// One sealed stream per (algorithm, segment size), by one thread.
+    sealed: HashMap<(Algorithm, usize), Vec<u8>>,
+    age_identity: age::x25519::Identity,
+    age_sealed: Vec<u8>,
+    /// The encrypt passes' output, allocated once.
+    out: Vec<u8>,
+    /// The decrypt passes' read buffer.
+    buf: Vec<u8>,
+}
+
+/// Writes `data` through a cipherio writer into `out` (cleared first).
+fn stream_encrypt(
+    key: &Key,
+    provider: Provider,
+    segment: usize,
+    threads: usize,
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    out.clear();
+    let mut w = CipherWriter::builder(key)
+        .provider(provider)
+        .capacity(segment)
+        .threads(threads)
+        .build(&mut *out);
+    for c in data.chunks(CHUNK) {
+        w.write_all(c)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+/// A cipherio reader over `sealed`.
+fn stream_reader<'a>(
+    key: &Key,
+    provider: Provider,
+    threads: usize,
+    sealed: &'a [u8],
+) -> CipherReader<&'a [u8]> {
+    CipherReader::builder(key)
+        .provider(provider)
+        .threads(threads)
+        .build(sealed)
+}
+
+/// Writes `data` through age's writer into `out` (cleared first).
+fn age_encrypt(identity: &age::x25519::Identity, data: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+    out.clear();
+    let recipient = identity.to_public();
+    let encryptor = age::Encryptor::with_recipients(iter::once(&recipient as &dyn age::Recipient))
+        .map_err(io::Error::other)?;
+    let mut w = encryptor.wrap_output(&mut *out)?;
+    for c in data.chunks(CHUNK) {
+        w.write_all(c)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+/// age's reader over `sealed`, after its header is parsed and unwrapped.
+fn age_reader<'a>(
+    identity: &age::x25519::Identity,
+    sealed: &'a [u8],
+) -> io::Result<impl Read + 'a> {
+    age::Decryptor::new_buffered(sealed)
+        .and_then(|d| d.decrypt(iter::once(identity as &dyn age::Identity)))
+        .map_err(io::Error::other)
+}
+
+/// Reads `r` to its end through `buf`; the number of bytes read.
+fn drain(mut r: impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut total = 0;
+    loop {
+        match r.read(buf)? {
+            0 => return Ok(total),
+            n => total += n,
+        }
+    }
+}
+
+impl Bench {
+    fn new(len: usize, segments: &[usize]) -> io::Result<Bench> {
+        let data = pattern(len);
+        let keys: HashMap<Algorithm, Key> =
+            ALGORITHMS.iter().map(|&a| (a, Key::generate(a))).collect();
+        let mut sealed = HashMap::new();
+        let mut out = Vec::with_capacity(len + len / 64 + 4096);
+        for &alg in &ALGORITHMS {
+            for &segment in segments {
+                stream_encrypt(
+                    &keys[&alg],
+                    Provider::RustCrypto,
+                    segment,
+                    1,
+                    &data,
+                    &mut out,
+                )?;
+                sealed.insert((alg, segment), out.clone());
+            }
+        }
+        let age_identity = age::x25519::Identity::generate();
+        age_encrypt(&age_identity, &data, &mut out)?;
+        let age_sealed = out.clone();
+        Ok(Bench {
+            data,
+            keys,
+            sealed,
+            age_identity,
+            age_sealed,
+            out,
+            buf: vec![0; CHUNK],
+        })
+    }
+
+    /// One timed pass of `v`.
+    fn pass(&mut self, v: Variant) -> io::Result<Duration> {
+        let t = Instant::now();
+        let n = match (v.subject, v.decrypt) {
+            (Subject::Age, false) => {
+                age_encrypt(&self.age_identity, &self.data, &mut self.out)?;
+                self.data.len()
+            }
+            (Subject::Age, true) => drain(
+                age_reader(&self.age_identity, &self.age_sealed)?,
+                &mut self.buf,
+            )?,
+            (
+                Subject::Stream {
+                    provider,
+                    alg,
+                    segment,
+                    threads,
+                },
+                false,
+            ) => {
+                let key = &self.keys[&alg];
+                stream_encrypt(key, provider, segment, threads, &self.data, &mut self.out)?;
+                self.data.len()
+            }
+            (
+                Subject::Stream {
+                    provider,
+                    alg,
+                    segment,
+                    threads,
+                },
+                true,
+            ) => {
+                let sealed = &self.sealed[&(alg, segment)];
+                let r = stream_reader(&self.keys[&alg], provider, threads, sealed);
+                drain(r, &mut self.buf)?
+            }
+        };
+        let d = t.elapsed();
+        if n != self.data.len() {
+            return Err(io::Error::other(format!(
+                "{v:?}: {n} bytes, not {}",
+                self.data.len()
+            )));
+        }
+        Ok(d)
+    }
+
+    /// Checks `v` once, untimed: what it writes reads back to the
+    /// plaintext (through a one-thread reader of the same provider), what
+    /// it reads is the plaintext.
+    fn check(&mut self, v: Variant) -> io::Result<()> {
+        let mut plain = Vec::with_capacity(self.data.len());
+        match (v.subject, v.decrypt) {
+            (Subject::Age, false) => {
+                age_encrypt(&self.age_identity, &self.data, &mut self.out)?;
+                age_reader(&self.age_identity, &self.out)?.read_to_end(&mut plain)?;
+            }
+            (Subject::Age, true) => {
+                age_reader(&self.age_identity, &self.age_sealed)?.read_to_end(&mut plain)?;
+            }
+            (
+                Subject::Stream {
+                    provider,
+                    alg,
+                    segment,
+                    threads,
+                },
+                decrypt,
+            ) => {
+                let key = &self.keys[&alg];
+                if decrypt {
+                    let sealed = &self.sealed[&(alg, segment)];
+                    stream_reader(key, provider, threads, sealed).read_to_end(&mut plain)?;
+                } else {
+                    stream_encrypt(key, provider, segment, threads, &self.data, &mut self.out)?;
+                    stream_reader(key, provider, 1, &self.out).read_to_end(&mut plain)?;
+                }
+            }
+        }
+        if plain != self.data {
+            return Err(io::Error::other(format!(
+                "{v:?} does not give the plaintext back"
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn run(args: &Args) -> io::Result<()> {
+    let load_start = loadavg();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut threads = vec![1, 2, cpus];
+    threads.sort_unstable();
+    threads.dedup();
+    let len = args.mib * MIB;
+    let segments: Vec<usize> = SMALL_SEGMENTS
+        .iter()
+        .chain(&LARGE_SEGMENTS)
+        .copied()
+        .collect();
+
+    let mut variants = Vec::new();
+    for &provider in &PROVIDERS {
+        for &alg in &ALGORITHMS {
+            for &segment in &segments {
+                for &t in &threads {
+                    for decrypt in [false, true] {
+                        variants.push(Variant {
+                            subject: Subject::Stream {
+                                provider,
+                                alg,
+                                segment,
+                                threads: t,
+                            },
+                            decrypt,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    for decrypt in [false, true] {
+        variants.push(Variant {
+            subject: Subject::Age,
+            decrypt,
+        });
+    }
+
+    println!("# threads_bench\n");
+    println!(
+        "{} MiB plaintext; {} round(s) of {} pass(es) per variant ({}); {cpus} CPUs \
+         (available_parallelism); threads {threads:?}; RustCrypto backends {:?}; age {}; \
+         load average (1/5/15 min) at start: {load_start}\n",
+        args.mib,
+        args.rounds,
+        args.passes,
+        args.mode,
+        backend::detect(),
+        age_version(),
+    );
+
+    let mut bench = Bench::new(len, &segments)?;
+    for &v in &variants {
+        bench.check(v)?;
+    }
+    println!(
+        "All {} variants checked: each encrypt reads back to the plaintext, each decrypt gives it.\n",
+        variants.len()
+    );
+
+    // gbs[variant][round]
+    let mut gbs = vec![Vec::with_capacity(args.rounds); variants.len()];
+    let mut secs = vec![Vec::with_capacity(args.rounds); variants.len()];
+    for round in 0..args.rounds {
+        for k in 0..variants.len() {
+            let i = (k + round) % variants.len();
+            let mut best = Duration::MAX;
+            for _ in 0..args.passes {
+                best = best.min(bench.pass(variants[i])?);
+            }
+            secs[i].push(best.as_secs_f64());
+            gbs[i].push(len as f64 / best.as_secs_f64() / 1e9);
+        }
+    }
+    let index: HashMap<Variant, usize> =
+        variants.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let find = |subject, decrypt| index[&Variant { subject, decrypt }];
+    let stream = |provider, alg, segment, threads| Subject::Stream {
+        provider,
+        alg,
+        segment,
+        threads,
+    };
+
+    let mut out = String::new();
+    if args.smoke {
+        let _ = writeln!(
+            out,
+            "(--smoke: one pass of 1 MiB; the timings below mean nothing.)\n"
+        );
+    }
+    // Speed-up table.
+    let _ = writeln!(out, "## Threads against one thread\n");
+    let _ = writeln!(
+        out,
+        "GB/s (10⁹ B/s) of plaintext, median (min–max) over the rounds; × = ratio of the \
+         medians against threads 1 (min–max of the per-round ratios). Encrypt: 1 MiB writes \
+         into a cleared Vec, then finish; decrypt: 1 MiB reads from a &[u8]. Target (issue 15, \
+         2 cores): ≥ 1.8× for RustCrypto ChaCha20-Poly1305 and AES-GCM, both directions.\n"
+    );
+    let mut head = String::from("| provider | algorithm | segment | direction | threads 1 GB/s |");
+    let mut rule = String::from("|---|---|---:|---|---:|");
+    for &t in &threads[1..] {
+        let _ = write!(head, " threads {t} GB/s | × vs 1 |");
+        rule.push_str("---:|---:|");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    for &provider in &PROVIDERS {
+        for &alg in &ALGORITHMS {
+            for &segment in &LARGE_SEGMENTS {
+                for decrypt in [false, true] {
+                    let one = &gbs[find(stream(provider, alg, segment, 1), decrypt)];
+                    let mut row = format!(
+                        "| {} | {} | {} | {} | {} |",
+                        provider.name(),
+                        alg_name(alg),
+                        size_name(segment),
+                        direction(decrypt),
+                        cell(one, 2)
+                    );
+                    for &t in &threads[1..] {
+                        let many = &gbs[find(stream(provider, alg, segment, t), decrypt)];
+                        let _ = write!(row, " {} | {} |", cell(many, 2), ratio(many, one));
+                    }
+                    let _ = writeln!(out, "{row}");
+                }
+            }
+        }
+    }
+
+    // Against age.
+    let _ = writeln!(out, "\n## ChaCha20-Poly1305 against age\n");
+    let _ = writeln!(
+        out,
+        "age {}: `Encryptor::with_recipients` (one `x25519::Identity::generate()` recipient) + \
+         `wrap_output`, 1 MiB writes, `finish`; `Decryptor::new_buffered` + `decrypt`, 1 MiB \
+         reads. Its STREAM is ChaCha20-Poly1305 in 64 KiB chunks, on one thread. Each pass \
+         includes the header (age: an X25519 exchange and HKDF/HMAC; cipherio: HKDF), tens of \
+         microseconds against milliseconds for the payload: negligible at this size, not at \
+         small ones. × age = ratio of the medians (min–max of the per-round ratios). Target \
+         (issue 15): threads 2 RustCrypto ≥ 1.6× age.\n",
+        age_version()
+    );
+    let mut head = String::from("| provider | segment | direction | age GB/s |");
+    let mut rule = String::from("|---|---:|---|---:|");
+    for &t in &threads {
+        let _ = write!(head, " threads {t} GB/s | × age |");
+        rule.push_str("---:|---:|");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    for &provider in &PROVIDERS {
+        for &segment in &LARGE_SEGMENTS {
+            for decrypt in [false, true] {
+                let age = &gbs[find(Subject::Age, decrypt)];
+                let mut row = format!(
+                    "| {} | {} | {} | {} |",
+                    provider.name(),
+                    size_name(segment),
+                    direction(decrypt),
+                    cell(age, 2)
+                );
+                for &t in &threads {
+                    let ours = &gbs[find(
+                        stream(provider, Algorithm::ChaCha20Poly1305, segment, t),
+                        decrypt,
+                    )];
+                    let _ = write!(row, " {} | {} |", cell(ours, 2), ratio(ours, age));
+                }
+                let _ = writeln!(out, "{row}");
+            }
+        }
+    }
+
+    // Synchronization cost.
+    let _ = writeln!(out, "\n## What threads cost per segment\n");
+    let _ = writeln!(
+        out,
+        "Overhead per segment with n threads = (wall(n) × n − wall(1)) ÷ segments, in ns, \
+         computed per round from that round's two values (median, min–max over the rounds). \
+         wall(n) × n counts every thread busy for the whole pass, waits included, so this is \
+         the CPU time threads add per segment: handing batches out and joining them, idle \
+         threads waiting for the slowest, the copy into the batch, the pool's start per \
+         stream, and whatever other load took the cores (0 = a perfect n-fold speed-up; \
+         negative = better than that, or noise). Segments under 64 KiB travel several to a \
+         thread's 64 KiB share of a batch. For scale, wall(1) ÷ segments is one thread's \
+         whole cost per segment.\n"
+    );
+    let mut head =
+        String::from("| provider | algorithm | segment | direction | threads 1 ns/segment |");
+    let mut rule = String::from("|---|---|---:|---|---:|");
+    for &t in &threads[1..] {
+        let _ = write!(head, " overhead with {t} threads, ns/segment |");
+        rule.push_str("---:|");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    for &provider in &PROVIDERS {
+        for &alg in &ALGORITHMS {
+            for &segment in &segments {
+                let count = len.div_ceil(segment) as f64;
+                for decrypt in [false, true] {
+                    let one = &secs[find(stream(provider, alg, segment, 1), decrypt)];
+                    let per: Vec<f64> = one.iter().map(|s| s * 1e9 / count).collect();
+                    let mut row = format!(
+                        "| {} | {} | {} | {} | {} |",
+                        provider.name(),
+                        alg_name(alg),
+                        size_name(segment),
+                        direction(decrypt),
+                        cell(&per, 0)
+                    );
+                    for &t in &threads[1..] {
+                        let many = &secs[find(stream(provider, alg, segment, t), decrypt)];
+                        let over: Vec<f64> = many
+                            .iter()
+                            .zip(one)
+                            .map(|(m, o)| (m * t as f64 - o) * 1e9 / count)
+                            .collect();
+                        let _ = write!(row, " {} |", cell(&over, 0));
+                    }
+                    let _ = writeln!(out, "{row}");
+                }
+            }
+        }
+    }
+    print!("{out}");
+    println!(
+        "\nLoad average (1/5/15 min): {load_start} at start, {} at the end; {cpus} CPUs.",
+        loadavg()
+    );
+    Ok(())
+}
