@@ -34,13 +34,16 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::fs;
 use std::io::{self, Read, Write};
 use std::iter;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, backend};
+
+#[path = "../../bench-common/report.rs"]
+mod report;
+use report::{cell, loadavg, pattern, stats};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
@@ -113,27 +116,7 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("threads_bench: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
-fn loadavg() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "n/a".into())
+    report::main_with("threads_bench", parse_args, run)
 }
 
 /// The `age` version this crate was built against, from its Cargo.lock.
@@ -146,44 +129,12 @@ fn age_version() -> &'static str {
         .unwrap_or("?")
 }
 
-/// Median and extremes of a sample.
-fn stats(v: &[f64]) -> (f64, f64, f64) {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    let med = if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    };
-    (med, s[0], s[n - 1])
-}
-
-/// `median (min–max)` of a sample.
-fn cell(v: &[f64], digits: usize) -> String {
-    let (m, lo, hi) = stats(v);
-    format!("{m:.digits$} ({lo:.digits$}–{hi:.digits$})")
-}
-
 /// `a ÷ b` as the ratio of the medians, with the min–max of the per-round
 /// ratios (the rounds pair the two samples).
 fn ratio(a: &[f64], b: &[f64]) -> String {
     let per_round: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
     let (_, lo, hi) = stats(&per_round);
     format!("{:.2}× ({lo:.2}–{hi:.2})", stats(a).0 / stats(b).0)
-}
-
-/// Deterministic bytes that do not compress (xorshift).
-fn pattern(len: usize) -> Vec<u8> {
-    let mut x: u32 = 0x9e37_79b9;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x.to_le_bytes()[0]
-        })
-        .collect()
 }
 
 fn alg_name(alg: Algorithm) -> &'static str {
@@ -450,23 +401,12 @@ fn run(args: &Args) -> io::Result<()> {
         .collect();
 
     let mut variants = Vec::new();
-    for &provider in &PROVIDERS {
-        for &alg in &ALGORITHMS {
-            for &segment in &segments {
-                for &t in &threads {
-                    for decrypt in [false, true] {
-                        variants.push(Variant {
-                            subject: Subject::Stream {
-                                provider,
-                                alg,
-                                segment,
-                                threads: t,
-                            },
-                            decrypt,
-                        });
-                    }
-                }
-            }
+    for (provider, alg, segment, decrypt) in rows(&ALGORITHMS, &segments) {
+        for &t in &threads {
+            variants.push(Variant {
+                subject: stream(provider, alg, segment, t),
+                decrypt,
+            });
         }
     }
     for decrypt in [false, true] {
@@ -498,7 +438,7 @@ fn run(args: &Args) -> io::Result<()> {
         variants.len()
     );
 
-    // gbs[variant][round]
+    // [variant][round]
     let mut gbs = vec![Vec::with_capacity(args.rounds); variants.len()];
     let mut secs = vec![Vec::with_capacity(args.rounds); variants.len()];
     for round in 0..args.rounds {
@@ -512,16 +452,11 @@ fn run(args: &Args) -> io::Result<()> {
             gbs[i].push(len as f64 / best.as_secs_f64() / 1e9);
         }
     }
-    let index: HashMap<Variant, usize> =
-        variants.iter().enumerate().map(|(i, &v)| (v, i)).collect();
-    let find = |subject, decrypt| index[&Variant { subject, decrypt }];
-    let stream = |provider, alg, segment, threads| Subject::Stream {
-        provider,
-        alg,
-        segment,
-        threads,
+    let results = Results {
+        index: variants.iter().enumerate().map(|(i, &v)| (v, i)).collect(),
+        gbs,
+        secs,
     };
-
     let mut out = String::new();
     if args.smoke {
         let _ = writeln!(
@@ -529,7 +464,102 @@ fn run(args: &Args) -> io::Result<()> {
             "(--smoke: one pass of 1 MiB; the timings below mean nothing.)\n"
         );
     }
-    // Speed-up table.
+    speedup_table(&mut out, &results, &threads);
+    age_table(&mut out, &results, &threads);
+    cost_table(&mut out, &results, &threads, &segments, len);
+    print!("{out}");
+    println!(
+        "\nLoad average (1/5/15 min): {load_start} at start, {} at the end; {cpus} CPUs.",
+        loadavg()
+    );
+    Ok(())
+}
+
+/// Per-round values of every variant.
+struct Results {
+    index: HashMap<Variant, usize>,
+    /// GB/s, `[variant][round]`.
+    gbs: Vec<Vec<f64>>,
+    /// Seconds, `[variant][round]`.
+    secs: Vec<Vec<f64>>,
+}
+
+impl Results {
+    fn at(&self, subject: Subject, decrypt: bool) -> usize {
+        self.index[&Variant { subject, decrypt }]
+    }
+
+    /// GB/s per round of a variant.
+    fn gbs(&self, subject: Subject, decrypt: bool) -> &[f64] {
+        &self.gbs[self.at(subject, decrypt)]
+    }
+
+    /// Seconds per round of a variant.
+    fn secs(&self, subject: Subject, decrypt: bool) -> &[f64] {
+        &self.secs[self.at(subject, decrypt)]
+    }
+}
+
+/// A cipherio stream's subject.
+fn stream(provider: Provider, alg: Algorithm, segment: usize, threads: usize) -> Subject {
+    Subject::Stream {
+        provider,
+        alg,
+        segment,
+        threads,
+    }
+}
+
+/// The rows of a table, in order: provider × algorithm × segment ×
+/// direction.
+fn rows(algs: &[Algorithm], segments: &[usize]) -> Vec<(Provider, Algorithm, usize, bool)> {
+    let mut v = Vec::new();
+    for &provider in &PROVIDERS {
+        for &alg in algs {
+            for &segment in segments {
+                for decrypt in [false, true] {
+                    v.push((provider, alg, segment, decrypt));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// A table's head: the columns named, text ones left-aligned.
+fn table_head(out: &mut String, columns: &[String]) {
+    let rule: Vec<&str> = columns
+        .iter()
+        .map(|c| match c.as_str() {
+            "provider" | "algorithm" | "direction" => "---",
+            _ => "---:",
+        })
+        .collect();
+    let _ = writeln!(out, "| {} |\n|{}|", columns.join(" | "), rule.join("|"));
+}
+
+/// The first cells of a row.
+fn row_start(provider: Provider, alg: Option<Algorithm>, segment: usize, decrypt: bool) -> String {
+    let alg = alg.map_or(String::new(), |a| format!(" {} |", alg_name(a)));
+    format!(
+        "| {} |{alg} {} | {} |",
+        provider.name(),
+        size_name(segment),
+        direction(decrypt)
+    )
+}
+
+/// Column names: `fixed`, then `per(t)` for each thread count.
+fn columns(fixed: &[&str], threads: &[usize], per: impl Fn(usize) -> Vec<String>) -> Vec<String> {
+    let mut c: Vec<String> = fixed.iter().map(|&s| s.to_owned()).collect();
+    for &t in threads {
+        c.extend(per(t));
+    }
+    c
+}
+
+/// Threads against one thread, at the large segment sizes.
+fn speedup_table(out: &mut String, r: &Results, threads: &[usize]) {
     let _ = writeln!(out, "## Threads against one thread\n");
     let _ = writeln!(
         out,
@@ -538,37 +568,29 @@ fn run(args: &Args) -> io::Result<()> {
          into a cleared Vec, then finish; decrypt: 1 MiB reads from a &[u8]. Target (issue 15, \
          2 cores): ≥ 1.8× for RustCrypto ChaCha20-Poly1305 and AES-GCM, both directions.\n"
     );
-    let mut head = String::from("| provider | algorithm | segment | direction | threads 1 GB/s |");
-    let mut rule = String::from("|---|---|---:|---|---:|");
-    for &t in &threads[1..] {
-        let _ = write!(head, " threads {t} GB/s | × vs 1 |");
-        rule.push_str("---:|---:|");
-    }
-    let _ = writeln!(out, "{head}\n{rule}");
-    for &provider in &PROVIDERS {
-        for &alg in &ALGORITHMS {
-            for &segment in &LARGE_SEGMENTS {
-                for decrypt in [false, true] {
-                    let one = &gbs[find(stream(provider, alg, segment, 1), decrypt)];
-                    let mut row = format!(
-                        "| {} | {} | {} | {} | {} |",
-                        provider.name(),
-                        alg_name(alg),
-                        size_name(segment),
-                        direction(decrypt),
-                        cell(one, 2)
-                    );
-                    for &t in &threads[1..] {
-                        let many = &gbs[find(stream(provider, alg, segment, t), decrypt)];
-                        let _ = write!(row, " {} | {} |", cell(many, 2), ratio(many, one));
-                    }
-                    let _ = writeln!(out, "{row}");
-                }
-            }
+    let fixed = [
+        "provider",
+        "algorithm",
+        "segment",
+        "direction",
+        "threads 1 GB/s",
+    ];
+    let per = |t| vec![format!("threads {t} GB/s"), "× vs 1".to_owned()];
+    table_head(out, &columns(&fixed, &threads[1..], per));
+    for (provider, alg, segment, decrypt) in rows(&ALGORITHMS, &LARGE_SEGMENTS) {
+        let one = r.gbs(stream(provider, alg, segment, 1), decrypt);
+        let mut row = row_start(provider, Some(alg), segment, decrypt);
+        let _ = write!(row, " {} |", cell(one, 2));
+        for &t in &threads[1..] {
+            let many = r.gbs(stream(provider, alg, segment, t), decrypt);
+            let _ = write!(row, " {} | {} |", cell(many, 2), ratio(many, one));
         }
+        let _ = writeln!(out, "{row}");
     }
+}
 
-    // Against age.
+/// ChaCha20-Poly1305 at every thread count against age's stream.
+fn age_table(out: &mut String, r: &Results, threads: &[usize]) {
     let _ = writeln!(out, "\n## ChaCha20-Poly1305 against age\n");
     let _ = writeln!(
         out,
@@ -581,37 +603,24 @@ fn run(args: &Args) -> io::Result<()> {
          (issue 15): threads 2 RustCrypto ≥ 1.6× age.\n",
         age_version()
     );
-    let mut head = String::from("| provider | segment | direction | age GB/s |");
-    let mut rule = String::from("|---|---:|---|---:|");
-    for &t in &threads {
-        let _ = write!(head, " threads {t} GB/s | × age |");
-        rule.push_str("---:|---:|");
-    }
-    let _ = writeln!(out, "{head}\n{rule}");
-    for &provider in &PROVIDERS {
-        for &segment in &LARGE_SEGMENTS {
-            for decrypt in [false, true] {
-                let age = &gbs[find(Subject::Age, decrypt)];
-                let mut row = format!(
-                    "| {} | {} | {} | {} |",
-                    provider.name(),
-                    size_name(segment),
-                    direction(decrypt),
-                    cell(age, 2)
-                );
-                for &t in &threads {
-                    let ours = &gbs[find(
-                        stream(provider, Algorithm::ChaCha20Poly1305, segment, t),
-                        decrypt,
-                    )];
-                    let _ = write!(row, " {} | {} |", cell(ours, 2), ratio(ours, age));
-                }
-                let _ = writeln!(out, "{row}");
-            }
+    let fixed = ["provider", "segment", "direction", "age GB/s"];
+    let per = |t| vec![format!("threads {t} GB/s"), "× age".to_owned()];
+    table_head(out, &columns(&fixed, threads, per));
+    let chacha = Algorithm::ChaCha20Poly1305;
+    for (provider, _, segment, decrypt) in rows(&[chacha], &LARGE_SEGMENTS) {
+        let age = r.gbs(Subject::Age, decrypt);
+        let mut row = row_start(provider, None, segment, decrypt);
+        let _ = write!(row, " {} |", cell(age, 2));
+        for &t in threads {
+            let ours = r.gbs(stream(provider, chacha, segment, t), decrypt);
+            let _ = write!(row, " {} | {} |", cell(ours, 2), ratio(ours, age));
         }
+        let _ = writeln!(out, "{row}");
     }
+}
 
-    // Synchronization cost.
+/// What threads add per segment, at every segment size.
+fn cost_table(out: &mut String, r: &Results, threads: &[usize], segments: &[usize], len: usize) {
     let _ = writeln!(out, "\n## What threads cost per segment\n");
     let _ = writeln!(
         out,
@@ -625,47 +634,30 @@ fn run(args: &Args) -> io::Result<()> {
          thread's 64 KiB share of a batch. For scale, wall(1) ÷ segments is one thread's \
          whole cost per segment.\n"
     );
-    let mut head =
-        String::from("| provider | algorithm | segment | direction | threads 1 ns/segment |");
-    let mut rule = String::from("|---|---|---:|---|---:|");
-    for &t in &threads[1..] {
-        let _ = write!(head, " overhead with {t} threads, ns/segment |");
-        rule.push_str("---:|");
-    }
-    let _ = writeln!(out, "{head}\n{rule}");
-    for &provider in &PROVIDERS {
-        for &alg in &ALGORITHMS {
-            for &segment in &segments {
-                let count = len.div_ceil(segment) as f64;
-                for decrypt in [false, true] {
-                    let one = &secs[find(stream(provider, alg, segment, 1), decrypt)];
-                    let per: Vec<f64> = one.iter().map(|s| s * 1e9 / count).collect();
-                    let mut row = format!(
-                        "| {} | {} | {} | {} | {} |",
-                        provider.name(),
-                        alg_name(alg),
-                        size_name(segment),
-                        direction(decrypt),
-                        cell(&per, 0)
-                    );
-                    for &t in &threads[1..] {
-                        let many = &secs[find(stream(provider, alg, segment, t), decrypt)];
-                        let over: Vec<f64> = many
-                            .iter()
-                            .zip(one)
-                            .map(|(m, o)| (m * t as f64 - o) * 1e9 / count)
-                            .collect();
-                        let _ = write!(row, " {} |", cell(&over, 0));
-                    }
-                    let _ = writeln!(out, "{row}");
-                }
-            }
+    let fixed = [
+        "provider",
+        "algorithm",
+        "segment",
+        "direction",
+        "threads 1 ns/segment",
+    ];
+    let per = |t| vec![format!("overhead with {t} threads, ns/segment")];
+    table_head(out, &columns(&fixed, &threads[1..], per));
+    for (provider, alg, segment, decrypt) in rows(&ALGORITHMS, segments) {
+        let count = len.div_ceil(segment) as f64;
+        let one = r.secs(stream(provider, alg, segment, 1), decrypt);
+        let per: Vec<f64> = one.iter().map(|s| s * 1e9 / count).collect();
+        let mut row = row_start(provider, Some(alg), segment, decrypt);
+        let _ = write!(row, " {} |", cell(&per, 0));
+        for &t in &threads[1..] {
+            let many = r.secs(stream(provider, alg, segment, t), decrypt);
+            let over: Vec<f64> = many
+                .iter()
+                .zip(one)
+                .map(|(m, o)| (m * t as f64 - o) * 1e9 / count)
+                .collect();
+            let _ = write!(row, " {} |", cell(&over, 0));
         }
+        let _ = writeln!(out, "{row}");
     }
-    print!("{out}");
-    println!(
-        "\nLoad average (1/5/15 min): {load_start} at start, {} at the end; {cpus} CPUs.",
-        loadavg()
-    );
-    Ok(())
 }
