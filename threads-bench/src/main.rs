@@ -13,11 +13,12 @@
 //! age encrypt and decrypt (X25519 recipient; STREAM: ChaCha20-Poly1305 in
 //! 64 KiB chunks).
 //!
-//! - Encrypt: the plaintext goes through the writer in 1 MiB `write_all`
-//!   calls into a `Vec<u8>` allocated once and cleared before each pass,
-//!   then `finish`.
+//! - Encrypt: the plaintext goes through the writer in 4 MiB `write_all`
+//!   calls (more with over 4 threads: a batch's length at 1 MiB segments)
+//!   into a `Vec<u8>` allocated once and cleared before each pass, then
+//!   `finish`.
 //! - Decrypt: a stream sealed once before the timed loops is read from a
-//!   `&[u8]` into a reused 1 MiB buffer.
+//!   `&[u8]` into a reused buffer of the same length.
 //!
 //! A pass covers the whole stream: building it (key derivation, header,
 //! the stream's own worker threads) through `finish` or end of stream.
@@ -47,8 +48,12 @@ use report::{cell, loadavg, pattern, stats};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
-/// Bytes per `write_all` when encrypting and per `read` when decrypting.
-const CHUNK: usize = MIB;
+/// Bytes per `write_all` when encrypting and per `read` when decrypting,
+/// at the least: a call at least a batch long (threads × segment, 2 MiB
+/// for 2 threads and 1 MiB segments) lets the threaded writer seal
+/// straight from the caller's slice and the reader open straight into the
+/// caller's buffer; a shorter one goes through their buffers, a copy.
+const CHUNK: usize = 4 * MIB;
 /// Segment sizes of the speed-up table.
 const LARGE_SEGMENTS: [usize; 2] = [64 * KIB, MIB];
 /// Segment sizes measured only for the synchronization cost.
@@ -119,6 +124,19 @@ fn main() -> ExitCode {
     report::main_with("threads_bench", parse_args, run)
 }
 
+/// User + system CPU time of this process so far, in seconds (Linux:
+/// `/proc/self/stat`, clock ticks at the usual 100 per second).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces): state is the
+    // first, utime the 12th, stime the 13th.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: f64 = fields.next()?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
 /// The `age` version this crate was built against, from its Cargo.lock.
 fn age_version() -> &'static str {
     let lock = include_str!("../Cargo.lock");
@@ -158,16 +176,20 @@ fn direction(decrypt: bool) -> &'static str {
     if decrypt { "decrypt" } else { "encrypt" }
 }
 
+/// A cipherio stream's settings.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Stream {
+    provider: Provider,
+    alg: Algorithm,
+    segment: usize,
+    threads: usize,
+}
+
 /// What a variant runs.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Subject {
     /// A cipherio stream.
-    Stream {
-        provider: Provider,
-        alg: Algorithm,
-        segment: usize,
-        threads: usize,
-    },
+    Stream(Stream),
     /// age's stream, X25519 recipient.
     Age,
 }
@@ -189,7 +211,8 @@ struct Bench {
     age_sealed: Vec<u8>,
     /// The encrypt passes' output, allocated once.
     out: Vec<u8>,
-    /// The decrypt passes' read buffer.
+    /// The decrypt passes' read buffer; its length is also the encrypt
+    /// passes' write length.
     buf: Vec<u8>,
 }
 
@@ -200,6 +223,7 @@ fn stream_encrypt(
     segment: usize,
     threads: usize,
     data: &[u8],
+    chunk: usize,
     out: &mut Vec<u8>,
 ) -> io::Result<()> {
     out.clear();
@@ -208,7 +232,7 @@ fn stream_encrypt(
         .capacity(segment)
         .threads(threads)
         .build(&mut *out);
-    for c in data.chunks(CHUNK) {
+    for c in data.chunks(chunk) {
         w.write_all(c)?;
     }
     w.finish()?;
@@ -229,13 +253,18 @@ fn stream_reader<'a>(
 }
 
 /// Writes `data` through age's writer into `out` (cleared first).
-fn age_encrypt(identity: &age::x25519::Identity, data: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+fn age_encrypt(
+    identity: &age::x25519::Identity,
+    data: &[u8],
+    chunk: usize,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
     out.clear();
     let recipient = identity.to_public();
     let encryptor = age::Encryptor::with_recipients(iter::once(&recipient as &dyn age::Recipient))
         .map_err(io::Error::other)?;
     let mut w = encryptor.wrap_output(&mut *out)?;
-    for c in data.chunks(CHUNK) {
+    for c in data.chunks(chunk) {
         w.write_all(c)?;
     }
     w.finish()?;
@@ -264,7 +293,8 @@ fn drain(mut r: impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 impl Bench {
-    fn new(len: usize, segments: &[usize]) -> io::Result<Bench> {
+    /// The plaintext, keys and sealed streams; calls of `chunk` bytes.
+    fn new(len: usize, segments: &[usize], chunk: usize) -> io::Result<Bench> {
         let data = pattern(len);
         let keys: HashMap<Algorithm, Key> =
             ALGORITHMS.iter().map(|&a| (a, Key::generate(a))).collect();
@@ -278,13 +308,14 @@ impl Bench {
                     segment,
                     1,
                     &data,
+                    chunk,
                     &mut out,
                 )?;
                 sealed.insert((alg, segment), out.clone());
             }
         }
         let age_identity = age::x25519::Identity::generate();
-        age_encrypt(&age_identity, &data, &mut out)?;
+        age_encrypt(&age_identity, &data, chunk, &mut out)?;
         let age_sealed = out.clone();
         Ok(Bench {
             data,
@@ -293,48 +324,66 @@ impl Bench {
             age_identity,
             age_sealed,
             out,
-            buf: vec![0; CHUNK],
+            buf: vec![0; chunk],
+        })
+    }
+
+    /// Seals the plaintext as `subject` into `self.out`.
+    fn seal(&mut self, subject: Subject) -> io::Result<()> {
+        let chunk = self.buf.len();
+        match subject {
+            Subject::Age => age_encrypt(&self.age_identity, &self.data, chunk, &mut self.out),
+            Subject::Stream(c) => {
+                let key = &self.keys[&c.alg];
+                let data = &self.data;
+                stream_encrypt(
+                    key,
+                    c.provider,
+                    c.segment,
+                    c.threads,
+                    data,
+                    chunk,
+                    &mut self.out,
+                )
+            }
+        }
+    }
+
+    /// A reader as `subject` over `sealed`, or over the stream sealed for
+    /// it before the timed loops.
+    fn open<'a>(
+        &'a self,
+        subject: Subject,
+        sealed: Option<&'a [u8]>,
+    ) -> io::Result<Box<dyn Read + 'a>> {
+        Ok(match subject {
+            Subject::Age => Box::new(age_reader(
+                &self.age_identity,
+                sealed.unwrap_or(&self.age_sealed),
+            )?),
+            Subject::Stream(c) => {
+                let sealed = sealed.unwrap_or(&self.sealed[&(c.alg, c.segment)]);
+                Box::new(stream_reader(
+                    &self.keys[&c.alg],
+                    c.provider,
+                    c.threads,
+                    sealed,
+                ))
+            }
         })
     }
 
     /// One timed pass of `v`.
     fn pass(&mut self, v: Variant) -> io::Result<Duration> {
         let t = Instant::now();
-        let n = match (v.subject, v.decrypt) {
-            (Subject::Age, false) => {
-                age_encrypt(&self.age_identity, &self.data, &mut self.out)?;
-                self.data.len()
-            }
-            (Subject::Age, true) => drain(
-                age_reader(&self.age_identity, &self.age_sealed)?,
-                &mut self.buf,
-            )?,
-            (
-                Subject::Stream {
-                    provider,
-                    alg,
-                    segment,
-                    threads,
-                },
-                false,
-            ) => {
-                let key = &self.keys[&alg];
-                stream_encrypt(key, provider, segment, threads, &self.data, &mut self.out)?;
-                self.data.len()
-            }
-            (
-                Subject::Stream {
-                    provider,
-                    alg,
-                    segment,
-                    threads,
-                },
-                true,
-            ) => {
-                let sealed = &self.sealed[&(alg, segment)];
-                let r = stream_reader(&self.keys[&alg], provider, threads, sealed);
-                drain(r, &mut self.buf)?
-            }
+        let n = if v.decrypt {
+            let mut buf = std::mem::take(&mut self.buf);
+            let n = drain(self.open(v.subject, None)?, &mut buf);
+            self.buf = buf;
+            n?
+        } else {
+            self.seal(v.subject)?;
+            self.data.len()
         };
         let d = t.elapsed();
         if n != self.data.len() {
@@ -351,32 +400,15 @@ impl Bench {
     /// it reads is the plaintext.
     fn check(&mut self, v: Variant) -> io::Result<()> {
         let mut plain = Vec::with_capacity(self.data.len());
-        match (v.subject, v.decrypt) {
-            (Subject::Age, false) => {
-                age_encrypt(&self.age_identity, &self.data, &mut self.out)?;
-                age_reader(&self.age_identity, &self.out)?.read_to_end(&mut plain)?;
-            }
-            (Subject::Age, true) => {
-                age_reader(&self.age_identity, &self.age_sealed)?.read_to_end(&mut plain)?;
-            }
-            (
-                Subject::Stream {
-                    provider,
-                    alg,
-                    segment,
-                    threads,
-                },
-                decrypt,
-            ) => {
-                let key = &self.keys[&alg];
-                if decrypt {
-                    let sealed = &self.sealed[&(alg, segment)];
-                    stream_reader(key, provider, threads, sealed).read_to_end(&mut plain)?;
-                } else {
-                    stream_encrypt(key, provider, segment, threads, &self.data, &mut self.out)?;
-                    stream_reader(key, provider, 1, &self.out).read_to_end(&mut plain)?;
-                }
-            }
+        if v.decrypt {
+            self.open(v.subject, None)?.read_to_end(&mut plain)?;
+        } else {
+            self.seal(v.subject)?;
+            let one = match v.subject {
+                Subject::Stream(c) => Subject::Stream(Stream { threads: 1, ..c }),
+                Subject::Age => Subject::Age,
+            };
+            self.open(one, Some(&self.out))?.read_to_end(&mut plain)?;
         }
         if plain != self.data {
             return Err(io::Error::other(format!(
@@ -416,20 +448,22 @@ fn run(args: &Args) -> io::Result<()> {
         });
     }
 
+    let chunk = CHUNK.max(threads[threads.len() - 1] * LARGE_SEGMENTS[1]);
     println!("# threads_bench\n");
     println!(
         "{} MiB plaintext; {} round(s) of {} pass(es) per variant ({}); {cpus} CPUs \
          (available_parallelism); threads {threads:?}; RustCrypto backends {:?}; age {}; \
-         load average (1/5/15 min) at start: {load_start}\n",
+         {} writes and reads; load average (1/5/15 min) at start: {load_start}\n",
         args.mib,
         args.rounds,
         args.passes,
         args.mode,
         backend::detect(),
         age_version(),
+        size_name(chunk),
     );
 
-    let mut bench = Bench::new(len, &segments)?;
+    let mut bench = Bench::new(len, &segments, chunk)?;
     for &v in &variants {
         bench.check(v)?;
     }
@@ -438,6 +472,7 @@ fn run(args: &Args) -> io::Result<()> {
         variants.len()
     );
 
+    let (cpu_start, wall_start) = (cpu_seconds(), Instant::now());
     // [variant][round]
     let mut gbs = vec![Vec::with_capacity(args.rounds); variants.len()];
     let mut secs = vec![Vec::with_capacity(args.rounds); variants.len()];
@@ -452,7 +487,10 @@ fn run(args: &Args) -> io::Result<()> {
             gbs[i].push(len as f64 / best.as_secs_f64() / 1e9);
         }
     }
+    let cpu = cpu_seconds().zip(cpu_start).map(|(end, start)| end - start);
+    let wall = wall_start.elapsed().as_secs_f64();
     let results = Results {
+        chunk,
         index: variants.iter().enumerate().map(|(i, &v)| (v, i)).collect(),
         gbs,
         secs,
@@ -468,6 +506,15 @@ fn run(args: &Args) -> io::Result<()> {
     age_table(&mut out, &results, &threads);
     cost_table(&mut out, &results, &threads, &segments, len);
     print!("{out}");
+    if let Some(cpu) = cpu {
+        println!(
+            "\nThe timed rounds took {wall:.1} s and this process {cpu:.1} s of CPU (user + \
+             system, /proc/self/stat at 100 ticks/s): {:.2} of the {cpus} CPUs on average. One \
+             thread alone near 1.0 and two near 2.0 would mean the machine was ours; well under \
+             that, other jobs had the cores and every figure above is low and noisy.",
+            cpu / wall
+        );
+    }
     println!(
         "\nLoad average (1/5/15 min): {load_start} at start, {} at the end; {cpus} CPUs.",
         loadavg()
@@ -478,6 +525,8 @@ fn run(args: &Args) -> io::Result<()> {
 /// Per-round values of every variant.
 struct Results {
     index: HashMap<Variant, usize>,
+    /// Bytes per write and per read.
+    chunk: usize,
     /// GB/s, `[variant][round]`.
     gbs: Vec<Vec<f64>>,
     /// Seconds, `[variant][round]`.
@@ -502,12 +551,12 @@ impl Results {
 
 /// A cipherio stream's subject.
 fn stream(provider: Provider, alg: Algorithm, segment: usize, threads: usize) -> Subject {
-    Subject::Stream {
+    Subject::Stream(Stream {
         provider,
         alg,
         segment,
         threads,
-    }
+    })
 }
 
 /// The rows of a table, in order: provider × algorithm × segment ×
@@ -564,9 +613,10 @@ fn speedup_table(out: &mut String, r: &Results, threads: &[usize]) {
     let _ = writeln!(
         out,
         "GB/s (10⁹ B/s) of plaintext, median (min–max) over the rounds; × = ratio of the \
-         medians against threads 1 (min–max of the per-round ratios). Encrypt: 1 MiB writes \
-         into a cleared Vec, then finish; decrypt: 1 MiB reads from a &[u8]. Target (issue 15, \
-         2 cores): ≥ 1.8× for RustCrypto ChaCha20-Poly1305 and AES-GCM, both directions.\n"
+         medians against threads 1 (min–max of the per-round ratios). Encrypt: {0} writes \
+         into a cleared Vec, then finish; decrypt: {0} reads from a &[u8]. Target (issue 15, \
+         2 cores): ≥ 1.8× for RustCrypto ChaCha20-Poly1305 and AES-GCM, both directions.\n",
+        size_name(r.chunk)
     );
     let fixed = [
         "provider",
@@ -595,13 +645,14 @@ fn age_table(out: &mut String, r: &Results, threads: &[usize]) {
     let _ = writeln!(
         out,
         "age {}: `Encryptor::with_recipients` (one `x25519::Identity::generate()` recipient) + \
-         `wrap_output`, 1 MiB writes, `finish`; `Decryptor::new_buffered` + `decrypt`, 1 MiB \
+         `wrap_output`, {1} writes, `finish`; `Decryptor::new_buffered` + `decrypt`, {1} \
          reads. Its STREAM is ChaCha20-Poly1305 in 64 KiB chunks, on one thread. Each pass \
          includes the header (age: an X25519 exchange and HKDF/HMAC; cipherio: HKDF), tens of \
          microseconds against milliseconds for the payload: negligible at this size, not at \
          small ones. × age = ratio of the medians (min–max of the per-round ratios). Target \
          (issue 15): threads 2 RustCrypto ≥ 1.6× age.\n",
-        age_version()
+        age_version(),
+        size_name(r.chunk)
     );
     let fixed = ["provider", "segment", "direction", "age GB/s"];
     let per = |t| vec![format!("threads {t} GB/s"), "× age".to_owned()];
