@@ -509,9 +509,10 @@ fn run(args: &Args) -> io::Result<()> {
     if let Some(cpu) = cpu {
         println!(
             "\nThe timed rounds took {wall:.1} s and this process {cpu:.1} s of CPU (user + \
-             system, /proc/self/stat at 100 ticks/s): {:.2} of the {cpus} CPUs on average. One \
-             thread alone near 1.0 and two near 2.0 would mean the machine was ours; well under \
-             that, other jobs had the cores and every figure above is low and noisy.",
+             system, /proc/self/stat at 100 ticks/s): {:.2} of the {cpus} CPUs on average. On an \
+             idle machine this lies between 1 and 2 (the rounds mix one- and two-thread \
+             variants); far under 1, other jobs had the cores, and every figure above is low \
+             and noisy.",
             cpu / wall
         );
     }
