@@ -476,12 +476,20 @@ fn run(args: &Args) -> io::Result<()> {
     // [variant][round]
     let mut gbs = vec![Vec::with_capacity(args.rounds); variants.len()];
     let mut secs = vec![Vec::with_capacity(args.rounds); variants.len()];
+    // [variant]: (CPU seconds, wall seconds) over all its passes.
+    let mut busy = vec![(0.0, 0.0); variants.len()];
     for round in 0..args.rounds {
         for k in 0..variants.len() {
             let i = (k + round) % variants.len();
             let mut best = Duration::MAX;
+            let cpu_before = cpu_seconds();
+            let t = Instant::now();
             for _ in 0..args.passes {
                 best = best.min(bench.pass(variants[i])?);
+            }
+            if let (Some(after), Some(before)) = (cpu_seconds(), cpu_before) {
+                busy[i].0 += after - before;
+                busy[i].1 += t.elapsed().as_secs_f64();
             }
             secs[i].push(best.as_secs_f64());
             gbs[i].push(len as f64 / best.as_secs_f64() / 1e9);
@@ -494,6 +502,7 @@ fn run(args: &Args) -> io::Result<()> {
         index: variants.iter().enumerate().map(|(i, &v)| (v, i)).collect(),
         gbs,
         secs,
+        busy,
     };
     let mut out = String::new();
     if args.smoke {
@@ -532,6 +541,8 @@ struct Results {
     gbs: Vec<Vec<f64>>,
     /// Seconds, `[variant][round]`.
     secs: Vec<Vec<f64>>,
+    /// CPU and wall seconds over all passes, `[variant]`.
+    busy: Vec<(f64, f64)>,
 }
 
 impl Results {
@@ -542,6 +553,17 @@ impl Results {
     /// GB/s per round of a variant.
     fn gbs(&self, subject: Subject, decrypt: bool) -> &[f64] {
         &self.gbs[self.at(subject, decrypt)]
+    }
+
+    /// CPU ÷ wall over all passes of a variant: how many CPUs it kept
+    /// busy.
+    fn busy(&self, subject: Subject, decrypt: bool) -> String {
+        let (cpu, wall) = self.busy[self.at(subject, decrypt)];
+        if wall > 0.0 {
+            format!("{:.2}", cpu / wall)
+        } else {
+            "n/a".to_owned()
+        }
     }
 
     /// Seconds per round of a variant.
@@ -616,7 +638,10 @@ fn speedup_table(out: &mut String, r: &Results, threads: &[usize]) {
         "GB/s (10⁹ B/s) of plaintext, median (min–max) over the rounds; × = ratio of the \
          medians against threads 1 (min–max of the per-round ratios). Encrypt: {0} writes \
          into a cleared Vec, then finish; decrypt: {0} reads from a &[u8]. Target (issue 15, \
-         2 cores): ≥ 1.8× for RustCrypto ChaCha20-Poly1305 and AES-GCM, both directions.\n",
+         2 cores): ≥ 1.8× for RustCrypto ChaCha20-Poly1305 and AES-GCM, both directions. CPUs = \
+         the process's CPU time ÷ wall time over all passes of the variant (/proc/self/stat, \
+         10 ms ticks): about n when n threads all ran; about 1 with n > 1, the other threads \
+         did not get a core (other load) or had no work.\n",
         size_name(r.chunk)
     );
     let fixed = [
@@ -625,16 +650,25 @@ fn speedup_table(out: &mut String, r: &Results, threads: &[usize]) {
         "segment",
         "direction",
         "threads 1 GB/s",
+        "CPUs",
     ];
-    let per = |t| vec![format!("threads {t} GB/s"), "× vs 1".to_owned()];
+    let per = |t| {
+        vec![
+            format!("threads {t} GB/s"),
+            "CPUs".to_owned(),
+            "× vs 1".to_owned(),
+        ]
+    };
     table_head(out, &columns(&fixed, &threads[1..], per));
     for (provider, alg, segment, decrypt) in rows(&ALGORITHMS, &LARGE_SEGMENTS) {
-        let one = r.gbs(stream(provider, alg, segment, 1), decrypt);
+        let subject = |t| stream(provider, alg, segment, t);
+        let one = r.gbs(subject(1), decrypt);
         let mut row = row_start(provider, Some(alg), segment, decrypt);
-        let _ = write!(row, " {} |", cell(one, 2));
+        let _ = write!(row, " {} | {} |", cell(one, 2), r.busy(subject(1), decrypt));
         for &t in &threads[1..] {
-            let many = r.gbs(stream(provider, alg, segment, t), decrypt);
-            let _ = write!(row, " {} | {} |", cell(many, 2), ratio(many, one));
+            let many = r.gbs(subject(t), decrypt);
+            let cpus = r.busy(subject(t), decrypt);
+            let _ = write!(row, " {} | {cpus} | {} |", cell(many, 2), ratio(many, one));
         }
         let _ = writeln!(out, "{row}");
     }
