@@ -503,6 +503,7 @@ fn run(args: &Args) -> io::Result<()> {
         gbs,
         secs,
         busy,
+        passes: args.rounds * args.passes,
     };
     let mut out = String::new();
     if args.smoke {
@@ -543,6 +544,8 @@ struct Results {
     secs: Vec<Vec<f64>>,
     /// CPU and wall seconds over all passes, `[variant]`.
     busy: Vec<(f64, f64)>,
+    /// Passes per variant in all (rounds × passes per round).
+    passes: usize,
 }
 
 impl Results {
@@ -564,6 +567,11 @@ impl Results {
         } else {
             "n/a".to_owned()
         }
+    }
+
+    /// CPU seconds per pass of a variant, over all its passes.
+    fn cpu_per_pass(&self, subject: Subject, decrypt: bool) -> f64 {
+        self.busy[self.at(subject, decrypt)].0 / self.passes as f64
     }
 
     /// Seconds per round of a variant.
@@ -718,7 +726,11 @@ fn cost_table(out: &mut String, r: &Results, threads: &[usize], segments: &[usiz
          stream, and whatever other load took the cores (0 = a perfect n-fold speed-up; \
          negative = better than that, or noise). Segments under 64 KiB travel several to a \
          thread's 64 KiB share of a batch. For scale, wall(1) ÷ segments is one thread's \
-         whole cost per segment.\n"
+         whole cost per segment. When other jobs hold a core, wall(n) × n overstates the cost \
+         (a thread waiting for a core counts as busy); the CPU column measures instead: \
+         (CPU(n) − CPU(1)) ÷ segments, with CPU the process's user + system time per pass \
+         (all passes of all rounds, 10 ms ticks: one value, no range), which leaves out time \
+         spent asleep but keeps spinning, waking and copying.\n"
     );
     let fixed = [
         "provider",
@@ -727,7 +739,12 @@ fn cost_table(out: &mut String, r: &Results, threads: &[usize], segments: &[usiz
         "direction",
         "threads 1 ns/segment",
     ];
-    let per = |t| vec![format!("overhead with {t} threads, ns/segment")];
+    let per = |t| {
+        vec![
+            format!("wall overhead with {t} threads, ns/segment"),
+            format!("CPU overhead with {t} threads, ns/segment"),
+        ]
+    };
     table_head(out, &columns(&fixed, &threads[1..], per));
     for (provider, alg, segment, decrypt) in rows(&ALGORITHMS, segments) {
         let count = len.div_ceil(segment) as f64;
@@ -742,7 +759,9 @@ fn cost_table(out: &mut String, r: &Results, threads: &[usize], segments: &[usiz
                 .zip(one)
                 .map(|(m, o)| (m * t as f64 - o) * 1e9 / count)
                 .collect();
-            let _ = write!(row, " {} |", cell(&over, 0));
+            let cpu = r.cpu_per_pass(stream(provider, alg, segment, t), decrypt)
+                - r.cpu_per_pass(stream(provider, alg, segment, 1), decrypt);
+            let _ = write!(row, " {} | {:.0} |", cell(&over, 0), cpu * 1e9 / count);
         }
         let _ = writeln!(out, "{row}");
     }
