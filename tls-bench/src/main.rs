@@ -59,7 +59,6 @@
 //! counts that pass alone, not the sealing that prepares it.
 
 use std::fmt::Write as _;
-use std::fs;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -71,6 +70,10 @@ use std::time::{Duration, Instant};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, backend};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
+
+#[path = "../../bench-common/report.rs"]
+mod report;
+use report::{cell, loadavg, pattern, stats};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
@@ -182,56 +185,7 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("framed_bench: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn loadavg() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "n/a".into())
-}
-
-/// Median and extremes of a sample.
-fn stats(v: &[f64]) -> (f64, f64, f64) {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    let med = if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    };
-    (med, s[0], s[n - 1])
-}
-
-fn cell(v: &[f64], digits: usize) -> String {
-    let (m, lo, hi) = stats(v);
-    format!("{m:.digits$} ({lo:.digits$}–{hi:.digits$})")
-}
-
-fn pattern(len: usize) -> Vec<u8> {
-    let mut x: u32 = 0x9e37_79b9;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x.to_le_bytes()[0]
-        })
-        .collect()
+    report::main_with("framed_bench", parse_args, run)
 }
 
 fn run(args: &Args) -> io::Result<()> {
