@@ -9,7 +9,7 @@
 //!   sealed one segment (or taken everything); its output must be drained
 //!   before the next step, so sealed bytes are never overwritten, and a
 //!   segment is sealed exactly once whatever the inner writer does.
-//! - **Zero copy.** A write of more than a segment at an empty buffer is
+//! - **Zero copy.** A write of more than a segment (with threads, a batch) at an empty buffer is
 //!   sealed straight from the caller's slice.
 //! - **A non-final segment is never left without its successor.** When the
 //!   output of a non-final seal cannot be drained, the front hands the
@@ -223,11 +223,14 @@ impl Sealer {
             let Stage::Open { layout, next, .. } = &self.stage else {
                 unreachable!("started and not sealed")
             };
-            let seg = layout.plain(*next);
             let (count, batch) = self.batch(layout, *next);
             let rest = &buf[taken..];
             let held = self.plain.available() == batch;
-            let direct = self.plain.is_empty() && rest.len() > seg;
+            // Straight from the caller's slice only a whole batch (with a
+            // byte after it): a shorter run would seal its segments on
+            // fewer threads than the batch has, and leave the rest to be
+            // copied anyway.
+            let direct = self.plain.is_empty() && rest.len() > batch;
             if (held || direct) && *next >= u64::from(u32::MAX) {
                 // This segment can only be the last one: keep it for
                 // `finish` and refuse the data that would follow it.
