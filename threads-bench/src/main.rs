@@ -239,7 +239,9 @@ fn stream_encrypt(
     Ok(())
 }
 
-/// A cipherio reader over `sealed`.
+/// A cipherio reader over `sealed`, through `build_from_buf_read` (a
+/// slice is a `BufRead`): segments open where they lie, with no copy into
+/// the reader's read-ahead (as age's `Decryptor::new_buffered` reads).
 fn stream_reader<'a>(
     key: &Key,
     provider: Provider,
@@ -249,7 +251,7 @@ fn stream_reader<'a>(
     CipherReader::builder(key)
         .provider(provider)
         .threads(threads)
-        .build(sealed)
+        .build_from_buf_read(sealed)
 }
 
 /// Writes `data` through age's writer into `out` (cleared first).
