@@ -504,6 +504,7 @@ fn case(
     source: Source,
     seed: u64,
     ops: &[Op],
+    threads: usize,
 ) {
     let lens = fmt.lengths();
     let len = lens[len_i % lens.len()];
@@ -512,14 +513,15 @@ fn case(
     let s = Sealed::new(fmt, len, seed, wp);
     let mut bytes = vec![0x5Au8; prefix];
     bytes.extend_from_slice(&s.ct);
-    let ctx =
-        format!("{fmt:?} len {len}, {wp:?}->{rp:?}, capacity {cap}, prefix {prefix}, {source:?}");
+    let ctx = format!(
+        "{fmt:?} len {len}, {wp:?}->{rp:?}, capacity {cap}, prefix {prefix}, {source:?}, threads {threads}"
+    );
     let mut m = Model {
         pt: &s.pt,
         layout: s.layout,
         pos: 0,
     };
-    let b = s.key.reader(rp, cap);
+    let b = s.key.reader(rp, cap).threads(threads);
     match source {
         Source::CursorBuild | Source::CursorBufRead => {
             let mut c = Cursor::new(bytes);
@@ -542,6 +544,12 @@ fn case(
             }
         }
     }
+}
+
+/// One thread, mostly; sometimes a threaded reader (its runs, and the
+/// first segment of a run kept for a seek back into it).
+fn threads() -> impl Strategy<Value = usize> {
+    prop_oneof![3 => Just(1usize), 1 => Just(2), 1 => Just(3)]
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
@@ -575,18 +583,18 @@ proptest! {
     fn model_native_cursor(
         fmt in native_fmt(), len_i in any::<usize>(), pair in any::<usize>(), cap in any::<usize>(),
         prefix in prop_oneof![Just(0usize), 1..70usize], source in cursor_source(),
-        seed in any::<u64>(), ops in ops(),
+        seed in any::<u64>(), ops in ops(), threads in threads(),
     ) {
-        case(fmt, len_i, pair, cap, prefix, source, seed, &ops);
+        case(fmt, len_i, pair, cap, prefix, source, seed, &ops, threads);
     }
 
     #[test]
     fn model_tink_cursor(
         fmt in tink_fmt(), len_i in any::<usize>(), pair in any::<usize>(), cap in any::<usize>(),
         prefix in prop_oneof![Just(0usize), 1..70usize], source in cursor_source(),
-        seed in any::<u64>(), ops in ops(),
+        seed in any::<u64>(), ops in ops(), threads in threads(),
     ) {
-        case(fmt, len_i, pair, cap, prefix, source, seed, &ops);
+        case(fmt, len_i, pair, cap, prefix, source, seed, &ops, threads);
     }
 }
 
@@ -597,9 +605,9 @@ proptest! {
     fn model_file(
         fmt in prop_oneof![native_fmt(), tink_fmt()], len_i in any::<usize>(), pair in any::<usize>(),
         cap in any::<usize>(), prefix in prop_oneof![Just(0usize), 1..70usize],
-        source in file_source(), seed in any::<u64>(), ops in ops(),
+        source in file_source(), seed in any::<u64>(), ops in ops(), threads in threads(),
     ) {
-        case(fmt, len_i, pair, cap, prefix, source, seed, &ops);
+        case(fmt, len_i, pair, cap, prefix, source, seed, &ops, threads);
     }
 }
 
@@ -633,7 +641,9 @@ fn model_fixed_sequence_every_format_and_length() {
                 .into_iter()
                 .enumerate()
             {
-                case(fmt, i, i + k, i + k, 3 * k, source, i as u64, &ops);
+                for threads in [1, 2] {
+                    case(fmt, i, i + k, i + k, 3 * k, source, i as u64, &ops, threads);
+                }
             }
         }
     }
