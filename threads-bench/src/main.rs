@@ -58,6 +58,9 @@ const CHUNK: usize = 4 * MIB;
 const LARGE_SEGMENTS: [usize; 2] = [64 * KIB, MIB];
 /// Segment sizes measured only for the synchronization cost.
 const SMALL_SEGMENTS: [usize; 2] = [8 * KIB, 16 * KIB];
+/// Bytes per write and read of the small-call rows (through the streams'
+/// buffers: the batch fills first).
+const SMALL_CALL: usize = KIB;
 /// Algorithms in table order.
 const ALGORITHMS: [Algorithm; 3] = [
     Algorithm::ChaCha20Poly1305,
@@ -199,6 +202,8 @@ enum Subject {
 struct Variant {
     subject: Subject,
     decrypt: bool,
+    /// Writes and reads of [`SMALL_CALL`] bytes instead of the large ones.
+    small: bool,
 }
 
 /// The inputs every pass reads and the buffers it reuses.
@@ -331,8 +336,7 @@ impl Bench {
     }
 
     /// Seals the plaintext as `subject` into `self.out`.
-    fn seal(&mut self, subject: Subject) -> io::Result<()> {
-        let chunk = self.buf.len();
+    fn seal(&mut self, subject: Subject, chunk: usize) -> io::Result<()> {
         match subject {
             Subject::Age => age_encrypt(&self.age_identity, &self.data, chunk, &mut self.out),
             Subject::Stream(c) => {
@@ -377,14 +381,15 @@ impl Bench {
 
     /// One timed pass of `v`.
     fn pass(&mut self, v: Variant) -> io::Result<Duration> {
+        let chunk = if v.small { SMALL_CALL } else { self.buf.len() };
         let t = Instant::now();
         let n = if v.decrypt {
             let mut buf = std::mem::take(&mut self.buf);
-            let n = drain(self.open(v.subject, None)?, &mut buf);
+            let n = drain(self.open(v.subject, None)?, &mut buf[..chunk]);
             self.buf = buf;
             n?
         } else {
-            self.seal(v.subject)?;
+            self.seal(v.subject, chunk)?;
             self.data.len()
         };
         let d = t.elapsed();
@@ -405,7 +410,7 @@ impl Bench {
         if v.decrypt {
             self.open(v.subject, None)?.read_to_end(&mut plain)?;
         } else {
-            self.seal(v.subject)?;
+            self.seal(v.subject, self.buf.len())?;
             let one = match v.subject {
                 Subject::Stream(c) => Subject::Stream(Stream { threads: 1, ..c }),
                 Subject::Age => Subject::Age,
@@ -440,6 +445,7 @@ fn run(args: &Args) -> io::Result<()> {
             variants.push(Variant {
                 subject: stream(provider, alg, segment, t),
                 decrypt,
+                small: false,
             });
         }
     }
@@ -447,7 +453,17 @@ fn run(args: &Args) -> io::Result<()> {
         variants.push(Variant {
             subject: Subject::Age,
             decrypt,
+            small: false,
         });
+    }
+    for (_, alg, segment, decrypt) in small_rows() {
+        for &t in &threads {
+            variants.push(Variant {
+                subject: stream(Provider::RustCrypto, alg, segment, t),
+                decrypt,
+                small: true,
+            });
+        }
     }
 
     let chunk = CHUNK.max(threads[threads.len() - 1] * LARGE_SEGMENTS[1]);
@@ -516,6 +532,7 @@ fn run(args: &Args) -> io::Result<()> {
     }
     speedup_table(&mut out, &results, &threads);
     age_table(&mut out, &results, &threads);
+    small_table(&mut out, &results, &threads);
     cost_table(&mut out, &results, &threads, &segments, len);
     print!("{out}");
     if let Some(cpu) = cpu {
@@ -552,7 +569,21 @@ struct Results {
 
 impl Results {
     fn at(&self, subject: Subject, decrypt: bool) -> usize {
-        self.index[&Variant { subject, decrypt }]
+        self.index[&Variant {
+            subject,
+            decrypt,
+            small: false,
+        }]
+    }
+
+    /// GB/s per round of a small-call variant.
+    fn small_gbs(&self, subject: Subject, decrypt: bool) -> &[f64] {
+        let v = Variant {
+            subject,
+            decrypt,
+            small: true,
+        };
+        &self.gbs[self.index[&v]]
     }
 
     /// GB/s per round of a variant.
@@ -647,7 +678,8 @@ fn speedup_table(out: &mut String, r: &Results, threads: &[usize]) {
         out,
         "GB/s (10⁹ B/s) of plaintext, median (min–max) over the rounds; × = ratio of the \
          medians against threads 1 (min–max of the per-round ratios). Encrypt: {0} writes \
-         into a cleared Vec, then finish; decrypt: {0} reads from a &[u8]. Target (issue 15, \
+         into a cleared Vec, then finish; decrypt: {0} reads through build_from_buf_read over a \
+         &[u8] (segments open in place). Target (issue 15, \
          2 cores): ≥ 1.8× for RustCrypto ChaCha20-Poly1305 and AES-GCM, both directions. CPUs = \
          the process's CPU time ÷ wall time over all passes of the variant (/proc/self/stat, \
          10 ms ticks): about n when n threads all ran; about 1 with n > 1, the other threads \
@@ -679,6 +711,46 @@ fn speedup_table(out: &mut String, r: &Results, threads: &[usize]) {
             let many = r.gbs(subject(t), decrypt);
             let cpus = r.busy(subject(t), decrypt);
             let _ = write!(row, " {} | {cpus} | {} |", cell(many, 2), ratio(many, one));
+        }
+        let _ = writeln!(out, "{row}");
+    }
+}
+
+/// The small-call rows: RustCrypto, 64 KiB segments, both directions.
+fn small_rows() -> Vec<(Provider, Algorithm, usize, bool)> {
+    let algs = [Algorithm::ChaCha20Poly1305, Algorithm::Aes128Gcm];
+    let mut v = rows(&algs, &[LARGE_SEGMENTS[0]]);
+    v.retain(|r| r.0 == Provider::RustCrypto);
+    v
+}
+
+/// Small writes and reads: a threaded stream must not be slower than one
+/// thread (issue 15), its batch filling through the buffer first.
+fn small_table(out: &mut String, r: &Results, threads: &[usize]) {
+    let _ = writeln!(out, "\n## Small calls\n");
+    let _ = writeln!(
+        out,
+        "{} writes and reads (through the streams' buffers), otherwise as the first table. \
+         Target (issue 15): threads n not slower than threads 1 by more than the noise.\n",
+        size_name(SMALL_CALL)
+    );
+    let fixed = [
+        "provider",
+        "algorithm",
+        "segment",
+        "direction",
+        "threads 1 GB/s",
+    ];
+    let per = |t| vec![format!("threads {t} GB/s"), "× vs 1".to_owned()];
+    table_head(out, &columns(&fixed, &threads[1..], per));
+    for (provider, alg, segment, decrypt) in small_rows() {
+        let subject = |t| stream(provider, alg, segment, t);
+        let one = r.small_gbs(subject(1), decrypt);
+        let mut row = row_start(provider, Some(alg), segment, decrypt);
+        let _ = write!(row, " {} |", cell(one, 2));
+        for &t in &threads[1..] {
+            let many = r.small_gbs(subject(t), decrypt);
+            let _ = write!(row, " {} | {} |", cell(many, 2), ratio(many, one));
         }
         let _ = writeln!(out, "{row}");
     }
