@@ -429,3 +429,40 @@ fn dropping_a_threaded_writer_does_not_finish_it() {
         assert_eq!(crate_error_of(&e), Some(Error::Truncated), "{front:?}");
     }
 }
+
+/// On a real tokio runtime (multi-threaded, both ends tasks): a threaded
+/// writer and reader over a small duplex pipe, so every poll meets
+/// `Pending` many times mid-batch; what arrives is the plaintext.
+#[cfg(feature = "tokio")]
+#[test]
+fn threaded_streams_on_a_tokio_runtime() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let pt = data(3 * batch(2, 64 * KIB) * 64 * KIB + 777, 29);
+    let back = rt.block_on(async {
+        let (a, b) = tokio::io::duplex(4096);
+        let writer = {
+            let (key, pt) = (key.clone(), pt.clone());
+            tokio::spawn(async move {
+                let mut w = CipherWriter::builder(&key)
+                    .capacity(64 * KIB)
+                    .threads(2)
+                    .build_async(a);
+                for chunk in pt.chunks(100_000) {
+                    w.write_all(chunk).await?;
+                }
+                w.shutdown().await
+            })
+        };
+        let mut r = CipherReader::builder(&key).threads(3).build_async(b);
+        let mut back = Vec::new();
+        r.read_to_end(&mut back).await.unwrap();
+        writer.await.unwrap().unwrap();
+        back
+    });
+    assert!(back == pt);
+}
