@@ -59,6 +59,7 @@
 //! counts that pass alone, not the sealing that prepares it.
 
 use std::fmt::Write as _;
+use std::fs;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
