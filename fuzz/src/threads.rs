@@ -40,7 +40,7 @@ pub struct Input {
     /// Reader capacity: `1 + v % 2048`.
     reader_capacity: u16,
     /// The inner reader's read sizes, in turn (0: as much as asked), and
-    /// an injected error every `period`-th call (0: never).
+    /// an injected error every `2 + period % 6`-th call (0: never).
     sizes: [u8; 4],
     period: u8,
     /// Write sizes, in turn; `None` is a `flush`.
@@ -94,7 +94,9 @@ impl Input {
     /// end.
     fn read(&self, key: &Key, ct: &[u8], threads: usize) -> (Vec<u8>, Result<(), Error>) {
         let capacity = 1 + usize::from(self.reader_capacity) % 2048;
-        let period = (self.period > 0).then_some(usize::from(self.period));
+        // Every call failing would never end: from every 2nd to every 7th
+        // (as `open` does).
+        let period = (self.period > 0).then_some(2 + usize::from(self.period % 6));
         let inner = Inner::new(ct, self.sizes, period, capacity, HEADER_LEN);
         let b = CipherReader::builder(key)
             .capacity(capacity)
