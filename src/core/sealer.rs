@@ -496,15 +496,7 @@ fn seal_parallel(
     let framed = layout.framed;
     let suite = &*suite;
     let ran = workers.run(&mut pieces, |p| {
-        let rh = record_header(p.input.len(), p.last);
-        let (aad, body): (&[u8], &mut [u8]) = if framed {
-            let (h, body) = p.output.split_at_mut(RECORD_HEADER_LEN);
-            h.copy_from_slice(&rh);
-            (&rh, body)
-        } else {
-            (&[], &mut *p.output)
-        };
-        p.result = suite.seal_at(p.index, p.last, aad, p.input, body);
+        p.result = seal_piece(suite, framed, p.index, p.last, p.input, p.output);
     });
     let first_error: Result<(), Error> =
         ran.and_then(|()| pieces.iter().try_for_each(|p| p.result.clone()));
@@ -516,6 +508,26 @@ fn seal_parallel(
     *next += sizes.len() as u64;
     out.set(0, need);
     Ok(sizes.len() as u64)
+}
+
+/// Seals segment `index` of `plain` into `output` (exactly its sealed
+/// length): in the framed variant first the record header, which is also
+/// the segment's AAD. What the one-thread and the threaded paths share.
+fn seal_piece(
+    suite: &Suite,
+    framed: bool,
+    index: u64,
+    last: bool,
+    plain: &[u8],
+    output: &mut [u8],
+) -> Result<(), Error> {
+    if !framed {
+        return suite.seal_at(index, last, &[], plain, output);
+    }
+    let rh = record_header(plain.len(), last);
+    let (h, body) = output.split_at_mut(RECORD_HEADER_LEN);
+    h.copy_from_slice(&rh);
+    suite.seal_at(index, last, &rh, plain, body)
 }
 
 /// Seals `plain` as the stream's next segment into the drained `out`,
@@ -531,29 +543,19 @@ fn seal(stage: &mut Stage, out: &mut Window, plain: &[u8], last: bool) -> Result
         unreachable!("seal is only called on an open stream")
     };
     let record = if layout.framed { RECORD_HEADER_LEN } else { 0 };
-    let need = header.as_ref().map_or(0, Vec::len) + record + plain.len() + suite.tag_len();
-    if let Err(e) = out.grow(need) {
+    let start = header.as_ref().map_or(0, Vec::len);
+    let end = start + record + plain.len() + suite.tag_len();
+    if let Err(e) = out.grow(end) {
         *stage = Stage::Failed(e.clone());
         return Err(e);
     }
     let bytes = out.whole_mut();
-    let mut start = 0;
     if let Some(h) = header.take() {
-        start = h.len();
         bytes[..start].copy_from_slice(&h);
     }
-    // A framed record: its header, authenticated as the segment's AAD.
-    let rh = record_header(plain.len(), last);
-    let aad: &[u8] = if layout.framed {
-        bytes[start..start + record].copy_from_slice(&rh);
-        start += record;
-        &rh
-    } else {
-        &[]
-    };
-    let end = start + plain.len() + suite.tag_len();
     out.clear();
-    if let Err(e) = suite.seal_at(*next, last, aad, plain, &mut out.whole_mut()[start..end]) {
+    let output = &mut out.whole_mut()[start..end];
+    if let Err(e) = seal_piece(suite, layout.framed, *next, last, plain, output) {
         *stage = Stage::Failed(e.clone());
         return Err(e);
     }
