@@ -132,7 +132,18 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncCipherWriter<W> {
         ready!(this.poll_drain(cx))?;
         let mut taken = 0;
         while taken < buf.len() {
-            match this.engine.write(&buf[taken..]) {
+            // With threads, whole segments go to `inner` as they are
+            // sealed (0 when it takes none: its `Pending` or error comes
+            // back below, from `poll_drain`).
+            let inner = &mut this.inner;
+            let mut to_inner = |bytes: &[u8]| loop {
+                match Pin::new(&mut *inner).poll_write(cx, bytes) {
+                    Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Poll::Ready(Ok(n)) => return n,
+                    Poll::Ready(Err(_)) | Poll::Pending => return 0,
+                }
+            };
+            match this.engine.write(&buf[taken..], Some(&mut to_inner)) {
                 Ok(n) => taken += n,
                 Err(e) if taken == 0 => return Poll::Ready(Err(e.into())),
                 Err(_) => return Poll::Ready(Ok(taken)),

@@ -22,7 +22,10 @@
 //! becomes [`Error::WorkerPanicked`].
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::Error;
 
@@ -75,12 +78,14 @@ pub(crate) struct Workers {
     threads: usize,
     pool: Option<rayon_core::ThreadPool>,
     handles: Vec<JoinHandle<()>>,
+    /// The caller's times in pipelines.
+    pace: Pace,
     /// Make a job on a pool thread panic (tests of the panic path).
     #[cfg(test)]
     pub(crate) inject_panic: bool,
     /// Pool threads running (tests that none outlives the workers).
     #[cfg(test)]
-    alive: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    alive: std::sync::Arc<AtomicUsize>,
 }
 
 #[cfg(test)]
@@ -99,6 +104,7 @@ impl Workers {
             threads,
             pool: None,
             handles: Vec::new(),
+            pace: Pace::default(),
             #[cfg(test)]
             inject_panic: INJECT_PANIC.with(std::cell::Cell::get),
             #[cfg(test)]
@@ -134,10 +140,10 @@ impl Workers {
                     let alive = std::sync::Arc::clone(alive);
                     handles.push(b.spawn(move || {
                         #[cfg(test)]
-                        alive.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        alive.fetch_add(1, Ordering::SeqCst);
                         thread.run();
                         #[cfg(test)]
-                        alive.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        alive.fetch_sub(1, Ordering::SeqCst);
                     })?);
                     Ok(())
                 })
@@ -178,8 +184,8 @@ impl Workers {
         let per = pieces.len().div_ceil(threads).max(1);
         let mut shares = pieces.chunks_mut(per);
         let own = shares.next();
-        let panicked = std::sync::atomic::AtomicBool::new(false);
-        let done = std::sync::atomic::AtomicUsize::new(0);
+        let panicked = AtomicBool::new(false);
+        let done = AtomicUsize::new(0);
         let (job, panicked_ref, done_ref) = (&job, &panicked, &done);
         let guarded = move |share: &mut [Piece<'_>], _on_pool: bool| {
             let r = catch_unwind(AssertUnwindSafe(|| {
@@ -190,9 +196,9 @@ impl Workers {
                 share.iter_mut().for_each(job);
             }));
             if r.is_err() {
-                panicked_ref.store(true, std::sync::atomic::Ordering::Relaxed);
+                panicked_ref.store(true, Ordering::Relaxed);
             }
-            done_ref.fetch_add(1, std::sync::atomic::Ordering::Release);
+            done_ref.fetch_add(1, Ordering::Release);
         };
         pool.in_place_scope(|scope| {
             let mut spawned = 0;
@@ -207,7 +213,7 @@ impl Workers {
             // wait for them awake (the scope would sleep, and waking costs
             // more than the wait), a bounded while.
             for _ in 0..SPIN {
-                if done_ref.load(std::sync::atomic::Ordering::Acquire) > spawned {
+                if done_ref.load(Ordering::Acquire) > spawned {
                     break;
                 }
                 std::hint::spin_loop();
@@ -217,6 +223,70 @@ impl Workers {
             return Err(Error::WorkerPanicked);
         }
         Ok(())
+    }
+
+    /// Runs `job(u, slot)` for the units `0..units` on the threads, in
+    /// order of their numbers, each into one of `slots` (unit `u` into
+    /// slot `u % slots.len()`, which the job fills from its start and
+    /// returns the length of), and hands every unit's bytes, in order, to
+    /// `deliver` on the calling thread as soon as they are ready: the
+    /// caller moves unit `u` out while the pool threads work on the next
+    /// ones, and works on one itself only when unit `u` is not ready yet.
+    /// A slot is reused once its unit is delivered, so at most
+    /// `slots.len()` units are in flight. No hand-over per batch: each
+    /// thread takes the next unit when it is done with one.
+    ///
+    /// `deliver` returns how many of the bytes it took; 0 stops the run:
+    /// no unit is started after that, those started are finished, and
+    /// their undelivered bytes come back in [`Piped::pending`]. A job
+    /// that fails or panics stops the run too ([`Piped::error`]; a panic
+    /// is [`Error::WorkerPanicked`]); nothing after the unit before it is
+    /// delivered.
+    pub(crate) fn pipeline(
+        &mut self,
+        units: usize,
+        slots: Vec<&mut [u8]>,
+        job: impl Fn(usize, &mut [u8]) -> Result<usize, Error> + Sync,
+        deliver: impl FnMut(&[u8]) -> usize,
+    ) -> Piped {
+        #[cfg(test)]
+        let inject = self.inject_panic;
+        #[cfg(not(test))]
+        let inject = false;
+        let mut line = Line {
+            ready: slots.iter().map(|_| AtomicUsize::new(0)).collect(),
+            slots: slots
+                .into_iter()
+                .map(|bytes| {
+                    Mutex::new(Slot {
+                        bytes,
+                        len: 0,
+                        result: Ok(()),
+                    })
+                })
+                .collect(),
+            units,
+            threads: 1,
+            next: AtomicUsize::new(0),
+            drained: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+        };
+        let threads = self.threads;
+        if self.pool().is_none() {
+            return line.deliver_all(&job, deliver, inject, &mut self.pace);
+        }
+        let (Some(pool), pace) = (&self.pool, &mut self.pace) else {
+            unreachable!("started above")
+        };
+        let spawn = threads.min(units).saturating_sub(1);
+        line.threads = spawn + 1;
+        let (line, job) = (&line, &job);
+        pool.in_place_scope(|scope| {
+            for _ in 0..spawn {
+                scope.spawn(move |_| line.work(job, inject));
+            }
+            line.deliver_all(job, deliver, inject, pace)
+        })
     }
 
     /// Ends the pool and waits for its threads.
@@ -235,6 +305,289 @@ impl Drop for Workers {
         self.join();
     }
 }
+
+/// How a [`Workers::pipeline`] ended.
+pub(crate) struct Piped {
+    /// Units whose job ran to its end: `0..started` (when a job failed,
+    /// those before the failing one).
+    pub(crate) started: usize,
+    /// The bytes of units sealed but not delivered, in order (empty unless
+    /// `deliver` stopped the run).
+    pub(crate) pending: Vec<u8>,
+    /// The first failing job's error (in unit order), if any.
+    pub(crate) error: Option<Error>,
+}
+
+/// One output slot of a pipeline: the unit sealed into it last.
+struct Slot<'a> {
+    bytes: &'a mut [u8],
+    len: usize,
+    result: Result<(), Error>,
+}
+
+/// What the threads of one pipeline share.
+struct Line<'a> {
+    slots: Vec<Mutex<Slot<'a>>>,
+    /// `u + 1` once unit `u` is done in slot `u % slots.len()`.
+    ready: Vec<AtomicUsize>,
+    units: usize,
+    /// Threads taking units, the caller's included.
+    threads: usize,
+    /// The next unit to start.
+    next: AtomicUsize,
+    /// Units delivered: their slots may take later units.
+    drained: AtomicUsize,
+    /// No unit is started any more.
+    stop: AtomicBool,
+}
+
+/// What [`Line::claim`] found.
+enum Claim {
+    /// Unit to run.
+    Unit(usize),
+    /// The next unit's slot still holds an undelivered unit.
+    Busy,
+    /// Every unit is started, or the run stopped.
+    Done,
+}
+
+impl Line<'_> {
+    /// Takes the next unit if its slot is free.
+    fn claim(&self) -> Claim {
+        let k = self.slots.len();
+        let mut i = self.next.load(Ordering::Acquire);
+        loop {
+            if i >= self.units || self.stop.load(Ordering::Acquire) {
+                return Claim::Done;
+            }
+            if i >= self.drained.load(Ordering::Acquire) + k {
+                return Claim::Busy;
+            }
+            match self
+                .next
+                .compare_exchange_weak(i, i + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Claim::Unit(i),
+                Err(now) => i = now,
+            }
+        }
+    }
+
+    /// Runs unit `u` into its slot and marks it ready; a failure or a
+    /// panic (caught here, so the slot's lock is not poisoned) stops the
+    /// run.
+    fn run<F>(&self, u: usize, job: &F, inject: bool)
+    where
+        F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
+    {
+        let k = self.slots.len();
+        let mut slot = self.slots[u % k]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = &mut *slot;
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            assert!(!inject, "injected worker panic");
+            job(u, slot.bytes)
+        }));
+        slot.result = match r {
+            Ok(Ok(len)) => {
+                slot.len = len;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(Error::WorkerPanicked),
+        };
+        if slot.result.is_err() {
+            self.stop.store(true, Ordering::Release);
+        }
+        self.ready[u % k].store(u + 1, Ordering::Release);
+    }
+
+    /// A pool thread: takes units until none is left; waits a bounded
+    /// while for a busy slot (the caller is delivering), then leaves the
+    /// rest to the caller (a slow inner writer needs no second sealer).
+    fn work<F>(&self, job: &F, inject: bool)
+    where
+        F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
+    {
+        let mut waited = 0;
+        loop {
+            match self.claim() {
+                Claim::Unit(u) => {
+                    self.run(u, job, inject);
+                    waited = 0;
+                }
+                Claim::Done => return,
+                Claim::Busy if waited > WAIT => return,
+                Claim::Busy => {
+                    pause(waited);
+                    waited += 1;
+                }
+            }
+        }
+    }
+
+    /// The calling thread: delivers the units in order, working on one
+    /// itself while the next to deliver is not ready.
+    fn deliver_all<F>(
+        &self,
+        job: &F,
+        mut deliver: impl FnMut(&[u8]) -> usize,
+        inject: bool,
+        pace: &mut Pace,
+    ) -> Piped
+    where
+        F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
+    {
+        let k = self.slots.len();
+        let (mut d, mut offset, mut waited) = (0, 0, 0);
+        let mut error = None;
+        let quota = pace.quota(self.units, self.threads);
+        let mut taken = 0;
+        while d < self.units {
+            if self.ready[d % k].load(Ordering::Acquire) == d + 1 {
+                let slot = self.slots[d % k]
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Err(e) = &slot.result {
+                    error = Some(e.clone());
+                    break;
+                }
+                let bytes = &slot.bytes[..slot.len];
+                let t = Instant::now();
+                while offset < bytes.len() {
+                    match deliver(&bytes[offset..]) {
+                        0 => break,
+                        n => offset += n.min(bytes.len() - offset),
+                    }
+                }
+                if offset < bytes.len() {
+                    break;
+                }
+                drop(slot);
+                Pace::note(&mut pace.deliver, t.elapsed());
+                (d, offset, waited) = (d + 1, 0, 0);
+                self.drained.store(d, Ordering::Release);
+                continue;
+            }
+            // Unit `d` is being worked on by another thread (or nobody
+            // took it yet). Take one only while the others keep slots to
+            // go on with (k − threads units ahead at most: a unit worked
+            // on here holds up the delivery of all the others), and only
+            // the caller's share of them: it also delivers every unit.
+            let next = self.next.load(Ordering::Acquire);
+            let ahead = next - d;
+            if ahead > 0 && (ahead > k.saturating_sub(self.threads) || taken >= quota) {
+                pause(waited);
+                waited += 1;
+                continue;
+            }
+            match self.claim() {
+                Claim::Unit(u) => {
+                    let t = Instant::now();
+                    self.run(u, job, inject);
+                    Pace::note(&mut pace.work, t.elapsed());
+                    taken += 1;
+                }
+                // Unit `d` is being worked on by another thread.
+                Claim::Busy | Claim::Done => {
+                    pause(waited);
+                    waited += 1;
+                }
+            }
+        }
+        self.stop.store(true, Ordering::Release);
+        // Every unit claimed is finished before the scope ends; the ones
+        // after `d` are waited for here, on the calling thread.
+        let started = self.next.load(Ordering::Acquire).min(self.units);
+        let mut pending = Vec::new();
+        if error.is_none() {
+            for u in d..started {
+                while self.ready[u % k].load(Ordering::Acquire) != u + 1 {
+                    pause(waited);
+                    waited += 1;
+                }
+                let slot = self.slots[u % k]
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Err(e) = &slot.result {
+                    // Sealed after the stop, then failed: the units
+                    // before it stand.
+                    error = Some(e.clone());
+                    return Piped {
+                        started: u,
+                        pending,
+                        error,
+                    };
+                }
+                let from = if u == d { offset } else { 0 };
+                pending.extend_from_slice(&slot.bytes[from..slot.len]);
+            }
+        }
+        Piped {
+            started: if error.is_some() { d } else { started },
+            pending,
+            error,
+        }
+    }
+}
+
+/// How long the calling thread takes to work on one unit of a pipeline
+/// and to deliver one (averaged over the stream's pipelines so far), and
+/// from that how many units of a pipeline it should work on: it delivers
+/// every unit, so with `n` threads and `u` units, working on `c` takes it
+/// `c·work + u·deliver` while the others take `(u − c)·work / (n − 1)`;
+/// the `c` that makes the longer of the two shortest is its quota.
+#[derive(Default)]
+pub(crate) struct Pace {
+    work: Option<f64>,
+    deliver: Option<f64>,
+}
+
+impl Pace {
+    fn note(avg: &mut Option<f64>, t: Duration) {
+        let t = t.as_secs_f64();
+        *avg = Some(avg.map_or(t, |a| 0.75 * a + 0.25 * t));
+    }
+
+    /// The caller's quota of `units` units with `threads` threads taking
+    /// them (all of them until it has measured both times).
+    // The estimate is clamped to `0..=units` before it is truncated.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    fn quota(&self, units: usize, threads: usize) -> usize {
+        let (Some(work), Some(deliver)) = (self.work, self.deliver) else {
+            return units;
+        };
+        if threads < 2 || work <= 0.0 {
+            return units;
+        }
+        let others = (threads - 1) as f64;
+        let span = |c: usize| {
+            let own = c as f64 * work + units as f64 * deliver;
+            let rest = (units - c) as f64 * work / others;
+            own.max(rest)
+        };
+        let best = (units as f64 * (work - others * deliver) / (threads as f64 * work))
+            .clamp(0.0, units as f64);
+        let lo = best.floor() as usize;
+        let hi = (lo + 1).min(units);
+        if span(hi) < span(lo) { hi } else { lo }
+    }
+}
+
+/// Waits a little: spin-loop hints first, then yields the core (an
+/// oversubscribed pool may need it to finish the unit waited for).
+fn pause(waited: usize) {
+    if waited < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// How many times a pool thread waits for a busy slot before it leaves
+/// the rest of the run to the caller: some milliseconds of yields.
+const WAIT: usize = 1 << 12;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
@@ -262,7 +615,7 @@ mod tests {
     fn runs_every_piece_and_joins_its_threads() {
         let inputs: Vec<Vec<u8>> = (0..9u8).map(|i| vec![i; 3]).collect();
         let mut outputs = vec![vec![0u8; 3]; 9];
-        let seen = std::sync::Mutex::new(std::collections::HashSet::new());
+        let seen = Mutex::new(std::collections::HashSet::new());
         let mut w = Workers::new(3);
         let mut p = pieces(&inputs, &mut outputs);
         w.run(&mut p, |piece| {
@@ -282,10 +635,10 @@ mod tests {
         );
         assert_eq!(w.handles.len(), 2);
         let alive = std::sync::Arc::clone(&w.alive);
-        assert!(alive.load(std::sync::atomic::Ordering::SeqCst) > 0);
+        assert!(alive.load(Ordering::SeqCst) > 0);
         drop(w);
         // Joined in drop: every pool thread has ended.
-        assert_eq!(alive.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(alive.load(Ordering::SeqCst), 0);
     }
 
     /// A panic in a job is an error, not a hang and not an unwind into
@@ -300,6 +653,147 @@ mod tests {
         assert_eq!(w.run(&mut p, |_| {}), Err(Error::WorkerPanicked));
         w.inject_panic = false;
         assert_eq!(w.run(&mut p, |_| {}), Ok(()));
+    }
+
+    /// A job for the pipeline tests: unit `u` is `u + 1` bytes of value
+    /// `u`, after a short sleep (so that the pool threads take units too);
+    /// it records the thread.
+    fn unit_job(
+        seen: &Mutex<std::collections::HashSet<std::thread::ThreadId>>,
+    ) -> impl Fn(usize, &mut [u8]) -> Result<usize, Error> + Sync + '_ {
+        move |u, slot| {
+            seen.lock().unwrap().insert(std::thread::current().id());
+            std::thread::sleep(std::time::Duration::from_micros(500));
+            slot[..=u].fill(u as u8);
+            Ok(u + 1)
+        }
+    }
+
+    fn expected(units: usize) -> Vec<u8> {
+        (0..units).flat_map(|u| vec![u as u8; u + 1]).collect()
+    }
+
+    /// Every unit is delivered once, in order, through 3 reused slots,
+    /// whatever thread worked on it; the pool threads took some; the
+    /// deliveries may be partial.
+    #[test]
+    fn a_pipeline_delivers_every_unit_in_order() {
+        for threads in [2, 3, 8] {
+            for take in [usize::MAX, 1, 7] {
+                let units = 40;
+                let mut buf = vec![0u8; 3 * units];
+                let slots = buf.chunks_mut(units).collect();
+                let seen = Mutex::new(std::collections::HashSet::new());
+                let mut got = Vec::new();
+                let mut w = Workers::new(threads);
+                let piped = w.pipeline(units, slots, unit_job(&seen), |b: &[u8]| {
+                    let n = b.len().min(take);
+                    got.extend_from_slice(&b[..n]);
+                    n
+                });
+                assert!(piped.error.is_none());
+                assert_eq!(piped.started, units);
+                assert!(piped.pending.is_empty());
+                assert_eq!(got, expected(units), "threads {threads} take {take}");
+                assert!(seen.lock().unwrap().len() > 1, "the pool took units");
+            }
+        }
+    }
+
+    /// A consumer that stops: the units started are finished, nothing
+    /// after them is started, and what was not delivered comes back in
+    /// order; nothing is lost or repeated.
+    #[test]
+    fn a_stopped_pipeline_returns_what_it_did_not_deliver() {
+        for stop_at in [0, 1, 5, 17, 30] {
+            let units = 30;
+            let mut buf = vec![0u8; 3 * units];
+            let slots = buf.chunks_mut(units).collect();
+            let seen = Mutex::new(std::collections::HashSet::new());
+            let mut got = Vec::new();
+            let mut w = Workers::new(2);
+            let piped = w.pipeline(units, slots, unit_job(&seen), |b: &[u8]| {
+                if got.len() >= stop_at {
+                    return 0;
+                }
+                // Partial, to stop inside a unit.
+                let n = b.len().min(stop_at - got.len()).min(3);
+                got.extend_from_slice(&b[..n]);
+                n
+            });
+            assert!(piped.error.is_none());
+            let all = expected(units);
+            got.extend_from_slice(&piped.pending);
+            let sealed = expected(piped.started);
+            assert_eq!(got, sealed, "stop at {stop_at}");
+            assert!(got.len() >= stop_at.min(all.len()));
+            assert!(piped.started <= units);
+            if stop_at < all.len() {
+                // At most the slots' worth of units past the one stopped in.
+                assert!(sealed.len() < all.len(), "stop at {stop_at}: all sealed");
+            }
+        }
+    }
+
+    /// A failing job stops the run at its unit: the units before it are
+    /// delivered, nothing of it or after it; a panicking one is
+    /// `WorkerPanicked`.
+    #[test]
+    fn a_failing_job_stops_a_pipeline() {
+        for bad in [0, 1, 9] {
+            let units = 20;
+            let mut buf = vec![0u8; 3 * units];
+            let slots = buf.chunks_mut(units).collect();
+            let mut got = Vec::new();
+            let mut w = Workers::new(2);
+            let piped = w.pipeline(
+                units,
+                slots,
+                |u, slot| {
+                    if u == bad {
+                        return Err(Error::StreamTooLong);
+                    }
+                    slot[..=u].fill(u as u8);
+                    Ok(u + 1)
+                },
+                |b: &[u8]| {
+                    got.extend_from_slice(b);
+                    b.len()
+                },
+            );
+            assert_eq!(piped.error, Some(Error::StreamTooLong));
+            assert_eq!(piped.started, bad);
+            assert_eq!(got, expected(bad));
+        }
+        let mut buf = vec![0u8; 60];
+        let mut w = Workers::new(2);
+        w.inject_panic = true;
+        let piped = w.pipeline(
+            20,
+            buf.chunks_mut(20).collect(),
+            |_, _| Ok(1),
+            |b: &[u8]| b.len(),
+        );
+        assert_eq!(piped.error, Some(Error::WorkerPanicked));
+        assert_eq!(piped.started, 0);
+    }
+
+    /// The caller's quota: all units until it has measured; with nothing
+    /// to deliver, its fair share; fewer the longer delivering takes; none
+    /// once delivering alone takes as long as the others' sealing.
+    #[test]
+    fn the_callers_quota_follows_its_times() {
+        let pace = |work: f64, deliver: f64| Pace {
+            work: Some(work),
+            deliver: Some(deliver),
+        };
+        assert_eq!(Pace::default().quota(10, 2), 10);
+        assert_eq!(pace(1.0, 0.0).quota(10, 2), 5);
+        assert_eq!(pace(1.0, 0.0).quota(4, 2), 2);
+        assert_eq!(pace(1.0, 0.0).quota(12, 4), 3);
+        assert_eq!(pace(355.0, 135.0).quota(4, 2), 1);
+        assert_eq!(pace(1.0, 0.25).quota(16, 2), 6);
+        assert_eq!(pace(1.0, 1.0).quota(10, 2), 0);
     }
 
     #[test]

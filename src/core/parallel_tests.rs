@@ -296,6 +296,30 @@ fn a_worker_panic_is_a_sticky_error() {
     let e = w.try_finish().unwrap_err();
     assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
 
+    // In a pipeline (the header out, then whole segments sealed and moved
+    // out share by share): nothing of the failing share goes out.
+    INJECT_PANIC.with(|f| f.set(false));
+    let mut w = CipherWriter::builder(&key)
+        .capacity(seg)
+        .threads(2)
+        .build(Vec::new());
+    w.write_all(&pt[..2 * seg + 1]).unwrap();
+    let before = w.get_ref().len();
+    assert!(before > 2 * seg, "the first batch went out");
+    let runs = w.engine.runs;
+    w.engine.inject_panic();
+    let e = w.write_all(&pt[2 * seg + 1..]).unwrap_err();
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked));
+    assert_eq!(w.engine.runs, runs + 1, "a pipeline ran");
+    assert_eq!(
+        w.get_ref().len(),
+        before,
+        "nothing of the pipeline went out"
+    );
+    let e = w.try_finish().unwrap_err();
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
+
+    INJECT_PANIC.with(|f| f.set(true));
     let mut r = CipherReader::builder(&key).threads(2).build(&ct[..]);
     let mut got = Vec::new();
     let e = loop {

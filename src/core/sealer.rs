@@ -52,6 +52,12 @@ enum Stage {
     Failed(Error),
 }
 
+/// Where a pipelined write moves sealed bytes: the front's inner writer,
+/// returning how many bytes it took (0 when it took none; the front keeps
+/// the reason, an error or `WouldBlock` or `Pending`, and meets it again
+/// when it drains the output left).
+pub(crate) type Drain<'a> = &'a mut dyn FnMut(&[u8]) -> usize;
+
 /// The smallest plaintext buffer a writer allocates (unless its segments
 /// are smaller): streams with the default capacity allocate it once.
 const PLAIN_FLOOR: usize = profile::DEFAULT_CAPACITY;
@@ -211,15 +217,40 @@ impl Sealer {
     /// refuses what would follow it with [`Error::StreamTooLong`] (not
     /// sticky: it can still be finished).
     ///
+    /// With threads and a `drain` (the front's inner writer), a write of
+    /// whole segments is sealed and moved out in one pipeline
+    /// ([`Workers::pipeline`]): the caller hands each share to `drain`
+    /// while the other threads seal the next ones. When `drain` stops,
+    /// what was sealed but not taken is the output, and the call returns
+    /// the bytes sealed.
+    ///
     /// # Errors
     ///
     /// A sticky error; `StreamTooLong` as above. When some bytes were
     /// taken first, they are reported (`Ok`) and the error comes next time.
-    pub(crate) fn write(&mut self, buf: &[u8]) -> Result<usize, Error> {
+    pub(crate) fn write(
+        &mut self,
+        buf: &[u8],
+        mut drain: Option<Drain<'_>>,
+    ) -> Result<usize, Error> {
         self.start()?;
         debug_assert!(self.out.is_empty(), "output drained before sealing");
         let mut taken = 0;
         while taken < buf.len() {
+            if let Some(drain) = drain.as_deref_mut() {
+                match self.pipe(&buf[taken..], drain) {
+                    None => {}
+                    Some(Ok((n, stopped))) => {
+                        taken += n;
+                        if stopped {
+                            return Ok(taken);
+                        }
+                        continue;
+                    }
+                    Some(Err(_)) if taken > 0 => return Ok(taken),
+                    Some(Err(e)) => return Err(e),
+                }
+            }
             let Stage::Open { layout, next, .. } = &self.stage else {
                 unreachable!("started and not sealed")
             };
@@ -256,7 +287,21 @@ impl Sealer {
                 }
                 r
             } else {
-                match self.copy_in(rest, batch) {
+                // Pipelined, only up to the end of the segment begun: the
+                // segments after it go to the pipeline from `rest`.
+                let upto = if drain.is_some() && self.workers.is_some() {
+                    let held = self.plain.available();
+                    let whole = layout.run_len(*next, u64::MAX, held);
+                    let end = if *next == 0 && whole == 0 {
+                        layout.plain(0)
+                    } else {
+                        whole + layout.rest
+                    };
+                    end.min(batch)
+                } else {
+                    batch
+                };
+                match self.copy_in(rest, upto, batch) {
                     Ok(n) => taken += n,
                     Err(_) if taken > 0 => return Ok(taken),
                     Err(e) => return Err(e),
@@ -274,6 +319,151 @@ impl Sealer {
         Ok(taken)
     }
 
+    /// The pipelined step of [`write`](Self::write), when
+    /// it applies: the buffer holds whole segments only (none, or a full
+    /// batch) and `rest` whole segments with a byte after them (the
+    /// hold-back), or the buffer a full batch and `rest` more. Seals the
+    /// buffered segments, then those of `rest`, all non-final, in shares,
+    /// each handed to `drain` as soon as it and those before it are
+    /// sealed. Returns the bytes of `rest` sealed and whether `drain`
+    /// stopped (the undelivered sealed bytes are then the output).
+    fn pipe(&mut self, rest: &[u8], drain: Drain<'_>) -> Option<Result<(usize, bool), Error>> {
+        let Sealer {
+            stage,
+            plain,
+            out,
+            workers,
+            ..
+        } = self;
+        let workers = workers.as_mut()?;
+        let Stage::Open {
+            suite,
+            layout,
+            header: None,
+            next,
+        } = stage
+        else {
+            return None;
+        };
+        if rest.is_empty() {
+            return None;
+        }
+        // Never past the last index a non-final segment can have.
+        let limit = u64::from(u32::MAX).saturating_sub(*next);
+        let held = plain.available();
+        if layout.run_len(*next, limit, held) != held {
+            return None;
+        }
+        let per = parallel::batch_segments(1, layout.rest);
+        let batch = layout.run_len(
+            *next,
+            parallel::batch_segments(workers.threads(), layout.rest) as u64,
+            usize::MAX,
+        );
+        let total = layout.run_len(*next, limit, held + rest.len() - 1);
+        // Segments: those buffered, then those of `rest`.
+        let mut sizes = Vec::new();
+        let (mut sum, mut held_segs) = (0, 0);
+        while sum < total {
+            let n = layout.plain(*next + sizes.len() as u64);
+            sizes.push(n);
+            sum += n;
+            if sum <= held {
+                held_segs = sizes.len();
+            }
+        }
+        let direct = sizes.len() > held_segs;
+        if sizes.len() < 2 || !(direct || held == batch) {
+            return None;
+        }
+        // Shares of `per` segments, never across the buffer's end.
+        let mut units = Vec::new();
+        let (mut i, mut from_plain, mut from_rest) = (0, 0, 0);
+        while i < sizes.len() {
+            let end = if i < held_segs {
+                held_segs.min(i + per)
+            } else {
+                sizes.len().min(i + per)
+            };
+            let len: usize = sizes[i..end].iter().sum();
+            let start = if i < held_segs {
+                from_plain += len;
+                from_plain - len
+            } else {
+                from_rest += len;
+                from_rest - len
+            };
+            units.push(Unit {
+                first: i,
+                end,
+                buffered: i < held_segs,
+                start,
+                len,
+            });
+            i = end;
+        }
+        let record = if layout.framed { RECORD_HEADER_LEN } else { 0 };
+        let extra = record + suite.tag_len();
+        let slot = units
+            .iter()
+            .map(|u| u.len + (u.end - u.first) * extra)
+            .max()
+            .unwrap_or(0);
+        // One slot more than threads: with the caller delivering one, every
+        // thread has one to seal into.
+        let k = workers.threads() + 1;
+        if let Err(e) = out.grow(slot * k) {
+            *stage = Stage::Failed(e.clone());
+            return Some(Err(e));
+        }
+        out.clear();
+        let buffered = plain.data();
+        let (suite, framed, first) = (&*suite, layout.framed, *next);
+        let slots = out.whole_mut().chunks_mut(slot).take(k).collect();
+        let piped = workers.pipeline(
+            units.len(),
+            slots,
+            |u, output| {
+                let unit = &units[u];
+                let input = if unit.buffered { buffered } else { rest };
+                let mut input = &input[unit.start..unit.start + unit.len];
+                let mut at = 0;
+                for (s, &size) in sizes.iter().enumerate().take(unit.end).skip(unit.first) {
+                    let (p, tail) = input.split_at(size);
+                    let o = &mut output[at..at + p.len() + extra];
+                    seal_piece(suite, framed, first + s as u64, false, p, o)?;
+                    (input, at) = (tail, at + o.len());
+                }
+                Ok(at)
+            },
+            drain,
+        );
+        let done = &units[..piped.started];
+        let segments = done.last().map_or(0, |u| u.end);
+        let used_plain: usize = done.iter().filter(|u| u.buffered).map(|u| u.len).sum();
+        let used_rest: usize = done.iter().filter(|u| !u.buffered).map(|u| u.len).sum();
+        *next += segments as u64;
+        #[cfg(test)]
+        {
+            self.sealed += segments as u64;
+            self.runs += 1;
+        }
+        if used_plain == held {
+            plain.clear();
+        } else {
+            plain.consume(used_plain);
+            plain.compact();
+        }
+        if let Some(e) = piped.error {
+            *stage = Stage::Failed(e.clone());
+            return Some(Err(e));
+        }
+        let stopped = !piped.pending.is_empty();
+        out.whole_mut()[..piped.pending.len()].copy_from_slice(&piped.pending);
+        out.set(0, piped.pending.len());
+        Some(Ok((used_rest, stopped)))
+    }
+
     /// After a segment sealed by [`write`](Self::write) could not be
     /// drained: buffers the bytes that follow it (the segment is non-final,
     /// so they exist and must be taken now, or a `finish` right after would
@@ -283,10 +473,11 @@ impl Sealer {
         let Stage::Open { layout, next, .. } = &self.stage else {
             return 0;
         };
-        debug_assert!(self.plain.is_empty(), "a segment was just sealed");
+        // Empty, or (a pipeline stopped before it sealed every buffered
+        // share) holding the segments that follow the one sealed.
         let (_, batch) = self.batch(layout, *next);
         // An allocation failure is sticky: the stream cannot be finished.
-        self.copy_in(buf, batch).unwrap_or(0)
+        self.copy_in(buf, batch, batch).unwrap_or(0)
     }
 
     /// The segments of the next batch, from segment `next` (1 without
@@ -329,10 +520,11 @@ impl Sealer {
         r.map(|_| ())
     }
 
-    /// Copies what fits of `rest` into the plaintext buffer, growing it;
-    /// a failed allocation is fatal (sticky).
-    fn copy_in(&mut self, rest: &[u8], batch: usize) -> Result<usize, Error> {
-        let n = rest.len().min(batch - self.plain.available());
+    /// Copies what fits of `rest` into the plaintext buffer until it holds
+    /// `upto` bytes, growing it (at most to `batch`); a failed allocation
+    /// is fatal (sticky).
+    fn copy_in(&mut self, rest: &[u8], upto: usize, batch: usize) -> Result<usize, Error> {
+        let n = rest.len().min(upto - self.plain.available());
         let need = self.plain.available() + n;
         if let Err(e) = self.plain.grow_for(need, PLAIN_FLOOR, batch) {
             self.stage = Stage::Failed(e.clone());
@@ -421,6 +613,15 @@ impl Sealer {
         Ok(())
     }
 
+    /// Makes every job of the workers panic from now on (tests of the
+    /// panic path through a pipeline; the stream must have started).
+    #[cfg(test)]
+    pub(crate) fn inject_panic(&mut self) {
+        if let Some(w) = &mut self.workers {
+            w.inject_panic = true;
+        }
+    }
+
     /// Moves segment numbering to `index` (tests of the counter's end).
     #[cfg(test)]
     pub(crate) fn set_next(&mut self, index: u64) {
@@ -428,6 +629,17 @@ impl Sealer {
             *next = index;
         }
     }
+}
+
+/// A share of a pipelined write: segments `first..end` of the run, whose
+/// plaintext is `len` bytes from `start` in the buffer or in the caller's
+/// slice.
+struct Unit {
+    first: usize,
+    end: usize,
+    buffered: bool,
+    start: usize,
+    len: usize,
 }
 
 /// Why a thread count of zero is refused.

@@ -308,7 +308,18 @@ impl<W: Write> Write for CipherWriter<W> {
         self.drain()?;
         let mut taken = 0;
         while taken < buf.len() {
-            match self.engine.write(&buf[taken..]) {
+            // With threads, whole segments go to `inner` as they are
+            // sealed (0 when it takes none: its error comes back below,
+            // from `drain`).
+            let inner = &mut self.inner;
+            let mut to_inner = |bytes: &[u8]| loop {
+                match inner.write(bytes) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Ok(n) => return n,
+                    Err(_) => return 0,
+                }
+            };
+            match self.engine.write(&buf[taken..], Some(&mut to_inner)) {
                 Ok(n) => taken += n,
                 Err(e) if taken == 0 => return Err(e.into()),
                 // The error comes back with the next call.
