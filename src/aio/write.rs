@@ -19,7 +19,7 @@ use crate::{CipherWriter, Error, Provider, StreamKey, WriterBuilder};
 /// ([`poll_shutdown`](AsyncWrite::poll_shutdown), which then shuts `W` down) or [`finish`](Self::finish) (which returns
 /// `W` open). Dropping the writer before either never completes the stream.
 pub struct AsyncCipherWriter<W> {
-    engine: Sealer,
+    pub(crate) engine: Sealer,
     inner: W,
     /// `poll_shutdown` has shut the inner writer down.
     shut_down: bool,

@@ -403,3 +403,54 @@ fn buffered_reads_open_runs_in_the_inner_buffer() {
     assert!(r.engine.runs >= 40 / 16 - 1, "{ctx}");
     assert!(r.engine.opens <= 41 + 1, "{ctx}");
 }
+
+/// Large writes on threads go through the pipeline: the buffered
+/// segments and the whole segments of the write are sealed as one run
+/// (a run per write), and a write copies at most the segment it ends in
+/// (as one thread does) — sealing a batch at a time copied up to a batch
+/// at the end of every write. Both fronts.
+#[test]
+fn large_writes_copy_only_the_segment_they_end_in() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    for seg in [8 * 1024, 64 * 1024] {
+        for threads in [2, 3] {
+            for extra in [0, 5] {
+                let chunk = 32 * seg + extra;
+                let writes = 8;
+                let pt = data(writes * chunk);
+                let b = || CipherWriter::builder(&key).capacity(seg).threads(threads);
+                let batch = super::parallel::batch_segments(threads, seg) * seg;
+                let bound = batch + writes * seg;
+                let ctx = format!("seg {seg} threads {threads} chunk {chunk}");
+
+                let mut w = b().build(Vec::new());
+                for c in pt.chunks(chunk) {
+                    w.write_all(c).unwrap();
+                }
+                let (copied, runs) = (w.engine.copied, w.engine.runs);
+                let ct = w.finish().unwrap();
+                assert!(copied <= bound, "{ctx} std: copied {copied} > {bound}");
+                assert!(runs >= writes as u64 - 1, "{ctx} std: {runs} runs");
+                let back = read_in_chunks(&mut CipherReader::new(&key, &ct[..]), 1 << 20);
+                assert!(back == pt, "{ctx} std");
+
+                #[cfg(feature = "tokio")]
+                {
+                    use ::tokio::io::AsyncWriteExt;
+                    let (copied, runs, ct) = run(async {
+                        let mut w = b().build_async(Vec::new());
+                        for c in pt.chunks(chunk) {
+                            w.write_all(c).await.unwrap();
+                        }
+                        let (copied, runs) = (w.engine.copied, w.engine.runs);
+                        (copied, runs, w.finish().await.unwrap())
+                    });
+                    assert!(copied <= bound, "{ctx} tokio: copied {copied} > {bound}");
+                    assert!(runs >= writes as u64 - 1, "{ctx} tokio: {runs} runs");
+                    let back = read_in_chunks(&mut CipherReader::new(&key, &ct[..]), 1 << 20);
+                    assert!(back == pt, "{ctx} tokio");
+                }
+            }
+        }
+    }
+}
