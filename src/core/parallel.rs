@@ -663,7 +663,7 @@ mod tests {
     ) -> impl Fn(usize, &mut [u8]) -> Result<usize, Error> + Sync + '_ {
         move |u, slot| {
             seen.lock().unwrap().insert(std::thread::current().id());
-            std::thread::sleep(std::time::Duration::from_micros(500));
+            std::thread::sleep(Duration::from_micros(500));
             slot[..=u].fill(u as u8);
             Ok(u + 1)
         }
@@ -765,7 +765,7 @@ mod tests {
             assert_eq!(piped.started, bad);
             assert_eq!(got, expected(bad));
         }
-        let mut buf = vec![0u8; 60];
+        let mut buf = [0u8; 60];
         let mut w = Workers::new(2);
         w.inject_panic = true;
         let piped = w.pipeline(
