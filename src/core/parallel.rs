@@ -12,6 +12,16 @@
 //! (release in order, the final segment last, the first failure wins)
 //! stay where they were.
 //!
+//! A writer's large writes go through [`Workers::pipeline`] instead: the
+//! shares are taken one after the other by whichever thread is free, each
+//! sealed into one of `n + 1` slots, and the caller moves each one out to
+//! the inner writer (in order, as soon as it is ready) while the others
+//! seal the next. The `Write` contract makes that copy the caller's, and
+//! done after each batch it left the other threads waiting: the pipeline
+//! overlaps it with their sealing, with no hand-over per batch. The caller
+//! seals shares too, as many as its measured times say leave it no later
+//! than the others ([`Pace`]).
+//!
 //! The threads are a [`rayon_core`] pool owned by the stream: its
 //! scoped jobs seal straight from the caller's slice and open straight
 //! into the caller's buffer, with no copy and no `unsafe` here, and its
@@ -24,7 +34,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
+use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use crate::Error;
@@ -80,7 +90,8 @@ pub(crate) struct Workers {
     handles: Vec<JoinHandle<()>>,
     /// The caller's times in pipelines.
     pace: Pace,
-    /// Make a job on a pool thread panic (tests of the panic path).
+    /// Make jobs panic (tests of the panic path): on the pool threads in
+    /// [`run`](Self::run), on every thread in [`pipeline`](Self::pipeline).
     #[cfg(test)]
     pub(crate) inject_panic: bool,
     /// Pool threads running (tests that none outlives the workers).
@@ -270,6 +281,8 @@ impl Workers {
             next: AtomicUsize::new(0),
             drained: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
+            caller: std::thread::current(),
+            workers: Mutex::new(Vec::new()),
         };
         let threads = self.threads;
         if self.pool().is_none() {
@@ -339,6 +352,10 @@ struct Line<'a> {
     drained: AtomicUsize,
     /// No unit is started any more.
     stop: AtomicBool,
+    /// The calling thread, woken when a unit is ready.
+    caller: Thread,
+    /// The pool threads in the run, woken when a slot is free.
+    workers: Mutex<Vec<Thread>>,
 }
 
 /// What [`Line::claim`] found.
@@ -381,10 +398,10 @@ impl Line<'_> {
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
         let k = self.slots.len();
-        let mut slot = self.slots[u % k]
+        let mut guard = self.slots[u % k]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let slot = &mut *slot;
+        let slot = &mut *guard;
         let r = catch_unwind(AssertUnwindSafe(|| {
             assert!(!inject, "injected worker panic");
             job(u, slot.bytes)
@@ -397,19 +414,35 @@ impl Line<'_> {
             Ok(Err(e)) => Err(e),
             Err(_) => Err(Error::WorkerPanicked),
         };
-        if slot.result.is_err() {
+        let failed = slot.result.is_err();
+        drop(guard);
+        if failed {
             self.stop.store(true, Ordering::Release);
         }
         self.ready[u % k].store(u + 1, Ordering::Release);
+        self.caller.unpark();
     }
 
-    /// A pool thread: takes units until none is left; waits a bounded
-    /// while for a busy slot (the caller is delivering), then leaves the
-    /// rest to the caller (a slow inner writer needs no second sealer).
+    /// Wakes the pool threads waiting for a slot or for the end.
+    fn wake_workers(&self) {
+        let workers = self
+            .workers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        workers.iter().for_each(Thread::unpark);
+    }
+
+    /// A pool thread: takes units until none is left; while the next
+    /// unit's slot is busy (the caller has not moved it out yet), waits,
+    /// asleep after a short while, for the caller to wake it.
     fn work<F>(&self, job: &F, inject: bool)
     where
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
+        self.workers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(std::thread::current());
         let mut waited = 0;
         loop {
             match self.claim() {
@@ -418,7 +451,6 @@ impl Line<'_> {
                     waited = 0;
                 }
                 Claim::Done => return,
-                Claim::Busy if waited > WAIT => return,
                 Claim::Busy => {
                     pause(waited);
                     waited += 1;
@@ -468,6 +500,7 @@ impl Line<'_> {
                 Pace::note(&mut pace.deliver, t.elapsed());
                 (d, offset, waited) = (d + 1, 0, 0);
                 self.drained.store(d, Ordering::Release);
+                self.wake_workers();
                 continue;
             }
             // Unit `d` is being worked on by another thread (or nobody
@@ -497,6 +530,7 @@ impl Line<'_> {
             }
         }
         self.stop.store(true, Ordering::Release);
+        self.wake_workers();
         // Every unit claimed is finished before the scope ends; the ones
         // after `d` are waited for here, on the calling thread.
         let started = self.next.load(Ordering::Acquire).min(self.units);
@@ -575,19 +609,22 @@ impl Pace {
     }
 }
 
-/// Waits a little: spin-loop hints first, then yields the core (an
-/// oversubscribed pool may need it to finish the unit waited for).
+/// Waits for another thread of a pipeline, the `waited`-th time in a row:
+/// spin-loop hints first (a share of small segments is microseconds from
+/// done), then yields the core (an oversubscribed pool may need it to
+/// finish the unit waited for), then sleeps until woken (the thread
+/// waited for unparks it; a timeout bounds a wait in any case), so that
+/// a thread waiting a whole 1 MiB segment, or for a slow inner writer,
+/// does not hold a core.
 fn pause(waited: usize) {
     if waited < 64 {
         std::hint::spin_loop();
-    } else {
+    } else if waited < 128 {
         std::thread::yield_now();
+    } else {
+        std::thread::park_timeout(Duration::from_micros(200));
     }
 }
-
-/// How many times a pool thread waits for a busy slot before it leaves
-/// the rest of the run to the caller: some milliseconds of yields.
-const WAIT: usize = 1 << 12;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::cast_possible_truncation)]

@@ -22,6 +22,13 @@
 //!   the hold-back applies to the batch: it is sealed, as one step, once
 //!   full and one more byte has arrived, every segment from its own index
 //!   on [`Workers`]; the bytes are those of one thread.
+//! - **Threads pipeline large writes.** Given the front's inner writer as a
+//!   [`Drain`], a write of whole segments (after the buffered ones) is one
+//!   [`Workers::pipeline`]: the caller moves each sealed share out while
+//!   the other threads seal the next ones, instead of a hand-over and a
+//!   serial copy per batch. Still one step: what the inner writer did not
+//!   take is the output, and the bytes after the last sealed segment stay
+//!   the caller's (or are [`hold`](Sealer::hold)'s).
 
 use crate::core::layout::{Layout, RECORD_HEADER_LEN, record_header};
 use crate::core::parallel::{self, Piece, Workers};

@@ -141,19 +141,28 @@ impl WriterBuilder {
     /// of one thread; so are the rules (nothing sealed twice, the final
     /// segment sealed once, last, by [`finish`](CipherWriter::finish)).
     ///
-    /// Threads pay off for segments of 64 KiB and more, writes of
-    /// several segments at a time (each batch is sealed straight from
-    /// the caller's slice when the buffer is empty), and streams of a few
-    /// MiB or more: starting and joining the threads costs each stream
-    /// tens to hundreds of microseconds. The calling thread
-    /// is one of the `n`; the other `n − 1` start with the first full
-    /// batch, wait between batches, and are joined when the writer is
-    /// finished or dropped. A panic on one of them fails the stream with
+    /// A write of several segments is sealed straight from the caller's
+    /// slice, in a pipeline: each thread takes the next share (a segment,
+    /// or 64 KiB of smaller ones) when it is done with one, and the calling
+    /// thread writes each sealed share to the inner writer as soon as it
+    /// and those before it are ready, while the others seal on; only the
+    /// segment the write ends in is copied (it may be the final one), as
+    /// with one thread. If the inner writer stops (an error, `WouldBlock`),
+    /// the shares begun are finished and what it did not take is written
+    /// first by the next call, as with one thread.
+    ///
+    /// Threads pay off for segments of 64 KiB and more, writes of several
+    /// segments at a time, and streams of a few MiB or more: starting and
+    /// joining the threads costs each stream tens to hundreds of
+    /// microseconds. The calling thread is one of the `n`; the other
+    /// `n − 1` start with the first batch, wait between writes, and are
+    /// joined when the writer is finished or dropped. A panic on one of
+    /// them fails the stream with
     /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked).
     ///
-    /// Memory: one batch of plaintext and one of ciphertext, about
-    /// `2 n` segments (`2 n · max(capacity, 64 KiB)` bytes), grown as data
-    /// is written. `threads(0)` makes every call fail with
+    /// Memory: a batch of plaintext and `n + 1` sealed shares, about
+    /// `2 n + 1` segments (`(2 n + 1) · max(capacity, 64 KiB)` bytes),
+    /// grown as data is written. `threads(0)` makes every call fail with
     /// [`Error::InvalidParameters`](crate::Error::InvalidParameters).
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;
