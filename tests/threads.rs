@@ -344,6 +344,98 @@ fn writers_on_threads_over_misbehaving_inner_writers() {
     }
 }
 
+/// A write refused at any inner call (`WouldBlock`, `BrokenPipe`, `Ok(0)`)
+/// while shares are moved out as they are sealed: the writer stops there
+/// (after an `Ok(0)` the inner writer is not called again in that call),
+/// reports what it took, and the stream finished afterwards holds exactly
+/// those bytes, in writes of a byte, a segment, many segments and all.
+#[test]
+fn threaded_writers_refused_mid_write_keep_exactly_what_they_took() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 1024;
+    let pt = data(3 * batch(2, seg) * seg + 100, 23);
+    for &t in &[2, 3] {
+        for &front in Front::ALL {
+            let builder = || CipherWriter::builder(&key).capacity(seg).threads(t);
+            let mut clean = front.build_writer(builder(), ScriptWriter::new());
+            assert!(write_retrying(&mut clean, &pt, usize::MAX).is_empty());
+            let calls = clean.get_ref().calls;
+            for kind in [
+                ErrorKind::WouldBlock,
+                ErrorKind::BrokenPipe,
+                ErrorKind::WriteZero,
+            ] {
+                for k in (0..calls).step_by(calls.div_ceil(40).max(1)) {
+                    for chunk in [1, seg, 40 * seg + 1, usize::MAX] {
+                        let mut inner = ScriptWriter::new();
+                        if kind == ErrorKind::WriteZero {
+                            inner.zero_calls = k..k + 1;
+                        } else {
+                            inner.fail = Some((k, kind));
+                        }
+                        let mut w = front.build_writer(builder(), inner);
+                        let mut off = 0;
+                        while off < pt.len() {
+                            let end = off.saturating_add(chunk).min(pt.len());
+                            let r = w.write(&pt[off..end]);
+                            w.get_mut().after_zero = false;
+                            match r {
+                                Ok(n) if n < end - off => {
+                                    off += n;
+                                    break;
+                                }
+                                Ok(n) => off += n,
+                                Err(_) => break,
+                            }
+                        }
+                        let mut tries = 0;
+                        while w.try_finish().is_err() {
+                            w.get_mut().after_zero = false;
+                            tries += 1;
+                            assert!(tries < 5);
+                        }
+                        let out = w.finish().unwrap().out;
+                        let ctx = format!(
+                            "threads {t} {front:?} {kind:?} at {k}/{calls}, chunk {chunk}, {off} taken"
+                        );
+                        let back = common::decrypt(Front::Std, CipherReader::builder(&key), &out)
+                            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                        assert!(back == pt[..off], "{ctx}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An inner writer that panics while shares are moved out: the panic
+/// reaches the caller (the pool threads, waiting for slots, are released
+/// and the call does not hang), and the writer is not left finishable as
+/// if nothing happened.
+#[test]
+fn a_panicking_inner_writer_does_not_hang_a_threaded_writer() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 64 * KIB;
+    let pt = data(40 * seg + 7, 5);
+    for &t in THREADS {
+        for &front in Front::ALL {
+            for at in [1, 2, 5] {
+                let mut inner = ScriptWriter::new();
+                inner.panic_at = Some(at);
+                let builder = CipherWriter::builder(&key).capacity(seg).threads(t);
+                let mut w = front.build_writer(builder, inner);
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    w.write(&pt).and_then(|_| w.write(&pt))
+                }));
+                assert!(
+                    r.is_err(),
+                    "threads {t} {front:?} panic at call {at}: no panic"
+                );
+            }
+        }
+    }
+}
+
 /// The reader over an inner reader that fails (`WouldBlock`,
 /// `Interrupted`) at every call position: every run gives the plaintext
 /// back, the error surfaces once as itself, and no inner call is lost.

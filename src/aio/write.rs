@@ -133,20 +133,43 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncCipherWriter<W> {
         let mut taken = 0;
         while taken < buf.len() {
             // With threads, whole segments go to `inner` as they are
-            // sealed (0 when it takes none: its `Pending` or error comes
-            // back below, from `poll_drain`).
+            // sealed; when it takes none, the run stops and its `Pending`
+            // or error is kept (it is not polled again in this call).
             let inner = &mut this.inner;
+            let mut stopped = None;
             let mut to_inner = |bytes: &[u8]| loop {
                 match Pin::new(&mut *inner).poll_write(cx, bytes) {
-                    Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Poll::Ready(Ok(0)) => {
+                        stopped = Some(Poll::Ready(Err(Error::WriteZero.into())));
+                        return 0;
+                    }
                     Poll::Ready(Ok(n)) => return n,
-                    Poll::Ready(Err(_)) | Poll::Pending => return 0,
+                    Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Poll::Ready(Err(e)) => {
+                        stopped = Some(Poll::Ready(Err(e)));
+                        return 0;
+                    }
+                    Poll::Pending => {
+                        stopped = Some(Poll::Pending);
+                        return 0;
+                    }
                 }
             };
             match this.engine.write(&buf[taken..], Some(&mut to_inner)) {
                 Ok(n) => taken += n,
                 Err(e) if taken == 0 => return Poll::Ready(Err(e.into())),
                 Err(_) => return Poll::Ready(Ok(taken)),
+            }
+            if let Some(stop) = stopped {
+                // As below: the bytes after the last segment sealed are
+                // taken now; the `Pending` (its waker is registered) or
+                // error comes back with the next call.
+                taken += this.engine.hold(&buf[taken..]);
+                return if taken > 0 {
+                    Poll::Ready(Ok(taken))
+                } else {
+                    stop
+                };
             }
             if !matches!(this.poll_drain(cx), Poll::Ready(Ok(()))) {
                 // The segment just sealed is non-final: the bytes after it

@@ -358,6 +358,19 @@ struct Line<'a> {
     workers: Mutex<Vec<Thread>>,
 }
 
+/// Stops a pipeline and wakes its pool threads when dropped: the caller
+/// leaving [`Line::deliver_all`], by a panic in the inner writer too (the
+/// scope waits for the pool threads before the panic goes on, and they
+/// would wait for slots the caller no longer frees).
+struct StopOnDrop<'l, 'a>(&'l Line<'a>);
+
+impl Drop for StopOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::Release);
+        self.0.wake_workers();
+    }
+}
+
 /// What [`Line::claim`] found.
 enum Claim {
     /// Unit to run.
@@ -443,17 +456,16 @@ impl Line<'_> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(std::thread::current());
-        let mut waited = 0;
+        let mut waited = Wait::default();
         loop {
             match self.claim() {
                 Claim::Unit(u) => {
                     self.run(u, job, inject);
-                    waited = 0;
+                    waited = Wait::default();
                 }
                 Claim::Done => return,
                 Claim::Busy => {
-                    pause(waited);
-                    waited += 1;
+                    waited.pause();
                 }
             }
         }
@@ -472,8 +484,11 @@ impl Line<'_> {
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
         let k = self.slots.len();
-        let (mut d, mut offset, mut waited) = (0, 0, 0);
+        let (mut d, mut offset, mut waited) = (0, 0, Wait::default());
         let mut error = None;
+        // However this ends (a panic of `deliver` included), the pool
+        // threads stop waiting for slots and leave.
+        let _stop = StopOnDrop(self);
         let quota = pace.quota(self.units, self.threads);
         let mut taken = 0;
         while d < self.units {
@@ -498,7 +513,7 @@ impl Line<'_> {
                 }
                 drop(slot);
                 Pace::note(&mut pace.deliver, t.elapsed());
-                (d, offset, waited) = (d + 1, 0, 0);
+                (d, offset, waited) = (d + 1, 0, Wait::default());
                 self.drained.store(d, Ordering::Release);
                 self.wake_workers();
                 continue;
@@ -511,8 +526,7 @@ impl Line<'_> {
             let next = self.next.load(Ordering::Acquire);
             let ahead = next - d;
             if ahead > 0 && (ahead > k.saturating_sub(self.threads) || taken >= quota) {
-                pause(waited);
-                waited += 1;
+                waited.pause();
                 continue;
             }
             match self.claim() {
@@ -521,11 +535,11 @@ impl Line<'_> {
                     self.run(u, job, inject);
                     Pace::note(&mut pace.work, t.elapsed());
                     taken += 1;
+                    waited = Wait::default();
                 }
                 // Unit `d` is being worked on by another thread.
                 Claim::Busy | Claim::Done => {
-                    pause(waited);
-                    waited += 1;
+                    waited.pause();
                 }
             }
         }
@@ -538,8 +552,7 @@ impl Line<'_> {
         if error.is_none() {
             for u in d..started {
                 while self.ready[u % k].load(Ordering::Acquire) != u + 1 {
-                    pause(waited);
-                    waited += 1;
+                    waited.pause();
                 }
                 let slot = self.slots[u % k]
                     .lock()
@@ -609,20 +622,37 @@ impl Pace {
     }
 }
 
-/// Waits for another thread of a pipeline, the `waited`-th time in a row:
-/// spin-loop hints first (a share of small segments is microseconds from
-/// done), then yields the core (an oversubscribed pool may need it to
-/// finish the unit waited for), then sleeps until woken (the thread
-/// waited for unparks it; a timeout bounds a wait in any case), so that
-/// a thread waiting a whole 1 MiB segment, or for a slow inner writer,
-/// does not hold a core.
-fn pause(waited: usize) {
-    if waited < 64 {
-        std::hint::spin_loop();
-    } else if waited < 128 {
-        std::thread::yield_now();
-    } else {
-        std::thread::park_timeout(Duration::from_micros(200));
+/// Waiting for another thread of a pipeline, [`pause`](Self::pause)
+/// after `pause`: spin-loop hints first (a share is often microseconds
+/// from done), then yielding the core (an oversubscribed pool may need it
+/// to finish the unit waited for) for up to [`YIELD`], then sleeping until
+/// woken (the thread waited for unparks this one; a timeout bounds every
+/// sleep), so that a thread waiting a whole 1 MiB segment, or for a slow
+/// inner writer, does not hold a core, and one waiting for a 64 KiB share
+/// does not pay for a wake-up.
+#[derive(Default)]
+struct Wait {
+    spins: u32,
+    since: Option<Instant>,
+}
+
+/// How long a waiting thread yields before it sleeps: about what sealing
+/// 64 KiB takes with the slower ciphers here.
+const YIELD: Duration = Duration::from_micros(100);
+
+impl Wait {
+    fn pause(&mut self) {
+        if self.spins < 64 {
+            self.spins += 1;
+            std::hint::spin_loop();
+            return;
+        }
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if since.elapsed() < YIELD {
+            std::thread::yield_now();
+        } else {
+            std::thread::park_timeout(Duration::from_micros(200));
+        }
     }
 }
 

@@ -318,14 +318,22 @@ impl<W: Write> Write for CipherWriter<W> {
         let mut taken = 0;
         while taken < buf.len() {
             // With threads, whole segments go to `inner` as they are
-            // sealed (0 when it takes none: its error comes back below,
-            // from `drain`).
+            // sealed; when it takes none, the run stops and its error is
+            // kept (it is not called again in this call, as below).
             let inner = &mut self.inner;
+            let mut stopped = None;
             let mut to_inner = |bytes: &[u8]| loop {
                 match inner.write(bytes) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Ok(0) => {
+                        stopped = Some(Error::WriteZero.into());
+                        return 0;
+                    }
                     Ok(n) => return n,
-                    Err(_) => return 0,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        stopped = Some(e);
+                        return 0;
+                    }
                 }
             };
             match self.engine.write(&buf[taken..], Some(&mut to_inner)) {
@@ -333,6 +341,13 @@ impl<W: Write> Write for CipherWriter<W> {
                 Err(e) if taken == 0 => return Err(e.into()),
                 // The error comes back with the next call.
                 Err(_) => return Ok(taken),
+            }
+            if let Some(e) = stopped {
+                // As below: the bytes after the last segment sealed are
+                // taken now; the error comes back on the next call, which
+                // starts by draining what `inner` did not take.
+                taken += self.engine.hold(&buf[taken..]);
+                return if taken > 0 { Ok(taken) } else { Err(e) };
             }
             if self.drain().is_err() {
                 // The segment just sealed is non-final: the bytes after it

@@ -107,6 +107,8 @@ pub struct ScriptWriter {
     pub zero_calls: Range<usize>,
     pub after_zero: bool,
     pub call_limit: usize,
+    /// The call (counted from 0) that panics, as a buggy writer may.
+    pub panic_at: Option<usize>,
 }
 
 impl Default for ScriptWriter {
@@ -128,6 +130,7 @@ impl ScriptWriter {
             zero_calls: 0..0,
             after_zero: false,
             call_limit: 1_000_000,
+            panic_at: None,
         }
     }
 
@@ -160,6 +163,7 @@ impl Write for ScriptWriter {
             "the front called the inner writer again after it returned Ok(0)"
         );
         self.sizes.push(buf.len());
+        assert!(self.panic_at != Some(call), "scripted inner writer panic");
         if self.zero || self.zero_calls.contains(&call) {
             self.after_zero = true;
             return Ok(0);

@@ -3,7 +3,7 @@
 //! age's stream, on the same plaintext in the same run.
 //!
 //! ```text
-//! cargo run --release --manifest-path threads-bench/Cargo.toml -- [--quick | --smoke] [--rounds N] [--mib N]
+//! cargo run --release --manifest-path threads-bench/Cargo.toml -- [--quick | --smoke] [--rounds N] [--mib N] [--chunk-mib N]
 //! ```
 //!
 //! Variants: threads 1, 2 and `available_parallelism()` (deduplicated) ×
@@ -14,9 +14,9 @@
 //! 64 KiB chunks).
 //!
 //! - Encrypt: the plaintext goes through the writer in 4 MiB `write_all`
-//!   calls (more with over 4 threads: a batch's length at 1 MiB segments)
-//!   into a `Vec<u8>` allocated once and cleared before each pass, then
-//!   `finish`.
+//!   calls (`--chunk-mib N`; more with over 4 threads: a batch's length at
+//!   1 MiB segments) into a `Vec<u8>` allocated once and cleared before
+//!   each pass, then `finish`.
 //! - Decrypt: a stream sealed once before the timed loops is read from a
 //!   `&[u8]` into a reused buffer of the same length.
 //!
@@ -48,11 +48,12 @@ use report::{cell, loadavg, pattern, stats};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
-/// Bytes per `write_all` when encrypting and per `read` when decrypting,
-/// at the least: a call at least a batch long (threads × segment, 2 MiB
-/// for 2 threads and 1 MiB segments) lets the threaded writer seal
-/// straight from the caller's slice and the reader open straight into the
-/// caller's buffer; a shorter one goes through their buffers, a copy.
+/// Bytes per `write_all` when encrypting and per `read` when decrypting
+/// (`--chunk-mib`), at the least a batch (threads × segment, 2 MiB for 2
+/// threads and 1 MiB segments): a call of several segments lets the
+/// threaded writer seal straight from the caller's slice (all but the
+/// segment it ends in) and the reader open straight into the caller's
+/// buffer; a shorter one goes through their buffers, a copy.
 const CHUNK: usize = 4 * MIB;
 /// Segment sizes of the speed-up table.
 const LARGE_SEGMENTS: [usize; 2] = [64 * KIB, MIB];
@@ -82,27 +83,29 @@ struct Args {
     smoke: bool,
     /// The mode's name for the report.
     mode: &'static str,
+    /// Bytes per write and read of the large calls.
+    chunk: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let usage = "usage: threads_bench [--quick | --smoke] [--rounds N] [--mib N]";
+    let usage = "usage: threads_bench [--quick | --smoke] [--rounds N] [--mib N] [--chunk-mib N]";
     let mut mode = "full";
-    let (mut rounds, mut mib) = (None, None);
+    let (mut rounds, mut mib, mut chunk) = (None, None, None);
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" if mode == "full" => mode = "quick",
             "--smoke" if mode == "full" => mode = "smoke",
-            "--rounds" | "--mib" => {
+            "--rounds" | "--mib" | "--chunk-mib" => {
                 let v: usize = it
                     .next()
                     .and_then(|v| v.parse().ok())
                     .filter(|&v| v > 0)
                     .ok_or_else(|| format!("{a} needs a positive number"))?;
-                if a == "--rounds" {
-                    rounds = Some(v);
-                } else {
-                    mib = Some(v);
+                match a.as_str() {
+                    "--rounds" => rounds = Some(v),
+                    "--mib" => mib = Some(v),
+                    _ => chunk = Some(v.saturating_mul(MIB)),
                 }
             }
             "-h" | "--help" => return Err(usage.into()),
@@ -120,6 +123,7 @@ fn parse_args() -> Result<Args, String> {
         passes,
         smoke: mode == "smoke",
         mode,
+        chunk: chunk.unwrap_or(CHUNK),
     })
 }
 
@@ -466,7 +470,9 @@ fn run(args: &Args) -> io::Result<()> {
         }
     }
 
-    let chunk = CHUNK.max(threads[threads.len() - 1] * LARGE_SEGMENTS[1]);
+    let chunk = args
+        .chunk
+        .max(threads[threads.len() - 1] * LARGE_SEGMENTS[1]);
     println!("# threads_bench\n");
     println!(
         "{} MiB plaintext; {} round(s) of {} pass(es) per variant ({}); {cpus} CPUs \
