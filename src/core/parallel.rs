@@ -286,20 +286,22 @@ impl Workers {
         };
         let threads = self.threads;
         if self.pool().is_none() {
-            return line.deliver_all(&job, deliver, inject, &mut self.pace);
+            let delivered = line.deliver_all(&job, deliver, inject, &mut self.pace);
+            return line.finish(delivered);
         }
         let (Some(pool), pace) = (&self.pool, &mut self.pace) else {
             unreachable!("started above")
         };
         let spawn = threads.min(units).saturating_sub(1);
         line.threads = spawn + 1;
-        let (line, job) = (&line, &job);
-        pool.in_place_scope(|scope| {
+        let (line_ref, job) = (&line, &job);
+        let delivered = pool.in_place_scope(|scope| {
             for _ in 0..spawn {
-                scope.spawn(move |_| line.work(job, inject));
+                scope.spawn(move |_| line_ref.work(job, inject));
             }
-            line.deliver_all(job, deliver, inject, pace)
-        })
+            line_ref.deliver_all(job, deliver, inject, pace)
+        });
+        line.finish(delivered)
     }
 
     /// Ends the pool and waits for its threads.
@@ -329,6 +331,9 @@ pub(crate) struct Piped {
     pub(crate) pending: Vec<u8>,
     /// The first failing job's error (in unit order), if any.
     pub(crate) error: Option<Error>,
+    /// A panic of `deliver`, to resume once the caller has settled its
+    /// state from the rest.
+    pub(crate) panic: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// One output slot of a pipeline: the unit sealed into it last.
@@ -479,13 +484,13 @@ impl Line<'_> {
         mut deliver: impl FnMut(&[u8]) -> usize,
         inject: bool,
         pace: &mut Pace,
-    ) -> Piped
+    ) -> Delivered
     where
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
         let k = self.slots.len();
         let (mut d, mut offset, mut waited) = (0, 0, Wait::default());
-        let mut error = None;
+        let (mut error, mut panic) = (None, None);
         // However this ends (a panic of `deliver` included), the pool
         // threads stop waiting for slots and leave.
         let _stop = StopOnDrop(self);
@@ -503,9 +508,17 @@ impl Line<'_> {
                 let bytes = &slot.bytes[..slot.len];
                 let t = Instant::now();
                 while offset < bytes.len() {
-                    match deliver(&bytes[offset..]) {
-                        0 => break,
-                        n => offset += n.min(bytes.len() - offset),
+                    // A panic of the inner writer takes nothing: the run
+                    // stops, the stream's state is settled (what was
+                    // sealed is counted and kept as output, as one thread
+                    // keeps it), then the panic goes on.
+                    match catch_unwind(AssertUnwindSafe(|| deliver(&bytes[offset..]))) {
+                        Ok(0) => break,
+                        Ok(n) => offset += n.min(bytes.len() - offset),
+                        Err(p) => {
+                            panic = Some(p);
+                            break;
+                        }
                     }
                 }
                 if offset < bytes.len() {
@@ -545,38 +558,71 @@ impl Line<'_> {
         }
         self.stop.store(true, Ordering::Release);
         self.wake_workers();
-        // Every unit claimed is finished before the scope ends; the ones
-        // after `d` are waited for here, on the calling thread.
-        let started = self.next.load(Ordering::Acquire).min(self.units);
-        let mut pending = Vec::new();
-        if error.is_none() {
-            for u in d..started {
-                while self.ready[u % k].load(Ordering::Acquire) != u + 1 {
-                    waited.pause();
-                }
-                let slot = self.slots[u % k]
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if let Err(e) = &slot.result {
-                    // Sealed after the stop, then failed: the units
-                    // before it stand.
-                    error = Some(e.clone());
-                    return Piped {
-                        started: u,
-                        pending,
-                        error,
-                    };
-                }
-                let from = if u == d { offset } else { 0 };
-                pending.extend_from_slice(&slot.bytes[from..slot.len]);
-            }
-        }
-        Piped {
-            started: if error.is_some() { d } else { started },
-            pending,
+        Delivered {
+            units: d,
+            offset,
             error,
+            panic,
         }
     }
+
+    /// What a run left once every thread is out of it (the scope joined
+    /// the pool threads, so `next` counts every unit started, and each is
+    /// done): the units started, and the sealed bytes of those not
+    /// delivered, in order.
+    fn finish(self, delivered: Delivered) -> Piped {
+        let Delivered {
+            units: d,
+            offset,
+            mut error,
+            panic,
+        } = delivered;
+        let k = self.slots.len();
+        let started = self.next.load(Ordering::Acquire).min(self.units);
+        let mut pending = Vec::new();
+        if error.is_some() {
+            return Piped {
+                started: d,
+                pending,
+                error,
+                panic,
+            };
+        }
+        for u in d..started {
+            debug_assert_eq!(self.ready[u % k].load(Ordering::Acquire), u + 1);
+            let slot = self.slots[u % k]
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Err(e) = &slot.result {
+                // Sealed after the stop, then failed: the units before it
+                // stand.
+                error = Some(e.clone());
+                return Piped {
+                    started: u,
+                    pending,
+                    error,
+                    panic,
+                };
+            }
+            let from = if u == d { offset } else { 0 };
+            pending.extend_from_slice(&slot.bytes[from..slot.len]);
+        }
+        Piped {
+            started,
+            pending,
+            error,
+            panic,
+        }
+    }
+}
+
+/// Where the calling thread left a run: units delivered whole, bytes of
+/// the next one delivered, the first failure, a panic of `deliver`.
+struct Delivered {
+    units: usize,
+    offset: usize,
+    error: Option<Error>,
+    panic: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// How long the calling thread takes to work on one unit of a pipeline

@@ -463,11 +463,21 @@ impl Sealer {
         }
         if let Some(e) = piped.error {
             *stage = Stage::Failed(e.clone());
+            if let Some(p) = piped.panic {
+                std::panic::resume_unwind(p);
+            }
             return Some(Err(e));
         }
         let stopped = !piped.pending.is_empty();
         out.whole_mut()[..piped.pending.len()].copy_from_slice(&piped.pending);
         out.set(0, piped.pending.len());
+        if let Some(p) = piped.panic {
+            // The inner writer panicked: the state above is what one
+            // thread would leave (every segment sealed counted, what was
+            // not written kept as output), so a caller that catches the
+            // panic and goes on seals no index twice.
+            std::panic::resume_unwind(p);
+        }
         Some(Ok((used_rest, stopped)))
     }
 
