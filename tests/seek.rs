@@ -1489,3 +1489,56 @@ fn a_position_the_file_system_refuses_is_past_the_end() {
     assert_eq!(b, [5, 6, 7]);
     std::fs::remove_file(&path).unwrap();
 }
+
+/// A seek back into the final segment before the check for data after it
+/// (found by the `seek` fuzz target): the final segment of a Tink stream
+/// with bytes appended was opened and released (the trailing data is
+/// checked at the next read), then a seek into it reused its plaintext and
+/// marked the stream done, and the reads after it ended cleanly. The end
+/// must still be the trailing data, and on the intact stream a clean end;
+/// over the reader's own read-ahead and over an inner `BufRead`.
+#[test]
+fn seeking_back_into_an_unconfirmed_final_segment_still_checks_what_follows() {
+    let raw: Vec<u8> = (0..32u8).map(|i| i.wrapping_mul(37) ^ 0x5C).collect();
+    let key = TinkKey::new(
+        TinkParams::new(16, 61, HkdfHash::Sha256).unwrap(),
+        &raw[..16],
+    )
+    .unwrap();
+    let pt = data(66, 3);
+    let mut w = CipherWriter::builder(&key).build(Vec::new());
+    w.write_all(&pt).unwrap();
+    let ct = w.finish().unwrap();
+    let mut extended = ct.clone();
+    extended.extend_from_slice(&[0xEF; 20]);
+    for (source, want) in [(&ct, None), (&extended, Some(Error::TrailingData))] {
+        for buf_read in [false, true] {
+            let ctx = format!("{} bytes, buf_read {buf_read}", source.len());
+            let b = CipherReader::builder(&key).capacity(65);
+            let mut r = if buf_read {
+                b.build_from_buf_read(Cursor::new(source.clone()))
+            } else {
+                b.build(Cursor::new(source.clone()))
+            };
+            let mut head = vec![0u8; 21];
+            r.read_exact(&mut head).unwrap();
+            // The final segment, released before what follows is checked
+            // (over its own read-ahead, the reader has seen what follows
+            // already, and says so).
+            let n = match r.fill_buf() {
+                Ok(b) => b.len(),
+                Err(e) => {
+                    assert!(!buf_read, "{ctx}: {e}");
+                    assert_eq!(Some(crate_error(&ctx, &e)), want, "{ctx}");
+                    continue;
+                }
+            };
+            assert_eq!(n, 45, "{ctx}");
+            r.consume(35);
+            r.seek(SeekFrom::Start(32)).unwrap();
+            let (rest, end) = drain(&ctx, &mut r, 1000);
+            assert!(rest == pt[32..], "{ctx}");
+            assert_eq!(end.map(|e| crate_error(&ctx, &e)), want, "{ctx}");
+        }
+    }
+}

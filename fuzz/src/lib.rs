@@ -324,6 +324,18 @@ mod tests {
         crate::seek::check(&fs::read(path).expect("regression input"));
     }
 
+    /// Found by `seek` in CI at fcff1de: Tink, 66 plaintext bytes, 20 bytes
+    /// appended, `build_from_buf_read`, capacity 65: `read`, `fill_buf`
+    /// ×3, `seek(Start(32))`, then reads to the end end cleanly instead of
+    /// with the trailing data.
+    #[test]
+    fn seek_clean_end_after_seek_extended_tink() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("regressions")
+            .join("seek-clean-end-after-seek-extended-tink");
+        crate::seek::check(&fs::read(path).expect("regression input"));
+    }
+
     #[test]
     fn roundtrip_corpus() {
         corpus("roundtrip", |data| {

@@ -244,7 +244,14 @@ impl Opener {
             self.plain.set(off, len);
             self.next = index + 1;
             if last {
-                self.stage = Stage::Done;
+                // The final segment: the end is clean only once nothing
+                // was found after it. Until then (read past it, the
+                // check for trailing data still to come) it stays final.
+                self.stage = if self.auth_len.is_some() {
+                    Stage::Done
+                } else {
+                    Stage::Final
+                };
                 return;
             }
             self.stage = Stage::Body;
