@@ -161,10 +161,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncCipherWriter<W> {
                 Err(_) => return Poll::Ready(Ok(taken)),
             }
             if let Some(stop) = stopped {
-                // As below: the bytes after the last segment sealed are
-                // taken now; the `Pending` (its waker is registered) or
-                // error comes back with the next call.
-                taken += this.engine.hold(&buf[taken..]);
+                // The engine took the bytes after the last segment sealed;
+                // the `Pending` (its waker is registered) or error comes
+                // back with the next call.
                 return if taken > 0 {
                     Poll::Ready(Ok(taken))
                 } else {

@@ -556,8 +556,7 @@ impl Line<'_> {
                 }
             }
         }
-        self.stop.store(true, Ordering::Release);
-        self.wake_workers();
+        // `_stop` ends the run for the pool threads as this returns.
         Delivered {
             units: d,
             offset,

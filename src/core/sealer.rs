@@ -229,7 +229,8 @@ impl Sealer {
     /// ([`Workers::pipeline`]): the caller hands each share to `drain`
     /// while the other threads seal the next ones. When `drain` stops,
     /// what was sealed but not taken is the output, and the call returns
-    /// the bytes sealed.
+    /// the bytes sealed and those [`hold`](Self::hold) took after them
+    /// (more than 0 unless the buffer is full).
     ///
     /// # Errors
     ///
@@ -250,6 +251,10 @@ impl Sealer {
                     Some(Ok((n, stopped))) => {
                         taken += n;
                         if stopped {
+                            // The segments sealed are non-final: the bytes
+                            // after them are taken now, as after any drain
+                            // that failed (`hold`).
+                            taken += self.hold(&buf[taken..]);
                             return Ok(taken);
                         }
                         continue;

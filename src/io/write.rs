@@ -343,10 +343,9 @@ impl<W: Write> Write for CipherWriter<W> {
                 Err(_) => return Ok(taken),
             }
             if let Some(e) = stopped {
-                // As below: the bytes after the last segment sealed are
-                // taken now; the error comes back on the next call, which
-                // starts by draining what `inner` did not take.
-                taken += self.engine.hold(&buf[taken..]);
+                // The engine took the bytes after the last segment sealed;
+                // the error comes back on the next call, which starts by
+                // draining what `inner` did not take.
                 return if taken > 0 { Ok(taken) } else { Err(e) };
             }
             if self.drain().is_err() {
