@@ -97,6 +97,9 @@ pub(crate) struct Sealer {
     /// Runs of segments sealed on the workers.
     #[cfg(test)]
     pub(crate) runs: u64,
+    /// Of those, the pipelined ones.
+    #[cfg(test)]
+    pub(crate) pipelines: u64,
 }
 
 impl Sealer {
@@ -133,6 +136,8 @@ impl Sealer {
             copied: 0,
             #[cfg(test)]
             runs: 0,
+            #[cfg(test)]
+            pipelines: 0,
         }
     }
 
@@ -351,7 +356,7 @@ impl Sealer {
         let Stage::Open {
             suite,
             layout,
-            header: None,
+            header,
             next,
         } = stage
         else {
@@ -416,9 +421,14 @@ impl Sealer {
         }
         let record = if layout.framed { RECORD_HEADER_LEN } else { 0 };
         let extra = record + suite.tag_len();
+        // A header not written yet goes out at the head of the first unit
+        // (the first write of a stream is a pipeline too, and the output
+        // is sized for the pipeline at once, not for a batch first).
+        let head = header.as_deref().unwrap_or_default();
         let slot = units
             .iter()
-            .map(|u| u.len + (u.end - u.first) * extra)
+            .enumerate()
+            .map(|(i, u)| u.len + (u.end - u.first) * extra + if i == 0 { head.len() } else { 0 })
             .max()
             .unwrap_or(0);
         // One slot more than threads: with the caller delivering one, every
@@ -440,6 +450,10 @@ impl Sealer {
                 let input = if unit.buffered { buffered } else { rest };
                 let mut input = &input[unit.start..unit.start + unit.len];
                 let mut at = 0;
+                if u == 0 {
+                    output[..head.len()].copy_from_slice(head);
+                    at = head.len();
+                }
                 for (s, &size) in sizes.iter().enumerate().take(unit.end).skip(unit.first) {
                     let (p, tail) = input.split_at(size);
                     let o = &mut output[at..at + p.len() + extra];
@@ -450,6 +464,10 @@ impl Sealer {
             },
             drain,
         );
+        if piped.started > 0 {
+            // Sealed into the first unit: it is output now, or written.
+            *header = None;
+        }
         let done = &units[..piped.started];
         let segments = done.last().map_or(0, |u| u.end);
         let used_plain: usize = done.iter().filter(|u| u.buffered).map(|u| u.len).sum();
@@ -459,6 +477,7 @@ impl Sealer {
         {
             self.sealed += segments as u64;
             self.runs += 1;
+            self.pipelines += 1;
         }
         if used_plain == held {
             plain.clear();
@@ -642,6 +661,12 @@ impl Sealer {
         if let Some(w) = &mut self.workers {
             w.inject_panic = true;
         }
+    }
+
+    /// The output buffer's allocated length (tests of its growth).
+    #[cfg(test)]
+    pub(crate) fn out_allocated(&self) -> usize {
+        self.out.len()
     }
 
     /// Moves segment numbering to `index` (tests of the counter's end).

@@ -199,6 +199,14 @@ enum Subject {
     Stream(Stream),
     /// age's stream, X25519 recipient.
     Age,
+    /// The machine's ceiling for a stream on `threads` threads: that many
+    /// one-thread streams at once, each on its own thread (the caller's
+    /// one of them) over its own 1/`threads` of the plaintext, each with
+    /// its own output. No ordering, no hand-over, the copies into the
+    /// outputs spread over every thread: what the cores, caches and
+    /// memory of this machine give `threads`-fold work when nothing has to
+    /// be shared.
+    Split(Stream),
 }
 
 /// One measured variant: a subject and a direction.
@@ -218,8 +226,13 @@ struct Bench {
     sealed: HashMap<(Algorithm, usize), Vec<u8>>,
     age_identity: age::x25519::Identity,
     age_sealed: Vec<u8>,
+    /// The split variants' parts, one stream sealed per part by one
+    /// thread: `(algorithm, segment, parts)`.
+    split_sealed: HashMap<(Algorithm, usize, usize), Vec<Vec<u8>>>,
     /// The encrypt passes' output, allocated once.
     out: Vec<u8>,
+    /// The split encrypt passes' outputs, one per part, allocated once.
+    split_out: Vec<Vec<u8>>,
     /// The decrypt passes' read buffer; its length is also the encrypt
     /// passes' write length.
     buf: Vec<u8>,
@@ -292,6 +305,49 @@ fn age_reader<'a>(
         .map_err(io::Error::other)
 }
 
+/// `data` cut into `n` parts of (nearly) equal length, in order.
+fn split(data: &[u8], n: usize) -> Vec<&[u8]> {
+    data.chunks(data.len().div_ceil(n).max(1)).collect()
+}
+
+/// Runs `job` on every item at once: the first on the calling thread, each
+/// other on a thread of its own (spawned and joined within the call); the
+/// first error, if any.
+fn on_threads<I, F>(items: I, job: F) -> io::Result<()>
+where
+    I: IntoIterator,
+    I::Item: Send,
+    F: Fn(I::Item) -> io::Result<()> + Sync,
+{
+    on_threads_collect(items, job).map(drop)
+}
+
+/// [`on_threads`], keeping every job's value, in the items' order.
+fn on_threads_collect<I, T, F>(items: I, job: F) -> io::Result<Vec<T>>
+where
+    I: IntoIterator,
+    I::Item: Send,
+    T: Send,
+    F: Fn(I::Item) -> io::Result<T> + Sync,
+{
+    let mut items = items.into_iter();
+    let Some(first) = items.next() else {
+        return Ok(Vec::new());
+    };
+    let job = &job;
+    std::thread::scope(|scope| {
+        let others: Vec<_> = items.map(|it| scope.spawn(move || job(it))).collect();
+        let mut all = vec![job(first)];
+        for h in others {
+            all.push(
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a part panicked"))),
+            );
+        }
+        all.into_iter().collect()
+    })
+}
+
 /// Reads `r` to its end through `buf`; the number of bytes read.
 fn drain(mut r: impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut total = 0;
@@ -304,8 +360,9 @@ fn drain(mut r: impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 impl Bench {
-    /// The plaintext, keys and sealed streams; calls of `chunk` bytes.
-    fn new(len: usize, segments: &[usize], chunk: usize) -> io::Result<Bench> {
+    /// The plaintext, keys and sealed streams (at the large segment sizes
+    /// the split variants' too, in `parts` parts); calls of `chunk` bytes.
+    fn new(len: usize, segments: &[usize], chunk: usize, parts: &[usize]) -> io::Result<Bench> {
         let data = pattern(len);
         let keys: HashMap<Algorithm, Key> =
             ALGORITHMS.iter().map(|&a| (a, Key::generate(a))).collect();
@@ -325,24 +382,60 @@ impl Bench {
                 sealed.insert((alg, segment), out.clone());
             }
         }
+        let mut split_sealed = HashMap::new();
+        let max_parts = parts.iter().copied().max().unwrap_or(1);
+        for &alg in &ALGORITHMS {
+            for &segment in &LARGE_SEGMENTS {
+                for &n in parts {
+                    let mut sealed_parts = Vec::with_capacity(n);
+                    for part in split(&data, n) {
+                        stream_encrypt(
+                            &keys[&alg],
+                            Provider::RustCrypto,
+                            segment,
+                            1,
+                            part,
+                            chunk,
+                            &mut out,
+                        )?;
+                        sealed_parts.push(out.clone());
+                    }
+                    split_sealed.insert((alg, segment, n), sealed_parts);
+                }
+            }
+        }
         let age_identity = age::x25519::Identity::generate();
         age_encrypt(&age_identity, &data, chunk, &mut out)?;
         let age_sealed = out.clone();
+        let split_out = (0..max_parts)
+            .map(|_| Vec::with_capacity(out.capacity().div_ceil(max_parts) + 4096))
+            .collect();
         Ok(Bench {
             data,
             keys,
             sealed,
             age_identity,
             age_sealed,
+            split_sealed,
             out,
+            split_out,
             buf: vec![0; chunk],
         })
     }
 
-    /// Seals the plaintext as `subject` into `self.out`.
+    /// Seals the plaintext as `subject` into `self.out` (a split subject:
+    /// its parts into `self.split_out`).
     fn seal(&mut self, subject: Subject, chunk: usize) -> io::Result<()> {
         match subject {
             Subject::Age => age_encrypt(&self.age_identity, &self.data, chunk, &mut self.out),
+            Subject::Split(c) => {
+                let key = &self.keys[&c.alg];
+                let parts = split(&self.data, c.threads);
+                let outs = &mut self.split_out[..c.threads];
+                on_threads(parts.into_iter().zip(outs.iter_mut()), |(part, out)| {
+                    stream_encrypt(key, c.provider, c.segment, 1, part, chunk, out)
+                })
+            }
             Subject::Stream(c) => {
                 let key = &self.keys[&c.alg];
                 let data = &self.data;
@@ -371,6 +464,7 @@ impl Bench {
                 &self.age_identity,
                 sealed.unwrap_or(&self.age_sealed),
             )?),
+            Subject::Split(_) => unreachable!("split subjects read through read_split"),
             Subject::Stream(c) => {
                 let sealed = sealed.unwrap_or(&self.sealed[&(c.alg, c.segment)]);
                 Box::new(stream_reader(
@@ -383,11 +477,38 @@ impl Bench {
         })
     }
 
+    /// Reads the parts of a split subject at once, each through a
+    /// one-thread reader on its own thread into its own buffer of `chunk`
+    /// bytes (`keep`: and keeps the plaintext, in order); the bytes read.
+    fn read_split(&self, c: Stream, chunk: usize, keep: bool) -> io::Result<(usize, Vec<u8>)> {
+        let key = &self.keys[&c.alg];
+        let parts = &self.split_sealed[&(c.alg, c.segment, c.threads)];
+        let got = on_threads_collect(parts.iter(), |sealed| {
+            let r = stream_reader(key, c.provider, 1, sealed);
+            if keep {
+                let mut plain = Vec::new();
+                let mut r = r;
+                r.read_to_end(&mut plain)?;
+                Ok((plain.len(), plain))
+            } else {
+                Ok((drain(r, &mut vec![0; chunk])?, Vec::new()))
+            }
+        })?;
+        Ok(got
+            .into_iter()
+            .fold((0, Vec::new()), |(n, mut all), (k, plain)| {
+                all.extend_from_slice(&plain);
+                (n + k, all)
+            }))
+    }
+
     /// One timed pass of `v`.
     fn pass(&mut self, v: Variant) -> io::Result<Duration> {
         let chunk = if v.small { SMALL_CALL } else { self.buf.len() };
         let t = Instant::now();
-        let n = if v.decrypt {
+        let n = if let (true, Subject::Split(c)) = (v.decrypt, v.subject) {
+            self.read_split(c, chunk, false)?.0
+        } else if v.decrypt {
             let mut buf = std::mem::take(&mut self.buf);
             let n = drain(self.open(v.subject, None)?, &mut buf[..chunk]);
             self.buf = buf;
@@ -411,13 +532,30 @@ impl Bench {
     /// it reads is the plaintext.
     fn check(&mut self, v: Variant) -> io::Result<()> {
         let mut plain = Vec::with_capacity(self.data.len());
-        if v.decrypt {
+        if let Subject::Split(c) = v.subject {
+            if v.decrypt {
+                plain = self.read_split(c, self.buf.len(), true)?.1;
+            } else {
+                self.seal(v.subject, self.buf.len())?;
+                for (i, out) in self.split_out[..c.threads].iter().enumerate() {
+                    let one = Stream { threads: 1, ..c };
+                    let part = &self.split_sealed[&(c.alg, c.segment, c.threads)][i];
+                    // Not the same bytes as the stored part (a fresh salt
+                    // per stream), but the same length, and it reads back.
+                    if out.len() != part.len() {
+                        return Err(io::Error::other(format!("{v:?}: part {i} length")));
+                    }
+                    self.open(Subject::Stream(one), Some(out))?
+                        .read_to_end(&mut plain)?;
+                }
+            }
+        } else if v.decrypt {
             self.open(v.subject, None)?.read_to_end(&mut plain)?;
         } else {
             self.seal(v.subject, self.buf.len())?;
             let one = match v.subject {
                 Subject::Stream(c) => Subject::Stream(Stream { threads: 1, ..c }),
-                Subject::Age => Subject::Age,
+                other => other,
             };
             self.open(one, Some(&self.out))?.read_to_end(&mut plain)?;
         }
@@ -448,6 +586,20 @@ fn run(args: &Args) -> io::Result<()> {
         for &t in &threads {
             variants.push(Variant {
                 subject: stream(provider, alg, segment, t),
+                decrypt,
+                small: false,
+            });
+        }
+    }
+    for (provider, alg, segment, decrypt) in rows(&ALGORITHMS, &LARGE_SEGMENTS) {
+        for &t in &threads[1..] {
+            variants.push(Variant {
+                subject: Subject::Split(Stream {
+                    provider,
+                    alg,
+                    segment,
+                    threads: t,
+                }),
                 decrypt,
                 small: false,
             });
@@ -487,7 +639,7 @@ fn run(args: &Args) -> io::Result<()> {
         size_name(chunk),
     );
 
-    let mut bench = Bench::new(len, &segments, chunk)?;
+    let mut bench = Bench::new(len, &segments, chunk, &threads[1..])?;
     for &v in &variants {
         bench.check(v)?;
     }
@@ -689,7 +841,12 @@ fn speedup_table(out: &mut String, r: &Results, threads: &[usize]) {
          2 cores): ≥ 1.8× for RustCrypto ChaCha20-Poly1305 and AES-GCM, both directions. CPUs = \
          the process's CPU time ÷ wall time over all passes of the variant (/proc/self/stat, \
          10 ms ticks): about n when n threads all ran; about 1 with n > 1, the other threads \
-         did not get a core (other load) or had no work.\n",
+         did not get a core (other load) or had no work. Ceiling n = n one-thread streams at \
+         once, each on its own thread over 1/n of the plaintext into its own output (no order \
+         to keep, nothing handed over, the copies spread over every thread): what this \
+         machine gives n-fold independent work of this kind; × = its ratio against threads 1, \
+         the most a stream on n threads could reach here; ÷ ceiling = threads n against it, \
+         per round (1.00: nothing lost to the stream's own synchronization and ordering).\n",
         size_name(r.chunk)
     );
     let fixed = [
@@ -705,6 +862,8 @@ fn speedup_table(out: &mut String, r: &Results, threads: &[usize]) {
             format!("threads {t} GB/s"),
             "CPUs".to_owned(),
             "× vs 1".to_owned(),
+            format!("ceiling {t} ×"),
+            format!("threads {t} ÷ ceiling"),
         ]
     };
     table_head(out, &columns(&fixed, &threads[1..], per));
@@ -716,7 +875,23 @@ fn speedup_table(out: &mut String, r: &Results, threads: &[usize]) {
         for &t in &threads[1..] {
             let many = r.gbs(subject(t), decrypt);
             let cpus = r.busy(subject(t), decrypt);
-            let _ = write!(row, " {} | {cpus} | {} |", cell(many, 2), ratio(many, one));
+            let ceiling = r.gbs(
+                Subject::Split(Stream {
+                    provider,
+                    alg,
+                    segment,
+                    threads: t,
+                }),
+                decrypt,
+            );
+            let _ = write!(
+                row,
+                " {} | {cpus} | {} | {} | {} |",
+                cell(many, 2),
+                ratio(many, one),
+                ratio(ceiling, one),
+                ratio(many, ceiling)
+            );
         }
         let _ = writeln!(out, "{row}");
     }
