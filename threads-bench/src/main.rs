@@ -11,7 +11,12 @@
 //! (64 KiB and 1 MiB for the speed-up table; 8 KiB and 16 KiB too, for the
 //! synchronization cost) × provider (RustCrypto, AWS-LC) × direction, and
 //! age encrypt and decrypt (X25519 recipient; STREAM: ChaCha20-Poly1305 in
-//! 64 KiB chunks).
+//! 64 KiB chunks). Beside each threaded row, its ceiling: `n` one-thread
+//! streams at once, each on its own thread over 1/`n` of the plaintext
+//! into its own output, which is what this machine gives `n`-fold work
+//! that shares nothing (a virtual machine's two CPUs may give far less
+//! than 2×), so that a speed-up short of the target can be told apart
+//! from a machine that cannot reach it.
 //!
 //! - Encrypt: the plaintext goes through the writer in 4 MiB `write_all`
 //!   calls (`--chunk-mib N`; more with over 4 threads: a batch's length at
