@@ -6,7 +6,7 @@
 //! plaintext length), then the sealed plaintext and a 16-byte tag; record
 //! i sealed with nonce prefix ‖ BE32(i) ‖ final flag and the 4-byte record
 //! header as AAD; the stream key HKDF-SHA256(salt, key, header ‖ aad).
-//! (`tests/framed.rs` in the main crate holds its own copy.)
+//! (`tests/framed.rs` in the main crate includes this file by `#[path]`.)
 use aes_gcm::aead::{AeadCore, AeadInOut, KeyInit, Nonce, Tag};
 use aes_gcm::{Aes128Gcm, Aes256Gcm};
 use chacha20poly1305::ChaCha20Poly1305;
