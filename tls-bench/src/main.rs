@@ -194,12 +194,6 @@ fn run(args: &Args) -> io::Result<()> {
         return once(args, cell);
     }
     let load_start = loadavg();
-    if Provider::default() == Provider::RustCrypto {
-        eprintln!(
-            "note: built without the aws-lc feature, so cipherio seals with RustCrypto while \
-             rustls uses AWS-LC; run with --features aws-lc to compare the same AEAD"
-        );
-    }
     let b = backend::detect();
     let mut report = String::from("# framed_bench\n\n");
     let _ = writeln!(
