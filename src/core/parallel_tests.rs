@@ -409,7 +409,8 @@ fn buffered_reads_open_runs_in_the_inner_buffer() {
 /// (a run per write, the first write's too: the header goes out at the
 /// head of its first share), and a write copies at most the segment it
 /// ends in (as one thread does) — sealing a batch at a time copied up to
-/// a batch at the end of every write. The output buffer is allocated once,
+/// a batch at the end of every write — and that copy is the run's last
+/// job, not the caller's after the run. The output buffer is allocated once,
 /// at the pipeline's size (a first write sealed as a batch allocated it
 /// for the batch, then the second write grew it). Both fronts.
 #[test]
@@ -432,9 +433,11 @@ fn large_writes_copy_only_the_segment_they_end_in() {
                     sizes.push(w.engine.out_allocated());
                 }
                 let (copied, pipelines) = (w.engine.copied, w.engine.pipelines);
+                let tails = w.engine.tails;
                 let ct = w.finish().unwrap();
                 assert!(copied <= bound, "{ctx} std: copied {copied} > {bound}");
                 assert_eq!(pipelines, writes as u64, "{ctx} std: pipelines");
+                assert_eq!(tails, writes as u64, "{ctx} std: tails copied in the run");
                 sizes.dedup();
                 assert_eq!(sizes.len(), 1, "{ctx} std: output buffer sizes {sizes:?}");
                 let back = read_in_chunks(&mut CipherReader::new(&key, &ct[..]), 1 << 20);
@@ -451,6 +454,7 @@ fn large_writes_copy_only_the_segment_they_end_in() {
                             sizes.push(w.engine.out_allocated());
                         }
                         let (copied, pipelines) = (w.engine.copied, w.engine.pipelines);
+                        assert_eq!(w.engine.tails, writes as u64, "{ctx} tokio: tails");
                         (copied, pipelines, sizes, w.finish().await.unwrap())
                     });
                     assert!(copied <= bound, "{ctx} tokio: copied {copied} > {bound}");

@@ -26,9 +26,13 @@
 //!   [`Drain`], a write of whole segments (after the buffered ones) is one
 //!   [`Workers::pipeline`]: the caller moves each sealed share out while
 //!   the other threads seal the next ones, instead of a hand-over and a
-//!   serial copy per batch. Still one step: what the inner writer did not
-//!   take is the output, and the bytes after the last sealed segment stay
-//!   the caller's (or are [`hold`](Sealer::hold)'s).
+//!   serial copy per batch. The first write is one too (the header goes
+//!   out at the head of its first share). Still one step: what the inner
+//!   writer did not take is the output, and the bytes after the last
+//!   sealed segment (the segment the write ends in) are copied into the
+//!   buffer by the run's last job, on a thread with time for it, or stay
+//!   the caller's (or [`hold`](Sealer::hold)'s) when the run stopped
+//!   first.
 
 use crate::core::layout::{Layout, RECORD_HEADER_LEN, record_header};
 use crate::core::parallel::{self, Piece, Workers};
@@ -100,6 +104,10 @@ pub(crate) struct Sealer {
     /// Of those, the pipelined ones.
     #[cfg(test)]
     pub(crate) pipelines: u64,
+    /// Of those, the ones whose last job copied the write's tail into the
+    /// buffer.
+    #[cfg(test)]
+    pub(crate) tails: u64,
 }
 
 impl Sealer {
@@ -138,6 +146,8 @@ impl Sealer {
             runs: 0,
             #[cfg(test)]
             pipelines: 0,
+            #[cfg(test)]
+            tails: 0,
         }
     }
 
@@ -342,8 +352,12 @@ impl Sealer {
     /// hold-back), or the buffer a full batch and `rest` more. Seals the
     /// buffered segments, then those of `rest`, all non-final, in shares,
     /// each handed to `drain` as soon as it and those before it are
-    /// sealed. Returns the bytes of `rest` sealed and whether `drain`
-    /// stopped (the undelivered sealed bytes are then the output).
+    /// sealed; a header not yet written goes out first, in the first
+    /// share; the last job (when enough shares come between it and the
+    /// buffered ones) copies the rest of `rest`, the segment the write
+    /// ends in, into the buffer. Returns the bytes of `rest` taken (sealed,
+    /// or copied by that job) and whether `drain` stopped (the undelivered
+    /// sealed bytes are then the output).
     fn pipe(&mut self, rest: &[u8], drain: Drain<'_>) -> Option<Result<(usize, bool), Error>> {
         let Sealer {
             stage,
@@ -439,15 +453,53 @@ impl Sealer {
             return Some(Err(e));
         }
         out.clear();
-        let buffered = plain.data();
+        // The bytes after the run, which the write keeps in the buffer
+        // (the segment it ends in, perhaps the final one): copied there by
+        // the pipeline's last job, on whichever thread is free once the
+        // buffered shares are sealed, instead of by the caller after the
+        // run (it also writes every share out: a thread of the pool is the
+        // one that has time). Only what one copy after the run would take.
+        //
+        // It may only start once every buffered share is sealed, not just
+        // taken (it clears the buffer they are sealed from). A unit is
+        // taken only while fewer than `k` are ahead of the last one
+        // written out ([`Workers::pipeline`]), so with at least `k - 1`
+        // shares of the write's own between the last buffered share and
+        // the tail, the tail starts after that share was written out, and
+        // so sealed. Otherwise (a full buffer and a short write) the
+        // caller copies it after the run, as before.
+        let tail = &rest[from_rest..];
+        let buffered_units = units.iter().filter(|u| u.buffered).count();
+        let tail_job = (tail.len() <= layout.rest && units.len() - buffered_units + 1 >= k)
+            .then_some(units.len());
+        let plain_lock = std::sync::RwLock::new(&mut *plain);
         let (suite, framed, first) = (&*suite, layout.framed, *next);
         let slots = out.whole_mut().chunks_mut(slot).take(k).collect();
         let piped = workers.pipeline(
-            units.len(),
+            units.len() + usize::from(tail_job.is_some()),
             slots,
             |u, output| {
+                if Some(u) == tail_job {
+                    // Every buffered share has been taken (they come
+                    // first); the lock waits for one still being sealed.
+                    let mut plain = plain_lock
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    plain.clear();
+                    plain.grow_for(tail.len(), PLAIN_FLOOR, batch)?;
+                    plain.extend(tail);
+                    return Ok(0);
+                }
                 let unit = &units[u];
-                let input = if unit.buffered { buffered } else { rest };
+                let buffered;
+                let input = if unit.buffered {
+                    buffered = plain_lock
+                        .read()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    buffered.data()
+                } else {
+                    rest
+                };
                 let mut input = &input[unit.start..unit.start + unit.len];
                 let mut at = 0;
                 if u == 0 {
@@ -464,11 +516,12 @@ impl Sealer {
             },
             drain,
         );
+        let tail_done = tail_job.is_some_and(|t| piped.started > t);
         if piped.started > 0 {
             // Sealed into the first unit: it is output now, or written.
             *header = None;
         }
-        let done = &units[..piped.started];
+        let done = &units[..piped.started.min(units.len())];
         let segments = done.last().map_or(0, |u| u.end);
         let used_plain: usize = done.iter().filter(|u| u.buffered).map(|u| u.len).sum();
         let used_rest: usize = done.iter().filter(|u| !u.buffered).map(|u| u.len).sum();
@@ -478,8 +531,15 @@ impl Sealer {
             self.sealed += segments as u64;
             self.runs += 1;
             self.pipelines += 1;
+            if tail_done {
+                self.copied += tail.len();
+                self.tails += 1;
+            }
         }
-        if used_plain == held {
+        if tail_done {
+            // The buffer holds the tail (the buffered shares were all
+            // sealed before it).
+        } else if used_plain == held {
             plain.clear();
         } else {
             plain.consume(used_plain);
@@ -502,7 +562,8 @@ impl Sealer {
             // panic and goes on seals no index twice.
             std::panic::resume_unwind(p);
         }
-        Some(Ok((used_rest, stopped)))
+        let taken = used_rest + if tail_done { tail.len() } else { 0 };
+        Some(Ok((taken, stopped)))
     }
 
     /// After a segment sealed by [`write`](Self::write) could not be
