@@ -410,8 +410,8 @@ impl Line<'_> {
 
     /// Runs unit `u` into its slot and marks it ready; a failure or a
     /// panic (caught here, so the slot's lock is not poisoned) stops the
-    /// run.
-    fn run<F>(&self, u: usize, job: &F, inject: bool)
+    /// run. Returns the bytes it put in the slot (0 when it failed).
+    fn run<F>(&self, u: usize, job: &F, inject: bool) -> usize
     where
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
@@ -433,12 +433,14 @@ impl Line<'_> {
             Err(_) => Err(Error::WorkerPanicked),
         };
         let failed = slot.result.is_err();
+        let len = if failed { 0 } else { slot.len };
         drop(guard);
         if failed {
             self.stop.store(true, Ordering::Release);
         }
         self.ready[u % k].store(u + 1, Ordering::Release);
         self.caller.unpark();
+        len
     }
 
     /// Wakes the pool threads waiting for a slot or for the end.
@@ -524,8 +526,12 @@ impl Line<'_> {
                 if offset < bytes.len() {
                     break;
                 }
+                // A unit with no output (a writer's copy into its buffer)
+                // says nothing of what delivering one costs.
+                if !bytes.is_empty() {
+                    Pace::note(&mut pace.deliver, t.elapsed());
+                }
                 drop(slot);
-                Pace::note(&mut pace.deliver, t.elapsed());
                 (d, offset, waited) = (d + 1, 0, Wait::default());
                 self.drained.store(d, Ordering::Release);
                 self.wake_workers();
@@ -545,8 +551,9 @@ impl Line<'_> {
             match self.claim() {
                 Claim::Unit(u) => {
                     let t = Instant::now();
-                    self.run(u, job, inject);
-                    Pace::note(&mut pace.work, t.elapsed());
+                    if self.run(u, job, inject) > 0 {
+                        Pace::note(&mut pace.work, t.elapsed());
+                    }
                     taken += 1;
                     waited = Wait::default();
                 }
@@ -906,6 +913,40 @@ mod tests {
         assert_eq!(pace(355.0, 135.0).quota(4, 2), 1);
         assert_eq!(pace(1.0, 0.25).quota(16, 2), 6);
         assert_eq!(pace(1.0, 1.0).quota(10, 2), 0);
+    }
+
+    /// Units with no output (a writer's copy into its buffer) are left
+    /// out of the caller's times: they would make sealing and delivering
+    /// look cheaper than they are, and its quota larger.
+    #[test]
+    fn units_without_output_are_not_timed() {
+        let mut buf = [0u8; 3 * 8];
+        let mut w = Workers::new(2);
+        let piped = w.pipeline(
+            8,
+            buf.chunks_mut(8).collect(),
+            |_, _| {
+                std::thread::sleep(Duration::from_micros(200));
+                Ok(0)
+            },
+            |b: &[u8]| b.len(),
+        );
+        assert!(piped.error.is_none());
+        assert_eq!(piped.started, 8);
+        assert_eq!((w.pace.work, w.pace.deliver), (None, None));
+        // The same run with output is timed.
+        let piped = w.pipeline(
+            8,
+            buf.chunks_mut(8).collect(),
+            |_, slot| {
+                std::thread::sleep(Duration::from_micros(200));
+                slot[0] = 1;
+                Ok(1)
+            },
+            |b: &[u8]| b.len(),
+        );
+        assert!(piped.error.is_none());
+        assert!(w.pace.work.is_some() && w.pace.deliver.is_some());
     }
 
     #[test]
