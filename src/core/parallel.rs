@@ -244,8 +244,11 @@ impl Workers {
     /// caller moves unit `u` out while the pool threads work on the next
     /// ones, and works on one itself only when unit `u` is not ready yet.
     /// A slot is reused once its unit is delivered, so at most
-    /// `slots.len()` units are in flight. No hand-over per batch: each
-    /// thread takes the next unit when it is done with one.
+    /// `slots.len()` units are in flight: unit `u` starts only once unit
+    /// `u - slots.len()` has been delivered (and so was done), a rule
+    /// callers may rely on (the writer's last job clears the buffer its
+    /// first units read). No hand-over per batch: each thread takes the
+    /// next unit when it is done with one.
     ///
     /// `deliver` returns how many of the bytes it took; 0 stops the run:
     /// no unit is started after that, those started are finished, and

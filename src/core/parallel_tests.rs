@@ -404,6 +404,29 @@ fn buffered_reads_open_runs_in_the_inner_buffer() {
     assert!(r.engine.opens <= 41 + 1, "{ctx}");
 }
 
+/// A tail job that cannot allocate the buffer leaves the copy to the
+/// caller after the run: the write takes every byte (not an error for
+/// shares already written out) and the stream reads back.
+#[test]
+fn a_tail_job_that_cannot_allocate_leaves_the_copy_to_the_caller() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 64 * 1024;
+    let pt = data(3 * (8 * seg + 1000));
+    let mut w = CipherWriter::builder(&key)
+        .capacity(seg)
+        .threads(2)
+        .build(Vec::new());
+    w.engine.fail_tail_alloc = true;
+    for c in pt.chunks(8 * seg + 1000) {
+        assert_eq!(w.write(c).unwrap(), c.len());
+    }
+    assert!(w.engine.pipelines >= 3, "{} pipelines", w.engine.pipelines);
+    assert_eq!(w.engine.tails, 0);
+    let ct = w.finish().unwrap();
+    let back = read_in_chunks(&mut CipherReader::new(&key, &ct[..]), 1 << 20);
+    assert!(back == pt);
+}
+
 /// Large writes on threads go through the pipeline: the buffered
 /// segments and the whole segments of the write are sealed as one run
 /// (a run per write, the first write's too: the header goes out at the

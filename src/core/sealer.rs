@@ -108,6 +108,9 @@ pub(crate) struct Sealer {
     /// buffer.
     #[cfg(test)]
     pub(crate) tails: u64,
+    /// The tail job's allocation fails (tests of the fallback).
+    #[cfg(test)]
+    pub(crate) fail_tail_alloc: bool,
 }
 
 impl Sealer {
@@ -148,6 +151,8 @@ impl Sealer {
             pipelines: 0,
             #[cfg(test)]
             tails: 0,
+            #[cfg(test)]
+            fail_tail_alloc: false,
         }
     }
 
@@ -470,8 +475,19 @@ impl Sealer {
         // caller copies it after the run, as before.
         let tail = &rest[from_rest..];
         let buffered_units = units.iter().filter(|u| u.buffered).count();
-        let tail_job = (tail.len() <= layout.rest && units.len() - buffered_units + 1 >= k)
+        let tail_job = (tail.len() <= layout.rest
+            && (buffered_units == 0 || units.len() - buffered_units + 1 >= k))
             .then_some(units.len());
+        // Buffered shares sealed (the tail job checks the order above),
+        // and whether the tail job copied the tail: an allocation it could
+        // not make leaves the copy, and the error, to the caller's copy
+        // after the run, so that the shares written out are reported.
+        let sealed_buffered = std::sync::atomic::AtomicUsize::new(0);
+        let tail_copied = std::sync::atomic::AtomicBool::new(false);
+        #[cfg(test)]
+        let fail_alloc = self.fail_tail_alloc;
+        #[cfg(not(test))]
+        let fail_alloc = false;
         let plain_lock = std::sync::RwLock::new(&mut *plain);
         let (suite, framed, first) = (&*suite, layout.framed, *next);
         let slots = out.whole_mut().chunks_mut(slot).take(k).collect();
@@ -480,14 +496,28 @@ impl Sealer {
             slots,
             |u, output| {
                 if Some(u) == tail_job {
-                    // Every buffered share has been taken (they come
-                    // first); the lock waits for one still being sealed.
+                    // Every buffered share was written out, so sealed
+                    // (the order above; the lock only lets the buffer be
+                    // shared). Were it not so, a panic (`WorkerPanicked`)
+                    // rather than a share sealed from the tail.
+                    assert_eq!(
+                        sealed_buffered.load(std::sync::atomic::Ordering::Acquire),
+                        buffered_units,
+                        "the tail job started before the buffered shares were sealed"
+                    );
                     let mut plain = plain_lock
                         .write()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
                     plain.clear();
-                    plain.grow_for(tail.len(), PLAIN_FLOOR, batch)?;
-                    plain.extend(tail);
+                    let grown = if fail_alloc {
+                        Err(Error::Allocation(tail.len()))
+                    } else {
+                        plain.grow_for(tail.len(), PLAIN_FLOOR, batch)
+                    };
+                    if grown.is_ok() {
+                        plain.extend(tail);
+                        tail_copied.store(true, std::sync::atomic::Ordering::Release);
+                    }
                     return Ok(0);
                 }
                 let unit = &units[u];
@@ -512,11 +542,14 @@ impl Sealer {
                     seal_piece(suite, framed, first + s as u64, false, p, o)?;
                     (input, at) = (tail, at + o.len());
                 }
+                if unit.buffered {
+                    sealed_buffered.fetch_add(1, std::sync::atomic::Ordering::Release);
+                }
                 Ok(at)
             },
             drain,
         );
-        let tail_done = tail_job.is_some_and(|t| piped.started > t);
+        let tail_done = tail_job.is_some_and(|t| piped.started > t) && tail_copied.into_inner();
         if piped.started > 0 {
             // Sealed into the first unit: it is output now, or written.
             *header = None;
