@@ -478,12 +478,11 @@ impl Sealer {
         let tail_job = (tail.len() <= layout.rest
             && (buffered_units == 0 || units.len() - buffered_units + 1 >= k))
             .then_some(units.len());
-        // Buffered shares sealed (the tail job checks the order above),
-        // and whether the tail job copied the tail: an allocation it could
-        // not make leaves the copy, and the error, to the caller's copy
-        // after the run, so that the shares written out are reported.
+        // Buffered shares sealed (the tail job checks the order above).
+        // An allocation the tail job cannot make leaves the buffer empty,
+        // and the copy (and the error) to the caller's copy after the run,
+        // so that the shares written out are reported.
         let sealed_buffered = std::sync::atomic::AtomicUsize::new(0);
-        let tail_copied = std::sync::atomic::AtomicBool::new(false);
         #[cfg(test)]
         let fail_alloc = self.fail_tail_alloc;
         #[cfg(not(test))]
@@ -509,14 +508,9 @@ impl Sealer {
                         .write()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
                     plain.clear();
-                    let grown = if fail_alloc {
-                        Err(Error::Allocation(tail.len()))
-                    } else {
-                        plain.grow_for(tail.len(), PLAIN_FLOOR, batch)
-                    };
-                    if grown.is_ok() {
-                        plain.extend(tail);
-                        tail_copied.store(true, std::sync::atomic::Ordering::Release);
+                    if !fail_alloc {
+                        // An error leaves the buffer empty (see above).
+                        let _ = buffer(&mut plain, tail, batch);
                     }
                     return Ok(0);
                 }
@@ -549,7 +543,10 @@ impl Sealer {
             },
             drain,
         );
-        let tail_done = tail_job.is_some_and(|t| piped.started > t) && tail_copied.into_inner();
+        // The tail (never empty) is in the buffer if its job ran and could
+        // allocate: the job left the buffer empty otherwise.
+        let tail_done =
+            tail_job.is_some_and(|t| piped.started > t) && plain.available() == tail.len();
         if piped.started > 0 {
             // Sealed into the first unit: it is output now, or written.
             *header = None;
@@ -660,12 +657,10 @@ impl Sealer {
     /// is fatal (sticky).
     fn copy_in(&mut self, rest: &[u8], upto: usize, batch: usize) -> Result<usize, Error> {
         let n = rest.len().min(upto - self.plain.available());
-        let need = self.plain.available() + n;
-        if let Err(e) = self.plain.grow_for(need, PLAIN_FLOOR, batch) {
+        if let Err(e) = buffer(&mut self.plain, &rest[..n], batch) {
             self.stage = Stage::Failed(e.clone());
             return Err(e);
         }
-        self.plain.extend(&rest[..n]);
         #[cfg(test)]
         {
             self.copied += n;
@@ -770,6 +765,15 @@ impl Sealer {
             *next = index;
         }
     }
+}
+
+/// Appends `bytes` to the plaintext buffer, growing it (from
+/// [`PLAIN_FLOOR`], at most to `max` unless more is needed): what a write
+/// copies, on the caller's thread or as a pipeline's last job.
+fn buffer(plain: &mut Window, bytes: &[u8], max: usize) -> Result<(), Error> {
+    plain.grow_for(plain.available() + bytes.len(), PLAIN_FLOOR, max)?;
+    plain.extend(bytes);
+    Ok(())
 }
 
 /// A share of a pipelined write: segments `first..end` of the run, whose
