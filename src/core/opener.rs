@@ -145,15 +145,21 @@ pub(crate) struct Opener {
     /// the header.
     threads: usize,
     workers: Option<Workers>,
-    /// Ciphertext bytes moved to the front of the read-ahead (tests of the
-    /// aligned reads).
+    /// What the tests count.
     #[cfg(test)]
+    pub(crate) counts: Counts,
+}
+
+/// What an [`Opener`] did, for the tests (aligned reads, opens per
+/// segment, runs on the workers).
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Counts {
+    /// Ciphertext bytes moved to the front of the read-ahead.
     pub(crate) moved: usize,
     /// Segment opens tried, failed trials included.
-    #[cfg(test)]
     pub(crate) opens: usize,
     /// Runs of segments opened on the workers.
-    #[cfg(test)]
     pub(crate) runs: usize,
 }
 
@@ -210,11 +216,7 @@ impl Opener {
             threads,
             workers: None,
             #[cfg(test)]
-            moved: 0,
-            #[cfg(test)]
-            opens: 0,
-            #[cfg(test)]
-            runs: 0,
+            counts: Counts::default(),
         }
     }
 
@@ -461,7 +463,7 @@ impl Opener {
             let moved = self.input.compact();
             #[cfg(test)]
             {
-                self.moved += moved;
+                self.counts.moved += moved;
             }
             let _ = moved;
         }
@@ -628,14 +630,14 @@ impl Opener {
                 avail == full && (self.eof || self.short) || self.failed_in_place == Some(index);
             #[cfg(test)]
             {
-                self.opens += 1;
+                self.counts.opens += 1;
             }
             let last = if suite.open_at(index, likely_last, &[], sealed, out).is_ok() {
                 likely_last
             } else {
                 #[cfg(test)]
                 {
-                    self.opens += 1;
+                    self.counts.opens += 1;
                 }
                 suite.open_at(index, !likely_last, &[], sealed, out)?;
                 !likely_last
@@ -705,8 +707,8 @@ impl Opener {
         let r = open_pieces(workers, stream, self.next, data, out, batch, ends);
         #[cfg(test)]
         if let Ok(run) = &r {
-            self.opens += run.tried;
-            self.runs += usize::from(run.tried > 0);
+            self.counts.opens += run.tried;
+            self.counts.runs += usize::from(run.tried > 0);
         }
         let run = r.map_err(|e| self.fail(e))?;
         self.next += run.opened as u64;
@@ -885,7 +887,7 @@ impl Opener {
         let total = RECORD_HEADER_LEN + len + layout.tag;
         #[cfg(test)]
         {
-            self.opens += 1;
+            self.counts.opens += 1;
         }
         suite.open_at(
             self.next,
@@ -944,8 +946,8 @@ impl Opener {
                 Ok(run) if run.tried > 0 => {
                     #[cfg(test)]
                     {
-                        self.opens += run.tried;
-                        self.runs += 1;
+                        self.counts.opens += run.tried;
+                        self.counts.runs += 1;
                     }
                     if run.opened < run.tried {
                         self.failed_in_place = Some(self.next + run.opened as u64);
@@ -1003,7 +1005,7 @@ impl Opener {
             };
             #[cfg(test)]
             {
-                self.opens += 1;
+                self.counts.opens += 1;
             }
             if opened.is_err() {
                 self.failed_in_place = Some(index);

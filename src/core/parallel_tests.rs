@@ -46,14 +46,17 @@ fn write_std(b: WriterBuilder, pt: &[u8], plan: Plan, threads: usize) -> Written
     let two_batches = 2 * super::parallel::batch_segments(threads, w.capacity()) * w.capacity();
     if threads > 1 && pt.len() > two_batches && (!plan.flush || plan.chunk > 2 * w.capacity()) {
         assert!(
-            w.engine.runs > 0,
+            w.engine.counts.runs > 0,
             "no run sealed on the workers: {plan:?} len {} cap {}",
             pt.len(),
             w.capacity()
         );
     }
     if threads == 1 {
-        assert_eq!(w.engine.runs, 0, "one thread seals one segment at a time");
+        assert_eq!(
+            w.engine.counts.runs, 0,
+            "one thread seals one segment at a time"
+        );
     }
     let out = w.finish().unwrap();
     FIXED_RANDOM.with(|f| *f.borrow_mut() = None);
@@ -192,7 +195,7 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
                         "{ctx} {p:?} threads {t} reads of {read}: read back"
                     );
                     if pt.len() > 4 * super::parallel::batch_segments(t, seg) * seg {
-                        assert!(r.engine.runs > 0, "{ctx} threads {t}: no run opened");
+                        assert!(r.engine.counts.runs > 0, "{ctx} threads {t}: no run opened");
                     }
                 }
             }
@@ -306,11 +309,11 @@ fn a_worker_panic_is_a_sticky_error() {
     w.write_all(&pt[..2 * seg + 1]).unwrap();
     let before = w.get_ref().len();
     assert!(before > 2 * seg, "the first batch went out");
-    let runs = w.engine.runs;
+    let runs = w.engine.counts.runs;
     w.engine.inject_panic();
     let e = w.write_all(&pt[2 * seg + 1..]).unwrap_err();
     assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked));
-    assert_eq!(w.engine.runs, runs + 1, "a pipeline ran");
+    assert_eq!(w.engine.counts.runs, runs + 1, "a pipeline ran");
     assert_eq!(
         w.get_ref().len(),
         before,
@@ -369,10 +372,10 @@ fn bulk_reads_open_whole_batches_on_the_workers() {
         let batch = super::parallel::batch_segments(threads, seg);
         let ctx = format!(
             "len {len} threads {threads}: {} runs, {} opens",
-            r.engine.runs, r.engine.opens
+            r.engine.counts.runs, r.engine.counts.opens
         );
-        assert!(r.engine.runs >= segments / batch - 2, "{ctx}");
-        assert!(r.engine.opens <= segments + 2, "{ctx}");
+        assert!(r.engine.counts.runs >= segments / batch - 2, "{ctx}");
+        assert!(r.engine.counts.opens <= segments + 2, "{ctx}");
     }
 }
 
@@ -396,12 +399,12 @@ fn buffered_reads_open_runs_in_the_inner_buffer() {
     assert!(back == pt);
     let ctx = format!(
         "{} runs, {} opens, {} read ahead",
-        r.engine.runs,
-        r.engine.opens,
+        r.engine.counts.runs,
+        r.engine.counts.opens,
         r.engine.read_ahead()
     );
-    assert!(r.engine.runs >= 40 / 16 - 1, "{ctx}");
-    assert!(r.engine.opens <= 41 + 1, "{ctx}");
+    assert!(r.engine.counts.runs >= 40 / 16 - 1, "{ctx}");
+    assert!(r.engine.counts.opens <= 41 + 1, "{ctx}");
 }
 
 /// A tail job that cannot allocate the buffer leaves the copy to the
@@ -416,12 +419,16 @@ fn a_tail_job_that_cannot_allocate_leaves_the_copy_to_the_caller() {
         .capacity(seg)
         .threads(2)
         .build(Vec::new());
-    w.engine.fail_tail_alloc = true;
+    w.engine.counts.fail_tail_alloc = true;
     for c in pt.chunks(8 * seg + 1000) {
         assert_eq!(w.write(c).unwrap(), c.len());
     }
-    assert!(w.engine.pipelines >= 3, "{} pipelines", w.engine.pipelines);
-    assert_eq!(w.engine.tails, 0);
+    assert!(
+        w.engine.counts.pipelines >= 3,
+        "{} pipelines",
+        w.engine.counts.pipelines
+    );
+    assert_eq!(w.engine.counts.tails, 0);
     let ct = w.finish().unwrap();
     let back = read_in_chunks(&mut CipherReader::new(&key, &ct[..]), 1 << 20);
     assert!(back == pt);
@@ -455,8 +462,8 @@ fn large_writes_copy_only_the_segment_they_end_in() {
                     w.write_all(c).unwrap();
                     sizes.push(w.engine.out_allocated());
                 }
-                let (copied, pipelines) = (w.engine.copied, w.engine.pipelines);
-                let tails = w.engine.tails;
+                let (copied, pipelines) = (w.engine.counts.copied, w.engine.counts.pipelines);
+                let tails = w.engine.counts.tails;
                 let ct = w.finish().unwrap();
                 assert!(copied <= bound, "{ctx} std: copied {copied} > {bound}");
                 assert_eq!(pipelines, writes as u64, "{ctx} std: pipelines");
@@ -476,8 +483,9 @@ fn large_writes_copy_only_the_segment_they_end_in() {
                             w.write_all(c).await.unwrap();
                             sizes.push(w.engine.out_allocated());
                         }
-                        let (copied, pipelines) = (w.engine.copied, w.engine.pipelines);
-                        assert_eq!(w.engine.tails, writes as u64, "{ctx} tokio: tails");
+                        let (copied, pipelines) =
+                            (w.engine.counts.copied, w.engine.counts.pipelines);
+                        assert_eq!(w.engine.counts.tails, writes as u64, "{ctx} tokio: tails");
                         (copied, pipelines, sizes, w.finish().await.unwrap())
                     });
                     assert!(copied <= bound, "{ctx} tokio: copied {copied} > {bound}");

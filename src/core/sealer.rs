@@ -92,24 +92,28 @@ pub(crate) struct Sealer {
     /// Threads sealing batches (`threads(n)`, n > 1); made with the header.
     threads: usize,
     workers: Option<Workers>,
-    /// Segments sealed so far (tests count them).
+    /// What the tests count, and the failure they inject.
     #[cfg(test)]
+    pub(crate) counts: Counts,
+}
+
+/// What a [`Sealer`] did, for the tests (zero-copy paths, runs on the
+/// workers), and the failure they can inject.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Counts {
+    /// Segments sealed so far.
     pub(crate) sealed: u64,
-    /// Plaintext bytes copied into `plain` (tests of the zero-copy path).
-    #[cfg(test)]
+    /// Plaintext bytes copied into `plain`.
     pub(crate) copied: usize,
     /// Runs of segments sealed on the workers.
-    #[cfg(test)]
     pub(crate) runs: u64,
     /// Of those, the pipelined ones.
-    #[cfg(test)]
     pub(crate) pipelines: u64,
     /// Of those, the ones whose last job copied the write's tail into the
     /// buffer.
-    #[cfg(test)]
     pub(crate) tails: u64,
     /// The tail job's allocation fails (tests of the fallback).
-    #[cfg(test)]
     pub(crate) fail_tail_alloc: bool,
 }
 
@@ -142,17 +146,7 @@ impl Sealer {
             threads,
             workers: None,
             #[cfg(test)]
-            sealed: 0,
-            #[cfg(test)]
-            copied: 0,
-            #[cfg(test)]
-            runs: 0,
-            #[cfg(test)]
-            pipelines: 0,
-            #[cfg(test)]
-            tails: 0,
-            #[cfg(test)]
-            fail_tail_alloc: false,
+            counts: Counts::default(),
         }
     }
 
@@ -484,7 +478,7 @@ impl Sealer {
         // so that the shares written out are reported.
         let sealed_buffered = std::sync::atomic::AtomicUsize::new(0);
         #[cfg(test)]
-        let fail_alloc = self.fail_tail_alloc;
+        let fail_alloc = self.counts.fail_tail_alloc;
         #[cfg(not(test))]
         let fail_alloc = false;
         let plain_lock = std::sync::RwLock::new(&mut *plain);
@@ -558,12 +552,12 @@ impl Sealer {
         *next += segments as u64;
         #[cfg(test)]
         {
-            self.sealed += segments as u64;
-            self.runs += 1;
-            self.pipelines += 1;
+            self.counts.sealed += segments as u64;
+            self.counts.runs += 1;
+            self.counts.pipelines += 1;
             if tail_done {
-                self.copied += tail.len();
-                self.tails += 1;
+                self.counts.copied += tail.len();
+                self.counts.tails += 1;
             }
         }
         if tail_done {
@@ -646,8 +640,8 @@ impl Sealer {
         };
         #[cfg(test)]
         if let Ok(n) = r {
-            self.sealed += n;
-            self.runs += u64::from(n > 1);
+            self.counts.sealed += n;
+            self.counts.runs += u64::from(n > 1);
         }
         r.map(|_| ())
     }
@@ -663,7 +657,7 @@ impl Sealer {
         }
         #[cfg(test)]
         {
-            self.copied += n;
+            self.counts.copied += n;
         }
         Ok(n)
     }

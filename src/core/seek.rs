@@ -388,7 +388,7 @@ impl Opener {
         self.plain.clear();
         #[cfg(test)]
         {
-            self.opens += 1;
+            self.counts.opens += 1;
         }
         let opened = suite.open_at(
             index,

@@ -539,9 +539,9 @@ mod tests {
                     }
                     assert!(out == plain);
                     assert!(
-                        r.engine.moved <= seg + TAG_LEN,
+                        r.engine.counts.moved <= seg + TAG_LEN,
                         "seg {seg} cap {cap} buf {buf}: {} bytes moved",
-                        r.engine.moved
+                        r.engine.counts.moved
                     );
                 }
             }
@@ -563,7 +563,7 @@ mod tests {
             let mut out = Vec::new();
             r.read_to_end(&mut out).unwrap();
             assert_eq!(out, plain);
-            assert_eq!(r.engine.opens, segments, "{segments} segments");
+            assert_eq!(r.engine.counts.opens, segments, "{segments} segments");
         }
     }
 
@@ -588,9 +588,9 @@ mod tests {
             r.read_to_end(&mut out).unwrap();
             assert!(out == plain, "k {k}");
             assert!(
-                r.engine.opens <= 129 + 1,
+                r.engine.counts.opens <= 129 + 1,
                 "k {k}: {} opens for 129 segments",
-                r.engine.opens
+                r.engine.counts.opens
             );
         }
     }
@@ -621,9 +621,9 @@ mod tests {
                 }
                 assert_eq!(out, plain);
                 assert!(
-                    r.engine.opens <= segments + 1,
+                    r.engine.counts.opens <= segments + 1,
                     "{segments} segments, reads of {buf}: {} opens",
-                    r.engine.opens
+                    r.engine.counts.opens
                 );
             }
         }
@@ -648,19 +648,23 @@ mod tests {
             let mut r = CipherReader::with_capacity(cap, &key, Cursor::new(ct.clone()));
             let mut b = [0u8; 100];
             for (at, opens) in [(5 * seg + 7, 1), (2 * seg - 50, 2), (17 * seg, 1), (3, 1)] {
-                let before = r.engine.opens;
+                let before = r.engine.counts.opens;
                 r.seek(SeekFrom::Start(at as u64)).unwrap();
-                assert_eq!(r.engine.opens, before, "a seek alone opens nothing");
+                assert_eq!(r.engine.counts.opens, before, "a seek alone opens nothing");
                 r.read_exact(&mut b).unwrap();
                 assert_eq!(&b[..], &plain[at..at + 100], "cap {cap} at {at}");
-                assert_eq!(r.engine.opens - before, opens, "cap {cap}: read at {at}");
+                assert_eq!(
+                    r.engine.counts.opens - before,
+                    opens,
+                    "cap {cap}: read at {at}"
+                );
                 assert_eq!(r.stream_position().unwrap(), at as u64 + 100);
             }
-            let before = r.engine.opens;
+            let before = r.engine.counts.opens;
             assert_eq!(r.plaintext_len().unwrap(), plain.len() as u64);
             assert_eq!(r.plaintext_len().unwrap(), plain.len() as u64);
             assert_eq!(
-                r.engine.opens - before,
+                r.engine.counts.opens - before,
                 1,
                 "cap {cap}: the length query, once"
             );
@@ -668,7 +672,7 @@ mod tests {
             r.read_exact(&mut b[..60]).unwrap();
             assert_eq!(&b[..60], &plain[usize::try_from(end).unwrap()..]);
             assert_eq!(
-                r.engine.opens - before,
+                r.engine.counts.opens - before,
                 1,
                 "cap {cap}: the tail came from the opened final segment"
             );

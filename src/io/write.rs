@@ -475,7 +475,7 @@ mod tests {
                     assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
                 }
                 let segments = len.div_ceil(seg).max(1) as u64;
-                assert_eq!(w.engine.sealed, segments, "len {len} chunk {chunk}");
+                assert_eq!(w.engine.counts.sealed, segments, "len {len} chunk {chunk}");
                 let mut back = Vec::new();
                 crate::CipherReader::new(&key, &w.get_ref().out[..])
                     .read_to_end(&mut back)
@@ -496,16 +496,16 @@ mod tests {
         let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
         w.write_all(&[7u8; 10 * 64 + 5]).unwrap();
         assert_eq!(
-            w.engine.copied, 5,
+            w.engine.counts.copied, 5,
             "only the 5-byte tail goes through the buffer"
         );
         // Exactly a segment on an empty buffer is held back (copied) ...
         let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
         w.write_all(&[7u8; 64]).unwrap();
-        assert_eq!(w.engine.copied, 64);
+        assert_eq!(w.engine.counts.copied, 64);
         // ... and small writes are copied, byte for byte.
         w.write_all(&[7u8; 3]).unwrap();
-        assert_eq!(w.engine.copied, 67);
+        assert_eq!(w.engine.counts.copied, 67);
         let ct = w.finish().unwrap();
         let mut out = Vec::new();
         crate::CipherReader::new(&key, &ct[..])
