@@ -173,6 +173,11 @@ impl ReaderBuilder {
     /// [`CipherReaderAt`](crate::CipherReaderAt) is read from the callers'
     /// own threads: the option does not apply to it.)
     ///
+    /// On the async front (`build_async`, feature `tokio`) the runs
+    /// open inside `poll_read`, as with one thread: the polling thread is
+    /// the calling thread, held for as long as its run takes (a read's
+    /// length ÷ `n` of opening, at most).
+    ///
     /// Memory: the read-ahead grows to the capacity plus a batch of sealed
     /// segments, and small reads add a batch of plaintext: about `2 n + 1`
     /// segments (`max(segment, 64 KiB)` each). `threads(0)` makes every
