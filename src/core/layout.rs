@@ -45,6 +45,16 @@ pub(crate) fn parse_record_header(h: [u8; RECORD_HEADER_LEN]) -> (u32, bool) {
     (v & !(1 << 31), v >> 31 == 1)
 }
 
+/// The record header at the start of `data`, once it is all there: its
+/// bytes (the record's AAD), the plaintext length it says (`usize::MAX`
+/// where that does not fit a `usize`: over any record size) and its final
+/// flag.
+pub(crate) fn record_at(data: &[u8]) -> Option<([u8; RECORD_HEADER_LEN], usize, bool)> {
+    let h: [u8; RECORD_HEADER_LEN] = data.get(..RECORD_HEADER_LEN)?.try_into().ok()?;
+    let (len, last) = parse_record_header(h);
+    Some((h, usize::try_from(len).unwrap_or(usize::MAX), last))
+}
+
 // The offset arithmetic is for random access (seeking, positional reads),
 // which builds on it; today only its tests call it.
 #[allow(dead_code)]

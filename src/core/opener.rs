@@ -25,7 +25,7 @@
 //!   first failure; that segment then goes through the one-thread path,
 //!   which gives the error (or the final segment) one thread would.
 
-use crate::core::layout::{RECORD_HEADER_LEN, parse_record_header};
+use crate::core::layout::{RECORD_HEADER_LEN, record_at};
 use crate::core::parallel::{self, Piece, Workers};
 use crate::core::sealer::THREADS_ZERO;
 use crate::core::window::Window;
@@ -821,9 +821,7 @@ impl Opener {
         if !layout.framed {
             return Some((layout.plain(self.next), layout.sealed(self.next)));
         }
-        let h = self.input.data().get(..RECORD_HEADER_LEN)?;
-        let (len, _) = parse_record_header(h.try_into().ok()?);
-        let len = usize::try_from(len).ok()?;
+        let (_, len, _) = record_at(self.input.data())?;
         if len > layout.rest {
             // Left to `fill_record`, which refuses it.
             return None;
@@ -848,14 +846,11 @@ impl Opener {
             }
             return Err(self.fail(Error::Truncated));
         }
-        let h: [u8; RECORD_HEADER_LEN] = self.input.data()[..RECORD_HEADER_LEN]
-            .try_into()
-            .unwrap_or_else(|_| unreachable!("checked above"));
-        let (len, _) = parse_record_header(h);
-        let size = usize::try_from(len).unwrap_or(usize::MAX);
+        let (_, size, _) =
+            record_at(self.input.data()).unwrap_or_else(|| unreachable!("checked above"));
         if size > limit {
             return Err(self.fail(Error::SegmentTooLarge {
-                size: u64::from(len),
+                size: size as u64,
                 limit: limit as u64,
             }));
         }
@@ -879,11 +874,8 @@ impl Opener {
             unreachable!("called while in the body")
         };
         let data = self.input.data();
-        let h: [u8; RECORD_HEADER_LEN] = data[..RECORD_HEADER_LEN]
-            .try_into()
-            .unwrap_or_else(|_| unreachable!("a whole record is read ahead"));
-        let (len, last) = parse_record_header(h);
-        let len = usize::try_from(len).unwrap_or_else(|_| unreachable!("checked by fill_record"));
+        let (h, len, last) =
+            record_at(data).unwrap_or_else(|| unreachable!("a whole record is read ahead"));
         let total = RECORD_HEADER_LEN + len + layout.tag;
         #[cfg(test)]
         {
@@ -1068,12 +1060,8 @@ fn open_pieces(
     while pieces.len() < max {
         let index = next + pieces.len() as u64;
         let (plain, sealed) = if framed {
-            let Some(h) = data.get(at..at + RECORD_HEADER_LEN) else {
-                break;
-            };
-            let (len, last) = parse_record_header(h.try_into().unwrap_or([0; 4]));
-            match usize::try_from(len) {
-                Ok(len) if !last && len <= layout.rest => (len, RECORD_HEADER_LEN + len + tag),
+            match record_at(&data[at..]) {
+                Some((_, len, false)) if len <= layout.rest => (len, RECORD_HEADER_LEN + len + tag),
                 _ => break,
             }
         } else {
