@@ -815,21 +815,16 @@ fn seal_parallel(
         sizes.push(n);
         left -= n;
     }
-    let head = header.as_ref().map_or(0, Vec::len);
-    let need = head
-        + sizes
-            .iter()
-            .map(|n| record + n + suite.tag_len())
-            .sum::<usize>();
-    if let Err(e) = out.grow(need) {
-        *stage = Stage::Failed(e.clone());
-        return Err(e);
-    }
-    out.clear();
+    let body = sizes.iter().map(|n| record + n + suite.tag_len()).sum();
+    let head = match out_behind_header(header, out, body) {
+        Ok(head) => head,
+        Err(e) => {
+            *stage = Stage::Failed(e.clone());
+            return Err(e);
+        }
+    };
+    let need = head + body;
     let bytes = out.whole_mut();
-    if let Some(h) = header.take() {
-        bytes[..head].copy_from_slice(&h);
-    }
     let mut pieces = Vec::with_capacity(sizes.len());
     let (mut input, mut output) = (plain, &mut bytes[head..need]);
     for (i, &n) in sizes.iter().enumerate() {
@@ -859,6 +854,24 @@ fn seal_parallel(
     *next += sizes.len() as u64;
     out.set(0, need);
     Ok(sizes.len() as u64)
+}
+
+/// Readies the drained `out` for `body` sealed bytes behind the stream
+/// header not written yet (copied in, and so gone from `header`): grows it
+/// and returns where the body starts. What [`seal`] and [`seal_parallel`]
+/// share; an allocation failure is theirs to make sticky.
+fn out_behind_header(
+    header: &mut Option<Vec<u8>>,
+    out: &mut Window,
+    body: usize,
+) -> Result<usize, Error> {
+    let head = header.as_ref().map_or(0, Vec::len);
+    out.grow(head + body)?;
+    out.clear();
+    if let Some(h) = header.take() {
+        out.whole_mut()[..head].copy_from_slice(&h);
+    }
+    Ok(head)
 }
 
 /// Seals segment `index` of `plain` into `output` (exactly its sealed
@@ -894,17 +907,15 @@ fn seal(stage: &mut Stage, out: &mut Window, plain: &[u8], last: bool) -> Result
         unreachable!("seal is only called on an open stream")
     };
     let record = if layout.framed { RECORD_HEADER_LEN } else { 0 };
-    let start = header.as_ref().map_or(0, Vec::len);
-    let end = start + record + plain.len() + suite.tag_len();
-    if let Err(e) = out.grow(end) {
-        *stage = Stage::Failed(e.clone());
-        return Err(e);
-    }
-    let bytes = out.whole_mut();
-    if let Some(h) = header.take() {
-        bytes[..start].copy_from_slice(&h);
-    }
-    out.clear();
+    let body = record + plain.len() + suite.tag_len();
+    let start = match out_behind_header(header, out, body) {
+        Ok(start) => start,
+        Err(e) => {
+            *stage = Stage::Failed(e.clone());
+            return Err(e);
+        }
+    };
+    let end = start + body;
     let output = &mut out.whole_mut()[start..end];
     if let Err(e) = seal_piece(suite, layout.framed, *next, last, plain, output) {
         *stage = Stage::Failed(e.clone());
