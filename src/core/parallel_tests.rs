@@ -499,3 +499,97 @@ fn large_writes_copy_only_the_segment_they_end_in() {
         }
     }
 }
+
+/// A write longer than one pipelined run (a bounded number of shares,
+/// `MAX_PIPE_UNITS`) is sealed in several runs, on both fronts, and is
+/// still the stream one thread writes: the run's list of shares stays
+/// small however long the write (`tests/alloc.rs` counts the memory).
+#[test]
+fn a_write_longer_than_a_run_is_sealed_in_several() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 100;
+    let pt = data(4 << 20);
+    let whole = Plan {
+        chunk: pt.len(),
+        flush: false,
+    };
+    let builder = |t: usize| CipherWriter::builder(&key).capacity(seg).threads(t);
+    let one = write_std(builder(1), &pt, whole, 1).0;
+    let per_run = super::sealer::MAX_PIPE_UNITS * super::parallel::batch_segments(1, seg) * seg;
+    for t in [2, 3, 8] {
+        fixed();
+        let mut w = builder(t).build(Vec::new());
+        assert_eq!(w.write(&pt).unwrap(), pt.len(), "one call takes it all");
+        let runs = w.engine.counts.pipelines;
+        let out = w.finish().unwrap();
+        FIXED_RANDOM.with(|f| *f.borrow_mut() = None);
+        assert!(out == one, "threads {t}: bytes differ from one thread");
+        assert!(
+            runs as usize > pt.len() / per_run,
+            "threads {t}: {runs} runs for a write of {} runs' length",
+            pt.len() / per_run + 1
+        );
+        for &(front, write) in FRONTS {
+            let many = write(builder(t), &pt, whole, t);
+            assert!(
+                many.0 == one,
+                "threads {t} {front}: bytes differ from one thread"
+            );
+        }
+    }
+}
+
+/// A job that fails partway through a pipelined run (an injected panic in
+/// its fifth share): the four shares before it went out, so the write
+/// reports their bytes (`Ok`), and the error comes with the next call,
+/// sticky; what went out reads back as that prefix, then `Truncated`.
+/// Both fronts.
+#[test]
+fn a_failure_partway_through_a_run_reports_the_shares_written_out() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 64 * 1024;
+    let pt = data(10 * seg + 5);
+    let builder = || CipherWriter::builder(&key).capacity(seg).threads(2);
+    let check = |front: &str, first: usize, next: crate::Error, out: &[u8]| {
+        assert_eq!(first, 4 * seg, "{front}: the shares before the failing one");
+        assert_eq!(next, crate::Error::WorkerPanicked, "{front}: then sticky");
+        let mut r = CipherReader::new(&key, out);
+        let mut got = Vec::new();
+        let e = r.read_to_end(&mut got).unwrap_err();
+        assert_eq!(
+            crate::Error::from_io(&e),
+            Some(&crate::Error::Truncated),
+            "{front}"
+        );
+        assert!(got == pt[..4 * seg], "{front}: the prefix that went out");
+    };
+
+    let mut w = builder().build(Vec::new());
+    w.engine.counts.fail_unit = Some(4);
+    let first = w.write(&pt).unwrap();
+    let e = w.write(&pt[first..]).unwrap_err();
+    check(
+        "std",
+        first,
+        crate::Error::from_io(&e).unwrap().clone(),
+        w.get_ref(),
+    );
+
+    #[cfg(feature = "tokio")]
+    {
+        use ::tokio::io::AsyncWriteExt;
+        let (first, e, out) = run(async {
+            let mut w = builder().build_async(Vec::new());
+            w.engine.counts.fail_unit = Some(4);
+            let first = w.write(&pt).await.unwrap();
+            let e = w.write(&pt[first..]).await.unwrap_err();
+            (first, e, w.get_ref().clone())
+        });
+        check(
+            "tokio",
+            first,
+            crate::Error::from_io(&e).unwrap().clone(),
+            &out,
+        );
+    }
+}

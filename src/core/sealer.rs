@@ -115,6 +115,9 @@ pub(crate) struct Counts {
     pub(crate) tails: u64,
     /// The tail job's allocation fails (tests of the fallback).
     pub(crate) fail_tail_alloc: bool,
+    /// The job of this unit of a pipelined run panics (tests of a failure
+    /// partway through a run).
+    pub(crate) fail_unit: Option<usize>,
 }
 
 impl Sealer {
@@ -349,14 +352,18 @@ impl Sealer {
     /// it applies: the buffer holds whole segments only (none, or a full
     /// batch) and `rest` whole segments with a byte after them (the
     /// hold-back), or the buffer a full batch and `rest` more. Seals the
-    /// buffered segments, then those of `rest`, all non-final, in shares,
-    /// each handed to `drain` as soon as it and those before it are
-    /// sealed; a header not yet written goes out first, in the first
-    /// share; the last job (when enough shares come between it and the
-    /// buffered ones) copies the rest of `rest`, the segment the write
-    /// ends in, into the buffer. Returns the bytes of `rest` taken (sealed,
-    /// or copied by that job) and whether `drain` stopped (the undelivered
-    /// sealed bytes are then the output).
+    /// buffered segments, then those of `rest` (at most [`MAX_PIPE_UNITS`]
+    /// shares in all: a longer write is several runs), all non-final, in
+    /// shares, each handed to `drain` as soon as it and those before it
+    /// are sealed; a header not yet written goes out first, in the first
+    /// share; the last job (when the run reaches the end of the write and
+    /// enough shares come between it and the buffered ones) copies the
+    /// rest of `rest`, the segment the write ends in, into the buffer.
+    /// Returns the bytes of `rest` taken (sealed, or copied by that job)
+    /// and whether `drain` stopped (the undelivered sealed bytes are then
+    /// the output). A job that fails fails the stream; the bytes of `rest`
+    /// in the shares written out before it are still reported (`Ok`, as
+    /// stopped), the error comes with the next call.
     fn pipe(&mut self, rest: &[u8], drain: Drain<'_>) -> Option<Result<(usize, bool), Error>> {
         let Sealer {
             stage,
@@ -390,47 +397,39 @@ impl Sealer {
             parallel::batch_segments(workers.threads(), layout.rest) as u64,
             usize::MAX,
         );
-        let total = layout.run_len(*next, limit, held + rest.len() - 1);
-        // Segments: those buffered, then those of `rest`.
-        let mut sizes = Vec::new();
-        let (mut sum, mut held_segs) = (0, 0);
-        while sum < total {
-            let n = layout.plain(*next + sizes.len() as u64);
-            sizes.push(n);
-            sum += n;
-            if sum <= held {
-                held_segs = sizes.len();
-            }
-        }
-        let direct = sizes.len() > held_segs;
-        if sizes.len() < 2 || !(direct || held == batch) {
+        // A run of at most `max_units` shares (the buffered ones among
+        // them): the list of shares stays small however long the write
+        // (the rest of it goes to the next run).
+        let max_units = MAX_PIPE_UNITS.max(2 * workers.threads() + 1);
+        let cap = limit.min((max_units * per) as u64);
+        let total = layout.run_len(*next, cap, held + rest.len() - 1);
+        if total <= layout.plain(*next) || !(total > held || held == batch) {
+            // One segment, or a buffer not full with nothing of `rest`.
             return None;
         }
-        // Shares of `per` segments, never across the buffer's end.
+        // Shares of `per` segments, never across the buffer's end: those
+        // buffered, then those of `rest`.
         let mut units = Vec::new();
-        let (mut i, mut from_plain, mut from_rest) = (0, 0, 0);
-        while i < sizes.len() {
-            let end = if i < held_segs {
-                held_segs.min(i + per)
-            } else {
-                sizes.len().min(i + per)
-            };
-            let len: usize = sizes[i..end].iter().sum();
-            let start = if i < held_segs {
-                from_plain += len;
-                from_plain - len
-            } else {
+        let (mut segs, mut sum, mut from_rest) = (0, 0, 0);
+        while sum < total {
+            let buffered = sum < held;
+            let end = if buffered { held } else { total };
+            let (first, start) = (segs, if buffered { sum } else { from_rest });
+            let mut len = 0;
+            while segs - first < per && sum < end {
+                let n = layout.plain(*next + segs as u64);
+                (segs, sum, len) = (segs + 1, sum + n, len + n);
+            }
+            if !buffered {
                 from_rest += len;
-                from_rest - len
-            };
+            }
             units.push(Unit {
-                first: i,
-                end,
-                buffered: i < held_segs,
+                first,
+                end: segs,
+                buffered,
                 start,
                 len,
             });
-            i = end;
         }
         let record = if layout.framed { RECORD_HEADER_LEN } else { 0 };
         let extra = record + suite.tag_len();
@@ -478,11 +477,11 @@ impl Sealer {
         // so that the shares written out are reported.
         let sealed_buffered = std::sync::atomic::AtomicUsize::new(0);
         #[cfg(test)]
-        let fail_alloc = self.counts.fail_tail_alloc;
+        let (fail_alloc, fail_unit) = (self.counts.fail_tail_alloc, self.counts.fail_unit);
         #[cfg(not(test))]
-        let fail_alloc = false;
+        let (fail_alloc, fail_unit) = (false, None::<usize>);
         let plain_lock = std::sync::RwLock::new(&mut *plain);
-        let (suite, framed, first) = (&*suite, layout.framed, *next);
+        let (suite, layout, framed, first) = (&*suite, *layout, layout.framed, *next);
         let slots = out.whole_mut().chunks_mut(slot).take(k).collect();
         let piped = workers.pipeline(
             units.len() + usize::from(tail_job.is_some()),
@@ -508,6 +507,7 @@ impl Sealer {
                     }
                     return Ok(0);
                 }
+                assert!(fail_unit != Some(u), "injected panic in unit {u}");
                 let unit = &units[u];
                 let buffered;
                 let input = if unit.buffered {
@@ -524,10 +524,11 @@ impl Sealer {
                     output[..head.len()].copy_from_slice(head);
                     at = head.len();
                 }
-                for (s, &size) in sizes.iter().enumerate().take(unit.end).skip(unit.first) {
-                    let (p, tail) = input.split_at(size);
+                for s in unit.first..unit.end {
+                    let index = first + s as u64;
+                    let (p, tail) = input.split_at(layout.plain(index));
                     let o = &mut output[at..at + p.len() + extra];
-                    seal_piece(suite, framed, first + s as u64, false, p, o)?;
+                    seal_piece(suite, framed, index, false, p, o)?;
                     (input, at) = (tail, at + o.len());
                 }
                 if unit.buffered {
@@ -574,7 +575,14 @@ impl Sealer {
             if let Some(p) = piped.panic {
                 std::panic::resume_unwind(p);
             }
-            return Some(Err(e));
+            // The shares before the failing one went out: their bytes of
+            // `rest` are taken (reported), the error comes with the next
+            // call (it is sticky).
+            return Some(if used_rest > 0 {
+                Ok((used_rest, true))
+            } else {
+                Err(e)
+            });
         }
         let stopped = !piped.pending.is_empty();
         out.whole_mut()[..piped.pending.len()].copy_from_slice(&piped.pending);
@@ -780,6 +788,12 @@ struct Unit {
     start: usize,
     len: usize,
 }
+
+/// The most shares in one pipelined run (more with many threads: twice
+/// the threads and one): a longer write is sealed in several runs, so
+/// that the run's list of shares is bounded (a few KiB), not as long as
+/// the write.
+pub(crate) const MAX_PIPE_UNITS: usize = 256;
 
 /// Why a thread count of zero is refused.
 pub(crate) const THREADS_ZERO: &str = "threads must be at least 1";
