@@ -31,6 +31,7 @@
 //! outlives its stream. A panic in a job is caught where it happens and
 //! becomes [`Error::WorkerPanicked`].
 
+use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -327,16 +328,53 @@ impl Drop for Workers {
 /// How a [`Workers::pipeline`] ended.
 pub(crate) struct Piped {
     /// Units whose job ran to its end: `0..started` (when a job failed,
-    /// those before the failing one).
+    /// those delivered whole before it: the rest are dropped).
     pub(crate) started: usize,
-    /// The bytes of units sealed but not delivered, in order (empty unless
-    /// `deliver` stopped the run).
-    pub(crate) pending: Vec<u8>,
+    /// Where the bytes of units sealed but not delivered lie, in order:
+    /// slot and range in it (empty unless `deliver` stopped the run).
+    /// They stay in the slots; [`gather`] moves them to the front.
+    pub(crate) pending: Vec<(usize, Range<usize>)>,
     /// The first failing job's error (in unit order), if any.
     pub(crate) error: Option<Error>,
     /// A panic of `deliver`, to resume once the caller has settled its
     /// state from the rest.
     pub(crate) panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
+/// Moves the undelivered bytes of a stopped run ([`Piped::pending`]) to
+/// the start of `buf`, in order, in place, and returns their length.
+/// `buf` starts with the run's `k` slots of `slot` bytes each (slot `i`
+/// at `i · slot`); the pending units are in consecutive slots, wrapping
+/// after the last.
+pub(crate) fn gather(
+    buf: &mut [u8],
+    slot: usize,
+    k: usize,
+    pending: &[(usize, Range<usize>)],
+) -> usize {
+    let Some((first, _)) = pending.first() else {
+        return 0;
+    };
+    debug_assert!(
+        pending
+            .iter()
+            .enumerate()
+            .all(|(i, (s, _))| *s == (first + i) % k),
+        "pending units in consecutive slots"
+    );
+    if first + pending.len() > k {
+        // Wrapped: put the slots in unit order first.
+        buf[..slot * k].rotate_left(first * slot);
+    }
+    let base = if first + pending.len() > k { 0 } else { *first };
+    let mut at = 0;
+    for (i, (_, r)) in pending.iter().enumerate() {
+        // Every move is towards the front, over bytes already moved.
+        let from = (base + i) * slot;
+        buf.copy_within(from + r.start..from + r.end, at);
+        at += r.len();
+    }
+    at
 }
 
 /// One output slot of a pipeline: the unit sealed into it last.
@@ -603,18 +641,18 @@ impl Line<'_> {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Err(e) = &slot.result {
-                // Sealed after the stop, then failed: the units before it
-                // stand.
+                // Sealed after the stop, then failed: the run ends with
+                // what was delivered (the stream fails).
                 error = Some(e.clone());
                 return Piped {
-                    started: u,
-                    pending,
+                    started: d,
+                    pending: Vec::new(),
                     error,
                     panic,
                 };
             }
             let from = if u == d { offset } else { 0 };
-            pending.extend_from_slice(&slot.bytes[from..slot.len]);
+            pending.push((u % k, from..slot.len));
         }
         Piped {
             started,
@@ -826,6 +864,20 @@ mod tests {
     /// after them is started, and what was not delivered comes back in
     /// order; nothing is lost or repeated.
     #[test]
+    fn gather_moves_the_pending_bytes_to_the_front_in_order() {
+        // Three slots of four bytes; units in slots 2, 0, 1 (wrapped),
+        // the first one partly delivered.
+        let mut buf: Vec<u8> = (0..12).collect();
+        let n = gather(&mut buf, 4, 3, &[(2, 1..4), (0, 0..2), (1, 0..3)]);
+        assert_eq!(&buf[..n], &[9, 10, 11, 0, 1, 4, 5, 6]);
+        // Not wrapped.
+        let mut buf: Vec<u8> = (0..12).collect();
+        let n = gather(&mut buf, 4, 3, &[(1, 2..4), (2, 0..4)]);
+        assert_eq!(&buf[..n], &[6, 7, 8, 9, 10, 11]);
+        assert_eq!(gather(&mut buf, 4, 3, &[]), 0);
+    }
+
+    #[test]
     fn a_stopped_pipeline_returns_what_it_did_not_deliver() {
         for stop_at in [0, 1, 5, 17, 30] {
             let units = 30;
@@ -845,7 +897,8 @@ mod tests {
             });
             assert!(piped.error.is_none());
             let all = expected(units);
-            got.extend_from_slice(&piped.pending);
+            let n = gather(&mut buf, units, 3, &piped.pending);
+            got.extend_from_slice(&buf[..n]);
             let sealed = expected(piped.started);
             assert_eq!(got, sealed, "stop at {stop_at}");
             assert!(got.len() >= stop_at.min(all.len()));

@@ -585,8 +585,11 @@ impl Sealer {
             });
         }
         let stopped = !piped.pending.is_empty();
-        out.whole_mut()[..piped.pending.len()].copy_from_slice(&piped.pending);
-        out.set(0, piped.pending.len());
+        // What `drain` did not take stays where it was sealed, moved to
+        // the front of the output (no copy elsewhere: the output is the
+        // `n + 1` slots, nothing more).
+        let left = parallel::gather(out.whole_mut(), slot, k, &piped.pending);
+        out.set(0, left);
         if let Some(p) = piped.panic {
             // The inner writer panicked: the state above is what one
             // thread would leave (every segment sealed counted, what was
