@@ -593,3 +593,72 @@ fn a_failure_partway_through_a_run_reports_the_shares_written_out() {
         );
     }
 }
+
+/// At the counter's end (segment 2^32 − 1 can only be the final one), a
+/// write with nothing buffered fills that segment before the stream
+/// refuses more: it never seals the segment before it with no byte after
+/// it, which left `finish` an empty final segment after full ones (the
+/// reader refuses that stream), and how much the stream takes does not
+/// depend on the chunking. One thread and several; found by review.
+#[test]
+fn the_last_numbered_segment_is_filled_before_the_stream_refuses_more() {
+    use crate::format::{HEADER_LEN, Header};
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 4096;
+    let pt = data(20_000);
+    let last = u64::from(u32::MAX);
+    // Writes `chunk`-byte pieces until the stream refuses one.
+    let take_all = |chunk: usize, write: &mut dyn FnMut(&[u8]) -> std::io::Result<usize>| {
+        let mut taken = 0;
+        loop {
+            match write(&pt[taken..(taken + chunk).min(pt.len())]) {
+                Ok(n) => taken += n,
+                Err(e) => return (taken, e),
+            }
+        }
+    };
+    for t in [1, 2, 3] {
+        let builder = || CipherWriter::builder(&key).capacity(seg).threads(t);
+        for chunk in [20_000, 5000, seg, 1000] {
+            let mut w = builder().build(Vec::new());
+            w.engine.start().unwrap();
+            w.engine.set_next(last - 3);
+            let (taken, err) = take_all(chunk, &mut |b| w.write(b));
+            #[cfg_attr(not(feature = "tokio"), allow(unused_mut))]
+            let mut streams = vec![("std", taken, err, w.finish().unwrap())];
+            #[cfg(feature = "tokio")]
+            {
+                use ::tokio::io::AsyncWriteExt;
+                let mut w = builder().build_async(Vec::new());
+                w.engine.start().unwrap();
+                w.engine.set_next(last - 3);
+                let (taken, err) = take_all(chunk, &mut |b| run(w.write(b)));
+                streams.push(("tokio", taken, err, run(w.finish()).unwrap()));
+            }
+            for (front, taken, err, out) in streams {
+                let ctx = format!("{front} threads {t} writes of {chunk}");
+                assert_eq!(
+                    crate::Error::from_io(&err),
+                    Some(&crate::Error::StreamTooLong),
+                    "{ctx}"
+                );
+                assert_eq!(taken, 4 * seg, "{ctx}: three segments and the last, full");
+                let body = &out[HEADER_LEN..];
+                assert_eq!(
+                    body.len(),
+                    4 * (seg + 16),
+                    "{ctx}: the final segment is full"
+                );
+                let suite = Header::parse(&out)
+                    .unwrap()
+                    .suite(&key, b"", Provider::default())
+                    .unwrap();
+                let mut got = vec![0u8; seg];
+                suite
+                    .open_at(last, true, &[], &body[3 * (seg + 16)..], &mut got)
+                    .unwrap();
+                assert!(got == pt[3 * seg..4 * seg], "{ctx}: the final segment");
+            }
+        }
+    }
+}

@@ -290,10 +290,15 @@ impl Sealer {
             // byte after it): a shorter run would seal its segments on
             // fewer threads than the batch has, and leave the rest to be
             // copied anyway.
-            let direct = self.plain.is_empty() && rest.len() > batch;
-            if (held || direct) && *next >= u64::from(u32::MAX) {
-                // This segment can only be the last one: keep it for
-                // `finish` and refuse the data that would follow it.
+            // At the counter's last index the segment can only be the
+            // final one: it is buffered for `finish` (below), never sealed
+            // from the slice (which would leave `finish` an empty final
+            // segment after full ones, a stream the reader refuses).
+            let last_index = *next >= u64::from(u32::MAX);
+            let direct = self.plain.is_empty() && rest.len() > batch && !last_index;
+            if held && last_index {
+                // The last segment is full: keep it for `finish` and
+                // refuse the data that would follow it.
                 return if taken > 0 {
                     Ok(taken)
                 } else {
