@@ -25,7 +25,8 @@
 //! The threads are a [`rayon_core`] pool owned by the stream: its
 //! scoped jobs seal straight from the caller's slice and open straight
 //! into the caller's buffer, with no copy and no `unsafe` here, and its
-//! threads wait for work without being spawned per batch. The pool is
+//! threads wait for work without being spawned per batch (awake for a
+//! while after each run, [`Workers::linger`], then asleep). The pool is
 //! built on the first batch (a stream that stays small spawns nothing)
 //! and its threads are joined when the stream is dropped: no worker
 //! outlives its stream. A panic in a job is caught where it happens and
@@ -55,6 +56,10 @@ pub(crate) const SHARE: usize = 64 * 1024;
 /// ChaCha20-Poly1305 1.65× → 1.75×; no change at 1 MiB segments, whose
 /// shares are long enough to hide the wake-up.
 const SPIN: usize = 1 << 12;
+
+/// How long a pool thread stays awake after a run, for the next one
+/// ([`Workers::linger`]).
+const LINGER: Duration = Duration::from_micros(100);
 
 /// The most segments in one thread's share (tiny segments: the list of
 /// pieces stays small).
@@ -91,6 +96,15 @@ pub(crate) struct Workers {
     handles: Vec<JoinHandle<()>>,
     /// The caller's times in pipelines.
     pace: Pace,
+    /// Bumped when a run starts or the workers end: a pool thread kept
+    /// awake after a run ([`linger`](Self::linger)) stops waiting then.
+    generation: std::sync::Arc<AtomicUsize>,
+    /// Pool threads kept awake after a run: at most one less than the
+    /// machine's CPUs (more would spin on cores the others need).
+    lingering: usize,
+    /// Pool threads kept awake so far (tests that runs linger).
+    #[cfg(test)]
+    pub(crate) lingered: usize,
     /// Make jobs panic (tests of the panic path): on the pool threads in
     /// [`run`](Self::run), on every thread in [`pipeline`](Self::pipeline).
     #[cfg(test)]
@@ -117,6 +131,10 @@ impl Workers {
             pool: None,
             handles: Vec::new(),
             pace: Pace::default(),
+            generation: std::sync::Arc::default(),
+            lingering: 0,
+            #[cfg(test)]
+            lingered: 0,
             #[cfg(test)]
             inject_panic: INJECT_PANIC.with(std::cell::Cell::get),
             #[cfg(test)]
@@ -161,7 +179,11 @@ impl Workers {
                 })
                 .build();
             match built {
-                Ok(pool) => self.pool = Some(pool),
+                Ok(pool) => {
+                    self.pool = Some(pool);
+                    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+                    self.lingering = self.threads.min(cpus) - 1;
+                }
                 Err(_) => {
                     // The threads that did start end with the pool that
                     // was never returned; wait for them.
@@ -189,6 +211,7 @@ impl Workers {
         let threads = self.threads;
         #[cfg(test)]
         let inject = self.inject_panic;
+        self.starting();
         let Some(pool) = self.pool() else {
             pieces.iter_mut().for_each(&job);
             return Ok(());
@@ -231,6 +254,7 @@ impl Workers {
                 std::hint::spin_loop();
             }
         });
+        self.linger();
         if panicked.into_inner() {
             return Err(Error::WorkerPanicked);
         }
@@ -289,6 +313,7 @@ impl Workers {
             workers: Mutex::new(Vec::new()),
         };
         let threads = self.threads;
+        self.starting();
         if self.pool().is_none() {
             let delivered = line.deliver_all(&job, deliver, inject, &mut self.pace);
             return line.finish(delivered);
@@ -305,11 +330,50 @@ impl Workers {
             }
             line_ref.deliver_all(job, deliver, inject, pace)
         });
+        self.linger();
         line.finish(delivered)
+    }
+
+    /// A run starts: pool threads kept awake after the last one stop
+    /// waiting, and take its jobs at once.
+    fn starting(&self) {
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// A run ended: each pool thread stays awake for [`LINGER`] (or until
+    /// the next run starts), so that the next run, often microseconds
+    /// away (a small write's copy into the buffer), does not wait for a
+    /// sleeping thread to wake (tens of microseconds here, against a
+    /// share's tens of microseconds of sealing).
+    fn linger(&mut self) {
+        let Some(pool) = &self.pool else {
+            return;
+        };
+        let g = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        #[cfg(test)]
+        {
+            self.lingered += self.lingering;
+        }
+        for _ in 0..self.lingering {
+            let generation = std::sync::Arc::clone(&self.generation);
+            pool.spawn(move || {
+                let since = Instant::now();
+                let mut spins = 0u32;
+                while generation.load(Ordering::Acquire) == g && since.elapsed() < LINGER {
+                    if spins < 256 {
+                        spins += 1;
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            });
+        }
     }
 
     /// Ends the pool and waits for its threads.
     fn join(&mut self) {
+        self.starting();
         // Dropping the pool tells its threads to stop once idle.
         drop(self.pool.take());
         for h in self.handles.drain(..) {
@@ -863,6 +927,46 @@ mod tests {
     /// A consumer that stops: the units started are finished, nothing
     /// after them is started, and what was not delivered comes back in
     /// order; nothing is lost or repeated.
+    /// After each run the pool threads stay awake for the next one (as
+    /// many as the machine has CPUs besides the caller's), and dropping
+    /// the workers still joins every thread at once: the lingering ends
+    /// when they end.
+    #[test]
+    fn pool_threads_linger_after_each_run_and_end_with_the_workers() {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        for threads in [2, 3, 8] {
+            let mut w = Workers::new(threads);
+            let seen = Mutex::new(std::collections::HashSet::new());
+            for runs in 1..=4 {
+                let mut buf = [0u8; 3 * 8];
+                let slots = buf.chunks_mut(8).collect();
+                let piped = w.pipeline(8, slots, unit_job(&seen), |b: &[u8]| b.len());
+                assert!(piped.error.is_none());
+                assert_eq!(
+                    w.lingered,
+                    runs * (threads.min(cpus) - 1),
+                    "threads {threads}"
+                );
+            }
+            let inputs: Vec<Vec<u8>> = (0..9u8).map(|i| vec![i; 3]).collect();
+            let mut outputs = vec![vec![0u8; 3]; 9];
+            let mut p = pieces(&inputs, &mut outputs);
+            w.run(&mut p, |_| {}).unwrap();
+            drop(p);
+            assert_eq!(
+                w.lingered,
+                5 * (threads.min(cpus) - 1),
+                "threads {threads}: run"
+            );
+            if cpus > 1 {
+                assert!(w.lingered > 0);
+            }
+            let alive = std::sync::Arc::clone(&w.alive);
+            drop(w);
+            assert_eq!(alive.load(Ordering::SeqCst), 0, "threads {threads}");
+        }
+    }
+
     #[test]
     fn gather_moves_the_pending_bytes_to_the_front_in_order() {
         // Three slots of four bytes; units in slots 2, 0, 1 (wrapped),

@@ -164,7 +164,8 @@ impl ReaderBuilder {
     /// only for the segment it works on.
     ///
     /// The calling thread is one of the `n`; the other `n − 1` start with
-    /// the first run, wait between runs and are joined when the reader is
+    /// the first run, wait between runs (awake for up to 100 µs after
+    /// each, as the writer's) and are joined when the reader is
     /// dropped (tens to hundreds of microseconds per stream: threads pay
     /// off for streams of a few MiB or more). A panic on one of them fails the stream with
     /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked). Built with

@@ -155,8 +155,11 @@ impl WriterBuilder {
     /// segments at a time, and streams of a few MiB or more: starting and
     /// joining the threads costs each stream tens to hundreds of
     /// microseconds. The calling thread is one of the `n`; the other
-    /// `n − 1` start with the first batch, wait between writes, and are
-    /// joined when the writer is finished or dropped. A panic on one of
+    /// `n − 1` start with the first batch, wait between writes (awake for
+    /// up to 100 µs after each batch or write, at most one per CPU
+    /// besides the caller's, so that the next batch does not wait for one
+    /// to wake; asleep after that), and are joined when the writer is
+    /// finished or dropped. A panic on one of
     /// them fails the stream with
     /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked).
     ///
