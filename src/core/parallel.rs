@@ -426,11 +426,13 @@ pub(crate) fn gather(
             .all(|(i, (s, _))| *s == (first + i) % k),
         "pending units in consecutive slots"
     );
-    if first + pending.len() > k {
-        // Wrapped: put the slots in unit order first.
+    // Wrapped: put the slots in unit order first.
+    let base = if first + pending.len() > k {
         buf[..slot * k].rotate_left(first * slot);
-    }
-    let base = if first + pending.len() > k { 0 } else { *first };
+        0
+    } else {
+        *first
+    };
     let mut at = 0;
     for (i, (_, r)) in pending.iter().enumerate() {
         // Every move is towards the front, over bytes already moved.
@@ -924,9 +926,6 @@ mod tests {
         }
     }
 
-    /// A consumer that stops: the units started are finished, nothing
-    /// after them is started, and what was not delivered comes back in
-    /// order; nothing is lost or repeated.
     /// After each run the pool threads stay awake for the next one (as
     /// many as the machine has CPUs besides the caller's), and dropping
     /// the workers still joins every thread at once: the lingering ends
@@ -981,6 +980,9 @@ mod tests {
         assert_eq!(gather(&mut buf, 4, 3, &[]), 0);
     }
 
+    /// A consumer that stops: the units started are finished, nothing
+    /// after them is started, and what was not delivered comes back in
+    /// order; nothing is lost or repeated.
     #[test]
     fn a_stopped_pipeline_returns_what_it_did_not_deliver() {
         for stop_at in [0, 1, 5, 17, 30] {

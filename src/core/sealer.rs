@@ -486,7 +486,7 @@ impl Sealer {
         #[cfg(not(test))]
         let (fail_alloc, fail_unit) = (false, None::<usize>);
         let plain_lock = std::sync::RwLock::new(&mut *plain);
-        let (suite, layout, framed, first) = (&*suite, *layout, layout.framed, *next);
+        let (suite, layout, first) = (&*suite, *layout, *next);
         let slots = out.whole_mut().chunks_mut(slot).take(k).collect();
         let piped = workers.pipeline(
             units.len() + usize::from(tail_job.is_some()),
@@ -533,7 +533,7 @@ impl Sealer {
                     let index = first + s as u64;
                     let (p, tail) = input.split_at(layout.plain(index));
                     let o = &mut output[at..at + p.len() + extra];
-                    seal_piece(suite, framed, index, false, p, o)?;
+                    seal_piece(suite, layout.framed, index, false, p, o)?;
                     (input, at) = (tail, at + o.len());
                 }
                 if unit.buffered {
