@@ -391,6 +391,71 @@ fn reader_seek_current_counts_the_buffered_bytes() {
     });
 }
 
+/// A relative seek back after a read that bypassed the buffer lands where
+/// `stream_position` says: the buffer no longer holds the bytes before the
+/// position then, so the seek goes to the inner reader.
+#[test]
+fn seek_relative_after_a_read_past_the_buffer_reads_from_the_position() {
+    let plaintext = message(LEN);
+    for_each_cipher!(make => {
+        let ciphertext = raw_at(make(), 0, &plaintext);
+        for capacity in [16, 64, 4096] {
+            for back in [1i64, 4, 12, capacity as i64, 2 * capacity as i64] {
+                // A small read fills the buffer, a read at least as large as
+                // the buffer bypasses it, then a step back by every amount.
+                for (name, mut r) in seek_readers(capacity, make, &ciphertext) {
+                    let mut small = [0u8; 4];
+                    r.read_exact(&mut small).unwrap();
+                    let mut big = vec![0u8; 2 * capacity];
+                    r.read_exact(&mut big).unwrap();
+                    assert!(big[..] == plaintext[4..4 + 2 * capacity]);
+                    r.seek_relative(-back).unwrap();
+                    let at = r.stream_position().unwrap();
+                    assert_eq!(at, (4 + 2 * capacity) as u64 - back as u64, "{name}");
+                    let mut got = [0u8; 8];
+                    r.read_exact(&mut got).unwrap();
+                    let at = at as usize;
+                    assert!(
+                        got[..] == plaintext[at..at + 8],
+                        "{name}, capacity {capacity}, back {back}: bytes of another offset"
+                    );
+                }
+            }
+        }
+    });
+}
+
+/// What the seek tests drive: a reader that seeks.
+trait ReadSeek: Read + Seek {}
+impl<T: Read + Seek> ReadSeek for T {}
+
+/// The seekable ways to build a reader over `ciphertext`: `with_capacity`
+/// and `from_buf_read_with_capacity`, each over a `Cursor`.
+fn seek_readers<'a, C: StreamCipher + StreamCipherSeek + 'a>(
+    capacity: usize,
+    make: fn() -> C,
+    ciphertext: &'a [u8],
+) -> Vec<(&'static str, Box<dyn ReadSeek + 'a>)> {
+    vec![
+        (
+            "read",
+            Box::new(KeystreamReader::with_capacity(
+                capacity,
+                make(),
+                Cursor::new(ciphertext),
+            )),
+        ),
+        (
+            "from_buf_read",
+            Box::new(KeystreamReader::from_buf_read_with_capacity(
+                capacity,
+                make(),
+                Cursor::new(ciphertext),
+            )),
+        ),
+    ]
+}
+
 #[test]
 fn reader_keystream_starts_where_the_inner_reader_was() {
     // A 16-byte header in clear, then data encrypted from keystream 0.

@@ -176,6 +176,12 @@ fn past_keystream<R: Read>(inner: &mut R) -> io::Result<usize> {
 impl<C: StreamCipher, R: Read> Read for KeystreamReader<C, R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         if self.pos == self.filled && out.len() >= self.capacity {
+            // The bytes still in the buffer lie behind the position only
+            // until the position moves past them without them: forget
+            // them, so that a relative seek cannot move back into bytes of
+            // another offset.
+            self.pos = 0;
+            self.filled = 0;
             return take(&mut self.cipher, &mut self.inner, self.read_into, out);
         }
         let available = self.fill_buf()?;
