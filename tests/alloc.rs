@@ -42,6 +42,7 @@ const MIB: usize = 1024 * KIB;
 fn main() {
     for &p in Provider::ALL {
         memory_follows_the_bytes_that_arrived(p);
+        forged_headers_cost_about_twice_what_arrived_on_every_thread_count(p);
         framed_record_lengths_allocate_nothing_they_ask(p);
         hostile_headers_allocate_no_segment_buffer(p);
         for alg in Algorithm::ALL {
@@ -177,6 +178,60 @@ fn memory_follows_the_bytes_that_arrived(p: Provider) {
         held <= 8 * KIB + few,
         "{p:?}: the 16 MiB writer holds {held} bytes"
     );
+}
+
+/// A forged header (no key needed) asking for 16 MiB segments, then junk:
+/// whatever the thread count and the layout, the reader holds at most about
+/// twice what arrived. With threads the read-ahead grows to one segment
+/// until a segment authenticates, and only then to a batch (it went
+/// straight to the batch: 8 threads held 134 MB for 9 MB of junk). The
+/// junk is less than a segment and then silence (still growing), or more
+/// than a segment and then the end (the first segment fails to open).
+fn forged_headers_cost_about_twice_what_arrived_on_every_thread_count(p: Provider) {
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    let size = 16u32 << 20;
+    for framed in [false, true] {
+        for (arrived, silence) in [(9 * MIB, true), (size as usize + MIB, false)] {
+            let header =
+                Header::new(Algorithm::Aes256Gcm, size, [5; 32], [6; 7]).with_framed(framed);
+            let mut input = header.to_bytes().to_vec();
+            if framed {
+                // A record header asking for a whole (non-final) record.
+                input.extend(size.to_be_bytes());
+            }
+            input.resize(HEADER_LEN + arrived, 0x5a);
+            for threads in [1, 2, 4, 8] {
+                let region = Region::new(GLOBAL);
+                let b = CipherReader::builder(&key).provider(p).threads(threads);
+                let err = if silence {
+                    let mut r = b.build(ThenSilence(&input));
+                    let e = r.read(&mut [0u8; 4096]).unwrap_err();
+                    assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{p:?}");
+                    let held = live(&region.change());
+                    drop(r);
+                    (held, e)
+                } else {
+                    let mut r = b.build(&input[..]);
+                    let e = r.read(&mut [0u8; 4096]).unwrap_err();
+                    assert_eq!(Error::from_io(&e), Some(&Error::Authentication), "{p:?}");
+                    let held = live(&region.change());
+                    drop(r);
+                    (held, e)
+                };
+                let (held, e) = err;
+                let layout = if framed { "framed" } else { "fixed" };
+                println!(
+                    "alloc: {p:?} {layout}, threads({threads}), forged header for 16 MiB segments, {arrived} bytes of junk: {held} bytes held ({:.2}x), {e}",
+                    held as f64 / input.len() as f64
+                );
+                assert!(
+                    held <= 2 * input.len() + 8 * KIB + 64 * KIB,
+                    "{p:?} {layout}, threads({threads}): {held} bytes held for {} that arrived",
+                    input.len()
+                );
+            }
+        }
+    }
 }
 
 /// The framed variant (issue 12): a record header asking for more than

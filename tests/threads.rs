@@ -233,6 +233,65 @@ fn damaged_native_streams_fail_as_on_one_thread() {
     }
 }
 
+/// Bytes after a full-length final segment: every thread count releases
+/// what one thread releases, all of the plaintext (the final segment
+/// authenticated), then fails with `TrailingData`, however much of the
+/// extra bytes the read-ahead already held (a batch held them sooner than
+/// one segment: threads released one segment less).
+#[test]
+fn bytes_after_a_full_final_segment_fail_as_on_one_thread() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    for seg in [17, 4 * KIB] {
+        let l = Layout::native(seg);
+        for segments in [1, 2, batch(2, seg) + 1] {
+            let pt = data(seg * segments, 10);
+            let ct = encrypt(
+                Front::Std,
+                CipherWriter::builder(&key).capacity(seg),
+                &pt,
+                &WriteMode::AllAtOnce,
+            );
+            let damaged: Vec<_> = [1, 3, seg + 16, 3 * (seg + 16) + 5]
+                .iter()
+                .map(|&extra| {
+                    let mut d = ct.clone();
+                    d.extend(std::iter::repeat_n(7u8, extra));
+                    (format!("{extra} bytes appended"), d)
+                })
+                .collect();
+            let ctx = format!("seg {seg}, {segments} full segments");
+            damaged_as_on_one_thread(&ctx, &key, &l, &ct, &damaged);
+            for (what, stream) in &damaged {
+                for &front in Front::ALL {
+                    for &rp in Provider::ALL {
+                        for t in [1, 2, 8] {
+                            for (cap, buffered) in [(1, None), (8 * KIB, None), (1, Some(seg + 20))]
+                            {
+                                if buffered.is_some() && front != Front::Std {
+                                    continue;
+                                }
+                                for mode in &tamper_patterns(&l) {
+                                    let b = CipherReader::builder(&key)
+                                        .provider(rp)
+                                        .capacity(cap)
+                                        .threads(t);
+                                    let (got, e) =
+                                        outcome(front, b, stream, (usize::MAX, buffered), mode);
+                                    let ctx = format!(
+                                        "{ctx}, {what} [{front:?} {rp:?} threads {t} cap {cap} {buffered:?} {mode:?}]"
+                                    );
+                                    assert_eq!(e, Some(Error::TrailingData), "{ctx}");
+                                    assert!(got == pt, "{ctx}: released {} bytes", got.len());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn damaged_tink_streams_fail_as_on_one_thread() {
     let params = TinkParams::new(16, 1024, HkdfHash::Sha256).unwrap();

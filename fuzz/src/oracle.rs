@@ -187,9 +187,8 @@ pub struct Decrypted {
     pub segment_size: Option<u32>,
     /// The plaintext of a full-length segment right after `released` that
     /// authenticates as the *final* one although bytes follow it. A reader
-    /// that has not yet seen those bytes releases it (its tag and last flag
-    /// check out) and then fails with `TrailingData`; one that already
-    /// holds them refuses it.
+    /// releases it (its tag and last flag check out) and then fails with
+    /// `TrailingData`.
     pub final_then_trailing: Vec<u8>,
 }
 

@@ -8,6 +8,7 @@
 //! | [`suite`] | the per-segment AEAD of each provider: `seal_at` / `open_at(index, last, aad)` |
 //! | [`layout`] | segment sizes and offset arithmetic |
 //! | [`sealer`] | the writer's state machine: plaintext in, sealed bytes out |
+//! | [`plain`] | the reader's plaintext buffer, and which segment it holds |
 //! | [`opener`] | the reader's state machine: ciphertext in, authenticated plaintext out |
 //! | [`seek`] | random access on the opener: seeking, the authenticated length |
 //! | [`parallel`] | the threads of `threads(n)`: runs of segments sealed or opened in batches |
@@ -22,6 +23,7 @@ pub(crate) mod opener;
 pub(crate) mod parallel;
 #[cfg(test)]
 mod parallel_tests;
+pub(crate) mod plain;
 pub(crate) mod sealer;
 pub(crate) mod seek;
 pub(crate) mod suite;

@@ -27,6 +27,7 @@
 
 use crate::core::layout::{RECORD_HEADER_LEN, record_at};
 use crate::core::parallel::{self, Piece, Workers};
+use crate::core::plain::{Held, Plain};
 use crate::core::sealer::THREADS_ZERO;
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
@@ -111,9 +112,6 @@ pub(crate) struct Opener {
     pub(super) final_len: Option<u64>,
     /// The length query in progress.
     pub(super) query: crate::core::seek::Query,
-    /// The segment whose whole plaintext `plain` holds (from its start):
-    /// its index, length, and whether it was the final one.
-    pub(super) plain_seg: Option<(u64, usize, bool)>,
     /// Ciphertext read ahead from the inner reader.
     pub(super) input: Window,
     /// The inner reader has reported its end.
@@ -128,11 +126,17 @@ pub(crate) struct Opener {
     /// start.
     pub(super) need: usize,
     /// The read-ahead's full size: header + `capacity` before the header
-    /// is read, then one sealed segment + `capacity`. It grows there with
-    /// the ciphertext that arrives, not when a header asks.
+    /// is read, then one sealed segment + `capacity`, and with threads a
+    /// batch of segments + `capacity` once a segment has authenticated
+    /// (before that, the header that names the segment size is not). It
+    /// grows there with the ciphertext that arrives, not when a header
+    /// asks.
     target: usize,
-    /// One opened segment for small reads and `BufRead`.
-    pub(super) plain: Window,
+    /// A segment of this stream has authenticated, and with it the header.
+    proven: bool,
+    /// One opened segment (with threads, a run) for small reads and
+    /// `BufRead`, and which segment it is.
+    pub(super) plain: Plain,
     capacity: usize,
     max_segment: usize,
     provider: Provider,
@@ -200,14 +204,14 @@ impl Opener {
             auth_len: None,
             final_len: None,
             query: crate::core::seek::Query::Idle,
-            plain_seg: None,
             input: Window::public(),
             eof: false,
             short: false,
             offered: 0,
             need: 0,
             target: 0,
-            plain: Window::secret(),
+            proven: false,
+            plain: Plain::new(),
             capacity,
             max_segment,
             provider,
@@ -555,17 +559,14 @@ impl Opener {
         // Room for one whole sealed segment plus a read-ahead of
         // `capacity`, never less than what is already buffered — reached as
         // the segment's bytes arrive (`room`), not now: a header is not
-        // authenticated until its first segment opens.
-        // With threads, a batch of segments.
-        let batch = if self.threads > 1 {
+        // authenticated until its first segment opens. With threads, the
+        // batch comes once one has (`authenticated`).
+        if self.threads > 1 {
             self.workers = Some(Workers::new(self.threads));
-            parallel::batch_segments(self.threads, stream.layout.rest)
-        } else {
-            1
-        };
+        }
         self.target = self
             .capacity
-            .saturating_add(stream.layout.max_sealed().saturating_mul(batch))
+            .saturating_add(stream.layout.max_sealed())
             .max(self.input.len());
         self.stream = Some(stream);
         self.next = 0;
@@ -647,10 +648,6 @@ impl Opener {
             if !last {
                 return Ok(Opened::More(full - tag));
             }
-            if !self.input.is_empty() {
-                zeroize::Zeroize::zeroize(out);
-                return Err(Error::TrailingData);
-            }
             return Ok(Opened::Last(full - tag));
         }
         debug_assert!(self.eof, "fill_segment stops short only at the end");
@@ -714,7 +711,7 @@ impl Opener {
         self.next += run.opened as u64;
         self.input.consume(run.used);
         if run.opened > 0 {
-            self.repositioned = false;
+            self.authenticated();
         }
         Ok(run.plain)
     }
@@ -724,19 +721,21 @@ impl Opener {
     fn after_open(&mut self, r: Result<Opened, Error>) -> Result<usize, Error> {
         match r {
             Ok(Opened::More(n)) => {
-                self.repositioned = false;
+                self.authenticated();
                 Ok(n)
             }
             Ok(Opened::Last(n)) => {
-                self.repositioned = false;
+                self.authenticated();
                 // The length is proven only once nothing follows the final
                 // segment: now if the input is at its end, else when
-                // `settle` confirms it.
+                // `settle` confirms it (or finds bytes after it: then the
+                // next call fails with `TrailingData`, after this segment's
+                // plaintext, however much the read-ahead already held).
                 let len = self
                     .stream
                     .as_ref()
                     .map(|s| s.layout.plain_offset(self.next - 1) + n as u64);
-                if self.eof {
+                if self.eof && self.input.is_empty() {
                     self.auth_len = len;
                     self.stage = Stage::Done;
                 } else {
@@ -749,26 +748,36 @@ impl Opener {
         }
     }
 
-    /// Makes the internal plaintext buffer hold at least `cap` bytes.
-    pub(super) fn plain_room(&mut self, cap: usize) -> Result<(), Error> {
-        if self.plain.len() < cap {
-            // Allocated once, at the segment size, so no copy is left
-            // behind unwiped by a reallocation.
-            if let Err(e) = self.plain.renew(cap) {
-                return Err(self.fail(e));
-            }
+    /// A segment opened at the reader's position: a seek's reposition is
+    /// carried out, and the header that named the segment size is proven,
+    /// so with threads the read-ahead may now grow to a batch of segments
+    /// (before, to one: a forged header must not make the reader allocate
+    /// more than about twice what arrived).
+    fn authenticated(&mut self) {
+        self.repositioned = false;
+        if self.proven {
+            return;
         }
-        Ok(())
+        self.proven = true;
+        if let (Some(w), Some(stream)) = (&self.workers, &self.stream) {
+            let batch = parallel::batch_segments(w.threads(), stream.layout.rest);
+            self.target = self
+                .capacity
+                .saturating_add(stream.layout.max_sealed().saturating_mul(batch))
+                .max(self.target);
+        }
     }
 
     /// Opens the next segment, which [`fill_segment`](Self::fill_segment)
     /// found complete and to hold up to `cap` plaintext bytes, into the
-    /// internal plaintext buffer.
+    /// internal plaintext buffer (with threads, the run of segments that
+    /// starts with it, if the read-ahead holds one).
     fn fill_plain(&mut self, cap: usize) -> Result<(), Error> {
         // Only as much as this segment holds (a short final one, less).
         let Some(Stream { layout, .. }) = &self.stream else {
             unreachable!("called while in the body")
         };
+        let layout = *layout;
         let avail = self.input.available();
         let holds = if layout.framed || avail >= layout.sealed(self.next) {
             cap
@@ -776,37 +785,39 @@ impl Opener {
             avail.saturating_sub(layout.tag).min(cap)
         };
         let index = self.next;
+        let mut plain = std::mem::replace(&mut self.plain, Plain::new());
         if let Some(w) = &self.workers {
-            // A run for the workers, if the read-ahead holds one.
+            // A run's plaintext is shorter than its ciphertext: room for
+            // what the read-ahead holds, never for more than arrived.
             let batch = parallel::batch_segments(w.threads(), layout.rest) as u64;
-            let first = layout.plain(index);
-            self.plain_room(layout.run_len(index, batch, usize::MAX))?;
-            let mut plain = std::mem::replace(&mut self.plain, Window::secret());
-            plain.clear();
-            let r = self.open_run(plain.whole_mut());
+            let room = layout.run_len(index, batch, avail);
+            let r = match plain.open_into(room) {
+                Ok(out) => self.open_run(out),
+                Err(e) => Err(self.fail(e)),
+            };
             if let Ok(n @ 1..) = r {
-                plain.set(0, n);
-                // It holds the first segment of the run whole, from its
-                // start (what a seek within it reuses).
-                self.plain_seg = Some((index, first, false));
-                plain.consume(std::mem::take(&mut self.skip));
+                let first = Held {
+                    index,
+                    len: layout.plain(index),
+                    last: false,
+                };
+                plain.opened(first, n, std::mem::take(&mut self.skip));
             }
-            self.plain = plain;
-            if r? > 0 {
-                return Ok(());
+            if r.as_ref().map_or(true, |&n| n > 0) {
+                self.plain = plain;
+                return r.map(|_| ());
             }
         }
-        self.plain_room(holds)?;
-        let mut plain = std::mem::replace(&mut self.plain, Window::secret());
-        plain.clear();
-        let r = self.open_next(plain.whole_mut());
+        let r = match plain.open_into(holds) {
+            Ok(out) => self.open_next(out),
+            Err(e) => Err(e),
+        };
         let last = matches!(r, Ok(Opened::Last(_)));
         let r = self.after_open(r);
-        if let Ok(n) = r {
-            plain.set(0, n);
-            self.plain_seg = Some((index, n, last));
+        if let Ok(len) = r {
             // A seek into this segment: its first bytes are not the caller's.
-            plain.consume(std::mem::take(&mut self.skip));
+            let held = Held { index, len, last };
+            plain.opened(held, len, std::mem::take(&mut self.skip));
         }
         self.plain = plain;
         r.map(|_| ())
@@ -893,10 +904,6 @@ impl Opener {
         if !last {
             return Ok(Opened::More(len));
         }
-        if !self.input.is_empty() {
-            zeroize::Zeroize::zeroize(&mut out[..len]);
-            return Err(Error::TrailingData);
-        }
         Ok(Opened::Last(len))
     }
 
@@ -946,7 +953,7 @@ impl Opener {
                     }
                     self.next += run.opened as u64;
                     if run.opened > 0 {
-                        self.repositioned = false;
+                        self.authenticated();
                     }
                     self.inner_at += run.used as u64;
                     self.pos += run.plain as u64;
@@ -977,19 +984,12 @@ impl Opener {
                 break;
             }
             let ciphertext = &window[used..used + sealed];
-            if into_plain && self.plain.len() < plain && self.plain.renew(plain).is_err() {
-                // Left to the copying path, which reports the failure.
-                break;
-            }
             let opened = if into_plain {
-                self.plain.clear();
-                suite.open_at(
-                    index,
-                    false,
-                    &[],
-                    ciphertext,
-                    &mut self.plain.whole_mut()[..plain],
-                )
+                let Ok(out) = self.plain.open_into(plain) else {
+                    // Left to the copying path, which reports the failure.
+                    break;
+                };
+                suite.open_at(index, false, &[], ciphertext, &mut out[..plain])
             } else if buf.len() - n >= plain {
                 suite.open_at(index, false, &[], ciphertext, &mut buf[n..n + plain])
             } else {
@@ -1005,13 +1005,19 @@ impl Opener {
             }
             *next += 1;
             used += sealed;
-            self.repositioned = false;
             if into_plain {
-                self.plain.set(0, plain);
-                self.plain_seg = Some((index, plain, false));
+                let held = Held {
+                    index,
+                    len: plain,
+                    last: false,
+                };
+                self.plain.opened(held, plain, 0);
                 break;
             }
             n += plain;
+        }
+        if used > 0 {
+            self.authenticated();
         }
         self.inner_at += used as u64;
         self.pos += n as u64;

@@ -17,6 +17,7 @@
 
 use crate::Error;
 use crate::core::opener::{Opener, Stage, Step};
+use crate::core::plain::Held;
 use crate::profile::Stream;
 
 /// Where the length query is.
@@ -160,53 +161,57 @@ impl Opener {
     }
 
     /// Work that a seek or a length query left for the next read:
-    /// `Some(step)` to hand to the front, `None` to go on reading.
+    /// `Some(step)` to hand to the front, `None` to go on reading. A seek
+    /// not carried out yet comes first: it replaces whatever the old
+    /// position still had in flight (an end check, a length query's
+    /// read-ahead).
     #[inline]
     pub(super) fn seek_step(&mut self) -> Result<Option<Step>, Error> {
-        if self.pending.is_none() && !self.ending {
-            // Nothing left by a seek; a sticky error still comes first
-            // (before plaintext buffered earlier: a failed length query
-            // leaves it there).
-            if let Stage::Failed(e) = &self.stage {
-                return Err(e.clone());
-            }
-            return Ok(None);
-        }
+        // A sticky error comes first (before plaintext buffered earlier: a
+        // failed length query leaves it there).
         if let Stage::Failed(e) = &self.stage {
             return Err(e.clone());
         }
-        if self.ending {
-            let step = self.length()?;
-            if step != Step::Done(0) {
-                return Ok(Some(step));
+        if let Some(p) = self.pending {
+            if let Stage::Start { .. } = self.stage {
+                // The header first, from where the stream starts.
+                if !self.read_header()? {
+                    return Ok(Some(Step::Read));
+                }
             }
-            self.ending = false;
-            if self.auth_len.is_some_and(|len| self.pos >= len) {
-                self.stage = Stage::Done;
-                return Ok(Some(Step::Done(0)));
+            self.pending = None;
+            if let Err(e) = self.no_random_access() {
+                // Asked before the header said the stream is framed: the
+                // position stays where the reads left it.
+                self.pos = self.before_seek;
+                return Err(e);
             }
-            // A segment that the authenticated length says exists is not
-            // there (the source changed under the reader).
-            return Err(self.fail(Error::Truncated));
+            self.reposition(p);
         }
-        let Some(p) = self.pending else {
+        if !self.ending {
+            if self.query != Query::Idle {
+                // A length query that was cut short holds the read-ahead
+                // (or left the inner reader at the source's end): reading
+                // goes on from the caller's position, and the query starts
+                // over when asked again.
+                self.reposition(self.pos);
+            }
             return Ok(None);
-        };
-        if let Stage::Start { .. } = self.stage {
-            // The header first, from where the stream starts.
-            if !self.read_header()? {
-                return Ok(Some(Step::Read));
-            }
         }
-        self.pending = None;
-        if let Err(e) = self.no_random_access() {
-            // Asked before the header said the stream is framed: the
-            // position stays where the reads left it.
-            self.pos = self.before_seek;
-            return Err(e);
+        // A read at this position found the input's end where a segment
+        // should start: the authenticated length says whether it is the end.
+        let step = self.length()?;
+        if step != Step::Done(0) {
+            return Ok(Some(step));
         }
-        self.reposition(p);
-        Ok(None)
+        self.ending = false;
+        if self.auth_len.is_some_and(|len| self.pos >= len) {
+            self.stage = Stage::Done;
+            return Ok(Some(Step::Done(0)));
+        }
+        // A segment that the authenticated length says exists is not
+        // there (the source changed under the reader).
+        Err(self.fail(Error::Truncated))
     }
 
     /// A framed stream's records have no computable offsets: seeking and
@@ -230,18 +235,18 @@ impl Opener {
         let layout = *layout;
         self.pos = p;
         self.skip = 0;
+        // What the old position had in flight is void: its end check, and
+        // a length query's read-ahead (the query starts over if asked again).
+        self.ending = false;
+        self.query = Query::Idle;
         if self.auth_len.is_some_and(|len| p >= len) {
             // At or past the authenticated end: nothing more to read.
-            self.plain.clear();
+            self.plain.hide();
             self.stage = Stage::Done;
             return;
         }
         let (index, off) = layout.segment_of(p);
-        if let Some((held, len, last)) = self.plain_seg
-            && held == index
-            && off <= len
-        {
-            self.plain.set(off, len);
+        if let Some(Held { last, .. }) = self.plain.show(index, off) {
             self.next = index + 1;
             if last {
                 // The final segment: the end is clean only once nothing
@@ -264,8 +269,7 @@ impl Opener {
             }
             return;
         }
-        self.plain.clear();
-        self.plain_seg = None;
+        self.plain.hide();
         self.skip = off;
         self.repositioned = true;
         let Some(offset) = layout.segment_offset(index) else {
@@ -324,6 +328,11 @@ impl Opener {
             self.no_random_access()?;
             match self.query {
                 Query::Idle | Query::Asked => {
+                    // The front moves the inner reader to its end; until
+                    // the length comes back (the front may be interrupted
+                    // in between), reads must first move it back to where
+                    // the read-ahead ends.
+                    self.seek_inner.get_or_insert(self.inner_at);
                     self.query = Query::Asked;
                     return Ok(Step::Length);
                 }
@@ -360,10 +369,6 @@ impl Opener {
             .unwrap_or_else(|| unreachable!("the last segment of a source lies in it"));
         self.restart_input(offset);
         self.query = Query::Reading { index, sealed };
-        // The read-ahead no longer follows the caller: the next read
-        // repositions (from the plaintext buffer, if it lands in the
-        // segment opened here).
-        self.pending.get_or_insert(self.pos);
         Ok(())
     }
 
@@ -381,22 +386,18 @@ impl Opener {
         let tag = layout.tag;
         let len = sealed - tag;
         let empty_final_refused = len == 0 && index > 0 && !layout.empty_final;
-        self.plain_room(len)?;
-        let Some(Stream { suite, .. }) = &self.stream else {
-            unreachable!("the length is asked after the header")
-        };
-        self.plain.clear();
         #[cfg(test)]
         {
             self.counts.opens += 1;
         }
-        let opened = suite.open_at(
-            index,
-            true,
-            &[],
-            self.input.data(),
-            &mut self.plain.whole_mut()[..len],
-        );
+        let out = match self.plain.open_into(len) {
+            Ok(out) => out,
+            Err(e) => return Err(self.fail(e)),
+        };
+        let Some(Stream { suite, .. }) = &self.stream else {
+            unreachable!("the length is asked after the header")
+        };
+        let opened = suite.open_at(index, true, &[], self.input.data(), &mut out[..len]);
         if opened.is_err() {
             // Whole and authentic but not final: the stream was cut at a
             // segment boundary. Neither: damaged.
@@ -412,8 +413,16 @@ impl Opener {
             return Err(self.fail(Error::EmptyFinalSegment));
         }
         self.input.clear();
-        self.plain.set(len, len);
-        self.plain_seg = Some((index, len, true));
+        let held = Held {
+            index,
+            len,
+            last: true,
+        };
+        self.plain.opened(held, len, len);
+        // The read-ahead no longer follows the caller: the next read
+        // repositions (from the plaintext buffer, if it lands in the
+        // segment opened here).
+        self.pending = Some(self.pos);
         let Some(Stream { layout, .. }) = &self.stream else {
             unreachable!("the length is asked after the header")
         };

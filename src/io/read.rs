@@ -43,10 +43,10 @@ impl<R> Copy for InnerBuf<R> {}
 ///   segment: [`Error::Truncated`](crate::Error::Truncated), [`io::ErrorKind::UnexpectedEof`].
 /// - A stream cut inside a segment cannot be told apart from a tampered
 ///   final segment: [`Error::Authentication`](crate::Error::Authentication), like any other damage.
-/// - Bytes after the final segment: [`Error::TrailingData`](crate::Error::TrailingData) (when the
-///   final segment is full-length and nothing after it has been read yet,
-///   its authenticated plaintext is released first, and the next read
-///   fails); a malformed
+/// - Bytes after a full-length final segment: [`Error::TrailingData`](crate::Error::TrailingData)
+///   (the final segment authenticated, so its plaintext is released first,
+///   whatever the read-ahead already held, and the next read fails; after
+///   a short final segment they make it fail to authenticate); a malformed
 ///   header: [`Error::BadMagic`](crate::Error::BadMagic) and friends; a header asking for segments
 ///   above the limit: [`Error::SegmentTooLarge`](crate::Error::SegmentTooLarge), before anything is
 ///   allocated for them. All [`io::ErrorKind::InvalidData`].
