@@ -17,7 +17,10 @@
 //!   each `Pending` is either polled again or its future dropped. Every
 //!   case runs on every provider.
 //! - Named regressions: the smallest sequences that showed stale reader
-//!   state after an inner error, a dropped future or a read past the end.
+//!   state after an inner error, a dropped future or a read past the end:
+//!   a seek back after a failed in-place open, a length query cut short
+//!   (then the length again, or the rest of a segment already opened), a
+//!   read past the end cut short, an empty read far past the end.
 
 #![allow(clippy::unwrap_used, dead_code)]
 
@@ -201,8 +204,20 @@ fn draw(g: &mut Rng, front: Front) -> Model {
     let writer = g.pick(Provider::ALL);
     let ct = seal(&key, segment, &pt, writer);
     assert_eq!(ct.len(), Layout::native(segment).stream_len(len));
+    let mut ops = Vec::new();
+    if g.chance(40) {
+        // A caller streaming in small reads (with an odd other op), then
+        // anything.
+        let s = g.pick(&[7, 64, 100, segment / 3, segment - 1]);
+        for _ in 0..(2 * len / s + 2).min(40) {
+            ops.push(Op::Read(s));
+            if g.chance(10) {
+                ops.push(op(g, len, segment));
+            }
+        }
+    }
     let n = 4 + g.below(24);
-    let ops = (0..n).map(|_| op(g, len, segment)).collect();
+    ops.extend((0..n).map(|_| op(g, len, segment)));
     let inner = match front {
         Front::Std => match g.below(4) {
             0 => Inner::Plain,
@@ -328,21 +343,21 @@ fn model_test(front: Front, seed: u64, cases: usize) -> Tally {
     t
 }
 
-/// The std front: 300 cases (each on every provider: one clean run, one
+/// The std front: 1500 cases (each on every provider: one clean run, one
 /// per source call with a fault there, three with fault patterns).
 #[test]
 fn model_std_reader_under_inner_faults() {
-    let t = model_test(Front::Std, 0x5EE4_F417, 300);
+    let t = model_test(Front::Std, 0x5EE4_F417, 1500);
     eprintln!("std: {t:?}");
     assert!(t.injected > 10 * t.cases, "{t:?}: too few faults met");
 }
 
-/// The tokio front: 300 cases, `Pending` at each source call and
+/// The tokio front: 1500 cases, `Pending` at each source call and
 /// futures dropped.
 #[cfg(feature = "tokio")]
 #[test]
 fn model_async_reader_under_pending_faults_and_drops() {
-    let t = model_test(Front::Tokio, 0xA5E4_F417, 300);
+    let t = model_test(Front::Tokio, 0xA5E4_F417, 1500);
     eprintln!("tokio: {t:?}");
     assert!(t.injected > 10 * t.cases, "{t:?}: too few faults met");
     assert!(t.dropped > t.cases, "{t:?}: too few futures dropped");
@@ -550,6 +565,82 @@ fn length_query_cut_short_by_an_inner_error_then_read_then_length() {
 #[test]
 fn length_query_future_dropped_then_read_then_length() {
     length_query_cut_short(&[Front::Tokio], Fault::Pending, true);
+}
+
+/// A stream of one full-length segment, read in part (the segment opened,
+/// the end not yet confirmed), then a length query cut short at any call
+/// (it moves the source to the final segment), and if `again` a short
+/// read and a length query that completes: the rest reads to a clean end,
+/// whole (never `TrailingData` from the final segment read twice, nor a
+/// clean end before the end).
+fn read_then_length_query_cut_short(fronts: &[Front], fault: Fault, drop: bool, again: bool) {
+    let (key, pt, ct) = stream(500, 500);
+    let steps = |f: &mut dyn ModelFront| {
+        let _ = f.read(&mut [0u8; 110]);
+        let _ = f.len();
+    };
+    for capacity in [64, 8192] {
+        for how in hows(fronts, Inner::Plain, capacity, drop) {
+            let n = calls(&key, &pt, &ct, &how, steps);
+            for k in 0..n {
+                let ctx = &format!("{how:?}: {fault:?} at source call {k}");
+                let case = case_of(&pt, &ct, Faults::one(k, fault));
+                let mut f = open(&key, &case, &how);
+                let mut got = Vec::new();
+                while got.len() < 110 {
+                    if let Some(b) = read_some(ctx, &mut *f, 110 - got.len()) {
+                        got.extend_from_slice(&b);
+                    }
+                }
+                match f.len() {
+                    Out::Ok(n) => assert_eq!(n, 500, "{ctx}"),
+                    Out::Err(e) => assert!(seek_model::is_injected(&e), "{ctx}: {e:?}"),
+                    Out::Dropped => {}
+                }
+                if again {
+                    if let Some(b) = read_some(ctx, &mut *f, 7) {
+                        got.extend_from_slice(&b);
+                    }
+                    assert_eq!(length_of(ctx, &mut *f), 500, "{ctx}");
+                }
+                got.extend(read_rest(ctx, &mut *f));
+                assert!(got == pt, "{ctx}: wrong plaintext");
+            }
+        }
+    }
+}
+
+#[test]
+fn read_then_length_query_cut_short_by_an_inner_error_then_read_on() {
+    for kind in [
+        ErrorKind::WouldBlock,
+        ErrorKind::Interrupted,
+        ErrorKind::Other,
+    ] {
+        read_then_length_query_cut_short(Front::ALL, Fault::Error(kind), false, false);
+    }
+}
+
+/// The same with the async length future dropped at a `Pending`.
+#[cfg(feature = "tokio")]
+#[test]
+fn read_then_length_query_future_dropped_then_read_on() {
+    read_then_length_query_cut_short(&[Front::Tokio], Fault::Pending, true, false);
+}
+
+/// The same, then a short read and a length query that completes before
+/// the rest.
+#[test]
+fn read_then_length_query_cut_short_then_length_again_then_read_on() {
+    for kind in [
+        ErrorKind::WouldBlock,
+        ErrorKind::Interrupted,
+        ErrorKind::Other,
+    ] {
+        read_then_length_query_cut_short(Front::ALL, Fault::Error(kind), false, true);
+    }
+    #[cfg(feature = "tokio")]
+    read_then_length_query_cut_short(&[Front::Tokio], Fault::Pending, true, true);
 }
 
 /// A read past the end cut short (by an inner error at any call, or its
