@@ -117,7 +117,16 @@ impl Rng {
     }
 
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        usize::try_from(self.next() % n as u64).expect("below n")
+    }
+
+    fn byte(&mut self) -> u8 {
+        self.next().to_le_bytes()[0]
+    }
+
+    /// Below `n` (at most 256), as a byte.
+    fn small(&mut self, n: usize) -> u8 {
+        u8::try_from(self.below(n)).expect("at most 256")
     }
 
     fn pick<T: Copy>(&mut self, from: &[T]) -> T {
@@ -162,18 +171,19 @@ fn size(g: &mut Rng, segment: usize) -> usize {
 /// from the end either way), reads of every kind, length and position
 /// queries.
 fn op(g: &mut Rng, len: usize, segment: usize) -> Op {
-    let len = len as u64;
-    let near = |g: &mut Rng| g.next() % (len + 2);
+    let end = len as u64;
+    let span = len as i64 + 1;
     match g.below(16) {
-        0 | 1 => Op::Seek(SeekFrom::Start(near(g))),
+        0 | 1 => Op::Seek(SeekFrom::Start(g.next() % (end + 2))),
         2 => Op::Seek(SeekFrom::Start(match g.below(3) {
             0 => u64::MAX,
-            1 => len + 1 + g.next() % 5000,
+            1 => end + 1 + g.next() % 5000,
             _ => 1 << 40,
         })),
         3 => Op::Seek(SeekFrom::Current(g.below(600) as i64 - 300)),
+        // From the end: forward, or back by up to the whole stream.
         4 => Op::Seek(SeekFrom::End(
-            g.below(len as usize + 2) as i64 - g.below(3) as i64 * (len as i64 + 1) / 2,
+            g.below(len + 2) as i64 - g.below(3) as i64 * span / 2,
         )),
         5 | 6 => Op::SeekBack(g.next() % (segment as u64 + 60)),
         7..=9 => Op::Read(size(g, segment)),
@@ -283,14 +293,14 @@ fn model_test(front: Front, seed: u64, cases: usize) -> Tally {
         let patterns: Vec<(Pattern, u8, Pattern)> = (0..3)
             .map(|_| {
                 let every = Pattern {
-                    bits: g.next() as u8,
-                    len: 1 + g.below(8) as u8,
+                    bits: g.byte(),
+                    len: 1 + g.small(8),
                 };
                 let drops = Pattern {
-                    bits: g.next() as u8,
-                    len: g.below(9) as u8,
+                    bits: g.byte(),
+                    len: g.small(9),
                 };
-                (every, g.below(4) as u8, drops)
+                (every, g.small(4), drops)
             })
             .collect();
         for &provider in Provider::ALL {
