@@ -282,7 +282,11 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/seek");
         for entry in fs::read_dir(&dir).expect("corpus directory") {
             let path = entry.expect("entry").path();
-            let name = path.file_name().expect("a name").to_string_lossy().into_owned();
+            let name = path
+                .file_name()
+                .expect("a name")
+                .to_string_lossy()
+                .into_owned();
             let data = fs::read(&path).expect("seed");
             let run = crate::seek::check_run(&data);
             let input = crate::seek::Input::decode(&data);

@@ -335,9 +335,7 @@ pub fn check_run(data: &[u8]) -> Run {
         ops: input.ops(),
         faults: fc.faults.clone(),
     };
-    let b = key
-        .reader(input.reader, input.capacity)
-        .threads(fc.threads);
+    let b = key.reader(input.reader, input.capacity).threads(fc.threads);
     if fc.asynchronous {
         let mut f = crate::seek_model_async::AsyncFront::new(&case, b, fc.drops, None);
         return seek_model::drive(&mut f, &case);
