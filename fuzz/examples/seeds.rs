@@ -654,6 +654,8 @@ fn main() {
         }
         z = x;
     }
+
+    seek_faults(&dir("seek"));
 }
 
 /// The `open_tink_ctr` seeds: a configuration, the parameter bytes (see
@@ -793,5 +795,92 @@ fn open_tink_ctr(t: &Path, small: [u8; 8], large: [u8; 8]) {
         }
         data[5] |= 2;
         write(t, &format!("{name}-other-provider"), &data);
+    }
+}
+
+/// The `seek` seeds with a faults block (byte 11, bit 7; see `src/seek.rs`):
+/// the std front over a `BufReader` with two threads, the async front with
+/// `Pending`s and dropped futures, and a Tink stream over `build` with
+/// every error kind. The older `seek` seeds (no faults block) are kept as
+/// they were written.
+fn seek_faults(dir: &Path) {
+    // (name, bytes 0..=10, ops as (kind, x), faults block, plaintext length)
+    type Seed = (&'static str, [u8; 11], &'static [(u8, u32)], [u8; 8], usize);
+    let seeds: [Seed; 3] = [
+        (
+            // Native AES-128-GCM, 100-byte segments, capacity 1000,
+            // build_from_buf_read over a 256-byte BufReader, threads(2);
+            // WouldBlock at call 2 and every 5th from 2 on.
+            "faults-std-bufreader-threads",
+            [0, 99, 0, 0xE7, 0x13, 0, 0, 0, 0, 0, 0],
+            &[
+                (11, 100),
+                (11, 100),
+                (11, 100),
+                (9, 60),
+                (11, 100),
+                (7, 0),
+                (0, 0),
+                (4, 250),
+            ],
+            [0b0000_0100, 5 | 1 << 4, 2, 2, 0, 0x10 | 0x40, 255, 0],
+            250,
+        ),
+        (
+            // Native ChaCha20-Poly1305, 64-byte segments, capacity 50,
+            // the async front, threads(3): a fault every 5th poll, the
+            // kinds in turn (Pending, WouldBlock, Interrupted, Other);
+            // every other Pending (the first included) drops the op's
+            // future.
+            "faults-async-drops",
+            [2, 63, 0, 49, 0, 0, 0, 0, 0, 0, 0],
+            &[
+                (11, 299),
+                (0, 150),
+                (4, 10),
+                (0, 0),
+                (6, 40),
+                (10, 0),
+                (4, 100),
+                (9, 30),
+            ],
+            [0b1, 5 | 0x40, 0, 0, 0b01, 2 | 0x20, 0, 0],
+            200,
+        ),
+        (
+            // Tink AES-256-GCM (HKDF-SHA256), 7 bytes before the stream,
+            // `build`, capacity 100: Interrupted, Other, Pending (as
+            // WouldBlock), WouldBlock in turn on a 3-call pattern.
+            "faults-tink-prefix-kinds",
+            [0x81, 40, 0, 99, 0x20, 0, 0, 0, 0, 0, 0],
+            &[
+                (11, 30),
+                (9, 10),
+                (4, 9),
+                (0, 31),
+                (5, 70),
+                (7, 0),
+                (11, 100),
+            ],
+            [0b011, 3 | 2 << 4, 0, 0, 0, 0, 0, 0],
+            300,
+        ),
+    ];
+    for (name, fixed, ops, faults, len) in seeds {
+        let mut data = fixed.to_vec();
+        data.push(0x80 | u8::try_from(ops.len()).expect("few ops"));
+        for &(kind, x) in ops {
+            data.push(kind);
+            data.extend_from_slice(&x.to_le_bytes());
+        }
+        data.extend_from_slice(&faults);
+        data.extend((0..len).map(|i| (i as u8).wrapping_mul(13).wrapping_add(1)));
+        // The target must read back what was meant.
+        let input = cipherio_fuzz::seek::Input::decode(&data);
+        let fc = input.faults.as_ref().expect("a faults block");
+        assert_eq!(input.plaintext.len(), len, "{name}");
+        assert_eq!(fc.asynchronous, name.contains("async"), "{name}");
+        assert_eq!(input.ops().len(), ops.len(), "{name}");
+        write(dir, name, &data);
     }
 }

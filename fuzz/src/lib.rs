@@ -13,6 +13,8 @@ pub mod oracle_tink_ctr;
 pub mod roundtrip;
 pub mod roundtrip_framed;
 pub mod seek;
+pub mod seek_model;
+pub mod seek_model_async;
 pub mod threads;
 
 #[cfg(test)]
@@ -271,23 +273,42 @@ mod tests {
 
     /// The `seek` seeds: every one passes; together they cover both
     /// formats, every mutation kind, both builders, and intact streams
-    /// whose every op succeeded.
+    /// whose every op succeeded; the `faults-*` seeds (a faults block)
+    /// meet injected errors, and the async one drops futures.
     #[test]
     fn seek_corpus() {
         let (mut n, mut mutated, mut failed, mut clean) = (0, 0, 0, 0);
-        corpus("seek", |data| {
-            let run = crate::seek::check_run(data);
-            let input = crate::seek::Input::decode(data);
+        let (mut faulty, mut dropped) = (0, 0);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/seek");
+        for entry in fs::read_dir(&dir).expect("corpus directory") {
+            let path = entry.expect("entry").path();
+            let name = path
+                .file_name()
+                .expect("a name")
+                .to_string_lossy()
+                .into_owned();
+            let data = fs::read(&path).expect("seed");
+            let run = crate::seek::check_run(&data);
+            let input = crate::seek::Input::decode(&data);
             assert!(run.seeks > 0, "a seed that never seeks: {input:?}");
             n += 1;
             mutated += usize::from(run.mutated);
             failed += usize::from(run.failed);
             clean += usize::from(!run.mutated && !run.failed);
-        });
+            if name.starts_with("faults-") {
+                assert!(input.faults.is_some(), "{name}: no faults block");
+                assert!(run.injected > 0, "{name}: no injected error met: {run:?}");
+                faulty += 1;
+                dropped += run.dropped;
+            } else if name.len() != 40 {
+                assert!(input.faults.is_none(), "{name}: a faults block");
+            }
+        }
         assert!(
             n >= 6 && mutated >= 3 && failed >= 3 && clean >= 3,
             "{n} {mutated} {failed} {clean}"
         );
+        assert!(faulty >= 3 && dropped > 0, "{faulty} {dropped}");
     }
 
     /// Found by `seek` at 8b8b45e (minimised): native ChaCha20-Poly1305,

@@ -20,25 +20,53 @@
 //! 5 `read_exact` of `x % 9000`; 6 `fill_buf` then `consume(x % (n + 1))`;
 //! 7 `plaintext_len`; 8 `Start(x << 24 | x)`, far past the end (up to 2^56).
 //!
-//! Checks. Unmutated stream: every op succeeds and matches the model (the
-//! plaintext and a position): seeks return the model's target (negative
-//! ones fail with `InvalidInput` and move nothing), reads return
+//! Faults: when bit 7 of byte 11 is set, the number of ops is its low 6
+//! bits, op kinds are taken `% 12` (also 9 `Current(-(x % 2048))`, capped
+//! at the position; 10 `stream_position`, on the async front a
+//! `seek(Current(0))`; 11 `read` of `x % 300` bytes), and 8 more bytes
+//! follow the ops, before the plaintext:
+//!
+//! | bytes | meaning |
+//! |---|---|
+//! | +0 | fault pattern: source call `k` (every `read`, `fill_buf`, `seek`, `poll_read`, `poll_complete`, numbered from 0) faults when bit `k % len` is set |
+//! | +1 | bits 0–3: the pattern's `len` (`% 9`, 0: none); bits 4–5: its first fault kind, then the kinds in turn (`Pending`, `WouldBlock`, `Interrupted`, `Other`; `Pending` is `WouldBlock` on the std front); bit 6: the async front (`build_async`, polled by hand with a no-op waker; `build_from_buf_read` does not apply) |
+//! | +2 | one more faulting call, by number |
+//! | +3 | its kind `% 5`: 0 none, else the kinds above from 1 |
+//! | +4 | drop pattern: after the async reader's `k`-th `Pending` the op's future is dropped when bit `k % len` is set, else polled again |
+//! | +5 | bits 0–3: the drop pattern's `len` (`% 9`); bits 4–5: `threads(1 + v)`; bits 6–7: with `build_from_buf_read`, nonzero puts a `BufReader` between the reader and the source |
+//! | +6–7 | that `BufReader`'s capacity, `1 + v % 4096` (LE) |
+//!
+//! The 3 source calls after a fault go through. Without bit 7 of byte 11 (values
+//! up to 64 ops, as before the faults) an input means what it meant
+//! before: no faults, one thread, the std front.
+//!
+//! Checks: those of the model in `src/seek_model.rs` (see its module
+//! doc). Unmutated stream: every op succeeds or fails only with an
+//! injected error (passed through) or a refused seek, and matches the
+//! model (the plaintext and a position): seeks return the model's target
+//! (negative ones fail with `InvalidInput` and move nothing), reads return
 //! `pt[pos..]` (at least one byte before the end, `Ok(0)` at or past it),
 //! `read_exact` fails only past the end (`UnexpectedEof`, then at the end),
 //! `fill_buf` shows `pt[pos..]`, `plaintext_len` is the length,
-//! `stream_position` is the model's after every op; then the rest reads to
-//! a clean end. Mutated stream: every successful read, `read_exact` and
-//! `fill_buf` gives bytes equal to the plaintext at the model position
-//! (never wrong data), `Ok(0)` only at or past the end; a successful
-//! `plaintext_len` (and `SeekFrom::End`) uses the true length; after the
-//! first stream error (a `cipherio::Error` other than `InvalidParameters`)
-//! every read, `fill_buf` and seek fails with that same error; a stream cut
-//! short or extended never reads to a clean end.
+//! `stream_position` is the model's after every op (std front); an
+//! injected error or a dropped future moves nothing the caller did not see
+//! move; then the rest reads to a clean end, the length is right and the
+//! whole plaintext reads again from the start. Mutated stream: every
+//! successful read, `read_exact` and `fill_buf` gives bytes equal to the
+//! plaintext at the model position (never wrong data), `Ok(0)` only at or
+//! past the end; a successful `plaintext_len` (and `SeekFrom::End`) uses
+//! the true length; after the first stream error (a `cipherio::Error`
+//! other than `InvalidParameters`) every op fails with that same error (or
+//! an injected one); a stream cut short or extended never reads to a clean
+//! end.
 
-use std::io::{BufRead, Cursor, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::io::{SeekFrom, Write};
 
 use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
-use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider, ReaderBuilder};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, ReaderBuilder};
+
+use crate::seek_model::{self, Case, Faults, Inner, KINDS, Pattern};
+pub use crate::seek_model::{Op, Run};
 
 /// Largest plaintext.
 const MAX_PLAINTEXT: usize = 4096;
@@ -48,16 +76,8 @@ const MAX_OPS: usize = 64;
 const FIXED: usize = 12;
 /// Unrelated bytes before the stream (reader bit 13).
 const PREFIX: usize = 7;
-
-/// One op, decoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    Seek(SeekFrom),
-    Read(usize),
-    ReadExact(usize),
-    Fill(usize),
-    Len,
-}
+/// Bytes of the faults block (byte 11, bit 7).
+const FAULTS_LEN: usize = 8;
 
 /// The ciphertext's one change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +86,51 @@ pub enum Mutation {
     Flip { at: usize, bit: u8 },
     Truncate { len: usize },
     Append(Vec<u8>),
+}
+
+/// The faults block, decoded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultCfg {
+    /// Which source calls fault.
+    pub faults: Faults,
+    /// Read through the async front.
+    pub asynchronous: bool,
+    /// Which `Pending`s drop the op's future (async front).
+    pub drops: Pattern,
+    /// `threads(n)`.
+    pub threads: usize,
+    /// With `build_from_buf_read`: a `BufReader` of this capacity between
+    /// the reader and the source.
+    pub buf_reader: Option<usize>,
+}
+
+impl FaultCfg {
+    /// The block at `at` in `data` (missing bytes read as 0).
+    fn decode(data: &[u8], at: usize) -> FaultCfg {
+        let b = |i: usize| data.get(at + i).copied().unwrap_or(0);
+        let one = match b(3) % 5 {
+            0 => Vec::new(),
+            k => vec![(usize::from(b(2)), KINDS[usize::from(k - 1)])],
+        };
+        FaultCfg {
+            faults: Faults {
+                at: one,
+                every: Pattern {
+                    bits: b(0),
+                    len: (b(1) & 0x0F) % 9,
+                },
+                kind: (b(1) >> 4) & 3,
+            },
+            asynchronous: b(1) & 0x40 != 0,
+            drops: Pattern {
+                bits: b(4),
+                len: (b(5) & 0x0F) % 9,
+            },
+            threads: 1 + usize::from((b(5) >> 4) & 3),
+            buf_reader: (b(5) >> 6 != 0)
+                .then(|| 1 + usize::from(u16::from_le_bytes([b(6), b(7)])) % 4096),
+        }
+    }
 }
 
 /// A decoded input.
@@ -80,8 +145,10 @@ pub struct Input {
     pub writer: Provider,
     pub reader: Provider,
     mutation: (u8, u32, u8),
-    /// (kind, x) pairs; mapped onto the plaintext's length by [`Op::of`].
+    /// (kind, x) pairs; mapped onto the plaintext's length by [`Input::ops`].
     ops: Vec<(u8, u32)>,
+    /// The faults block, if the input has one.
+    pub faults: Option<FaultCfg>,
     pub plaintext: Vec<u8>,
 }
 
@@ -104,12 +171,22 @@ impl Input {
             TinkParams::new(dks, min + seg % 512, hash).expect("valid Tink parameters")
         });
         let r = u16_at(3);
-        let n = usize::from(b(11)).min(MAX_OPS);
-        let ops_end = (FIXED + 5 * n).min(data.len().max(FIXED));
+        let faulty = b(11) & 0x80 != 0;
+        let n = if faulty {
+            usize::from(b(11) & 63)
+        } else {
+            usize::from(b(11)).min(MAX_OPS)
+        };
         let ops = (0..n)
             .map(|k| (b(FIXED + 5 * k), u32_at(FIXED + 5 * k + 1)))
             .collect();
-        let pt = data.get(ops_end..).unwrap_or(&[]);
+        let mut rest = FIXED + 5 * n;
+        let faults = faulty.then(|| {
+            let c = FaultCfg::decode(data, rest);
+            rest += FAULTS_LEN;
+            c
+        });
+        let pt = data.get(rest.min(data.len())..).unwrap_or(&[]);
         Input {
             tink,
             alg: Algorithm::ALL[usize::from(f) % 3],
@@ -121,6 +198,7 @@ impl Input {
             reader: provider(r & 1 << 15 != 0),
             mutation: (b(5), u32_at(6), b(10)),
             ops,
+            faults,
             plaintext: pt[..pt.len().min(MAX_PLAINTEXT)].to_vec(),
         }
     }
@@ -145,13 +223,14 @@ impl Input {
 
     pub fn ops(&self) -> Vec<Op> {
         let len = self.plaintext.len() as u64;
+        let kinds = if self.faults.is_some() { 12 } else { 9 };
         self.ops
             .iter()
             .map(|&(kind, x)| {
                 let x64 = u64::from(x);
                 // The sign-extended value, for `Current` and `End`.
                 let d = i64::from(x.cast_signed());
-                match kind % 9 {
+                match kind % kinds {
                     0 => Op::Seek(SeekFrom::Start(x64 % (len + 1))),
                     1 => Op::Seek(SeekFrom::Start(x64)),
                     2 => Op::Seek(SeekFrom::Current(d)),
@@ -160,7 +239,10 @@ impl Input {
                     5 => Op::ReadExact(x as usize % 9000),
                     6 => Op::Fill(x as usize),
                     7 => Op::Len,
-                    _ => Op::Seek(SeekFrom::Start(x64 << 24 | x64)),
+                    8 => Op::Seek(SeekFrom::Start(x64 << 24 | x64)),
+                    9 => Op::SeekBack(x64 % 2048),
+                    10 => Op::Pos,
+                    _ => Op::Read(x as usize % 300),
                 }
             })
             .collect()
@@ -214,19 +296,6 @@ impl AnyKey {
     }
 }
 
-/// What one run did (for the corpus tests).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Run {
-    /// The stream was changed.
-    pub mutated: bool,
-    /// Ops that succeeded.
-    pub ok: usize,
-    /// The first stream error, if any.
-    pub failed: bool,
-    /// Seeks that succeeded.
-    pub seeks: usize,
-}
-
 /// Runs the input's checks (panics on a violation).
 pub fn check(data: &[u8]) {
     check_run(data);
@@ -239,7 +308,7 @@ pub fn check_run(data: &[u8]) -> Run {
     let pt = &input.plaintext;
     let ct = key.seal(pt, input.writer);
     let m = input.mutation(ct.len());
-    let mut damaged = ct.clone();
+    let mut damaged = ct;
     match &m {
         Mutation::None => {}
         Mutation::Flip { at, bit } => damaged[*at] ^= 1 << bit,
@@ -253,197 +322,28 @@ pub fn check_run(data: &[u8]) -> Run {
     };
     let start = source.len() as u64;
     source.extend_from_slice(&damaged);
-    let mut c = Cursor::new(source);
-    c.set_position(start);
-    let b = key.reader(input.reader, input.capacity);
-    let ops = input.ops();
-    let mutated = m != Mutation::None;
-    let shape = matches!(m, Mutation::Truncate { .. } | Mutation::Append(_));
-    if input.buf_read {
-        drive(&mut b.build_from_buf_read(c), pt, &ops, mutated, shape)
-    } else {
-        drive(&mut b.build(c), pt, &ops, mutated, shape)
-    }
-}
-
-/// Whether `e` is the stream's failure (sticky), not a refused seek.
-fn stream_error(e: &std::io::Error) -> Option<Error> {
-    match Error::from_io(e) {
-        Some(Error::InvalidParameters(_)) | None => None,
-        Some(ce) => Some(ce.clone()),
-    }
-}
-
-/// Drives `ops` then reads to the end, checking against `pt`. `mutated`:
-/// the stream was changed; `shape`: its length was (cut or extended).
-fn drive<R: Read + Seek>(
-    r: &mut CipherReader<R>,
-    pt: &[u8],
-    ops: &[Op],
-    mutated: bool,
-    shape: bool,
-) -> Run {
-    let len = pt.len() as u64;
-    let mut pos = 0u64;
-    let mut failed: Option<Error> = None;
-    let mut run = Run {
-        mutated,
-        ..Run::default()
+    let fc = input.faults.clone().unwrap_or(FaultCfg {
+        threads: 1,
+        ..FaultCfg::default()
+    });
+    let case = Case {
+        pt,
+        source,
+        start,
+        mutated: m != Mutation::None,
+        shape: matches!(m, Mutation::Truncate { .. } | Mutation::Append(_)),
+        ops: input.ops(),
+        faults: fc.faults.clone(),
     };
-    let avail = |pos: u64| &pt[usize::try_from(pos.min(len)).expect("small")..];
-    // An error: on an intact stream never (but refused seeks); on a
-    // damaged one, the first stream error is kept and every later one is
-    // the same.
-    let on_err = |ctx: &str, e: &std::io::Error, failed: &mut Option<Error>| {
-        let se = stream_error(e);
-        assert!(mutated || se.is_none(), "{ctx}: {e:?} on an intact stream");
-        let Some(se) = se else {
-            panic!("{ctx}: {e:?} is not a stream error");
-        };
-        assert!(
-            matches!(e.kind(), ErrorKind::InvalidData | ErrorKind::UnexpectedEof),
-            "{ctx}: kind {:?}",
-            e.kind()
-        );
-        match failed {
-            Some(first) => assert_eq!(&se, first, "{ctx}: not sticky"),
-            None => *failed = Some(se),
-        }
-    };
-    for (k, &op) in ops.iter().enumerate() {
-        let ctx = &format!("op {k} {op:?} at {pos} (len {len}, mutated {mutated})");
-        match op {
-            Op::Seek(to) => {
-                let base = match to {
-                    SeekFrom::Start(_) => Some(0),
-                    SeekFrom::Current(_) => Some(pos),
-                    SeekFrom::End(_) => Some(len),
-                };
-                let off = match to {
-                    SeekFrom::Start(n) => Some(n),
-                    SeekFrom::Current(d) | SeekFrom::End(d) => {
-                        base.and_then(|b| b.checked_add_signed(d))
-                    }
-                };
-                match r.seek(to) {
-                    Ok(p) => {
-                        assert!(failed.is_none(), "{ctx}: Ok({p}) after {failed:?}");
-                        assert_eq!(Some(p), off, "{ctx}: position");
-                        pos = p;
-                        run.seeks += 1;
-                        run.ok += 1;
-                    }
-                    Err(e) if stream_error(&e).is_none() => {
-                        // Refused: before 0 or past 2^64.
-                        assert_eq!(off, None, "{ctx}: {e:?}");
-                        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{ctx}");
-                    }
-                    Err(e) => on_err(ctx, &e, &mut failed),
-                }
-            }
-            Op::Read(n) => {
-                let mut b = vec![0u8; n];
-                match r.read(&mut b) {
-                    Ok(got) => {
-                        assert!(failed.is_none(), "{ctx}: Ok({got}) after {failed:?}");
-                        let want = avail(pos);
-                        assert!(got <= n, "{ctx}");
-                        if n > 0 {
-                            assert_eq!(got == 0, want.is_empty(), "{ctx}: Ok({got})");
-                        }
-                        if got == 0 && n > 0 {
-                            assert!(!shape, "{ctx}: Ok(0) on a cut or extended stream");
-                        }
-                        assert!(b[..got] == want[..got], "{ctx}: wrong bytes");
-                        pos += got as u64;
-                        run.ok += 1;
-                    }
-                    Err(e) => on_err(ctx, &e, &mut failed),
-                }
-            }
-            Op::ReadExact(n) => {
-                let mut b = vec![0u8; n];
-                match r.read_exact(&mut b) {
-                    Ok(()) => {
-                        // (std's `read_exact` of nothing never calls `read`.)
-                        assert!(n == 0 || failed.is_none(), "{ctx}: Ok after {failed:?}");
-                        let want = avail(pos);
-                        assert!(n <= want.len(), "{ctx}: read_exact past the end");
-                        assert!(b[..] == want[..n], "{ctx}: wrong bytes");
-                        pos += n as u64;
-                        run.ok += 1;
-                    }
-                    Err(e) if Error::from_io(&e).is_none() => {
-                        // std's "failed to fill whole buffer": a clean end.
-                        assert!(failed.is_none(), "{ctx}: a clean end after {failed:?}");
-                        assert_eq!(e.kind(), ErrorKind::UnexpectedEof, "{ctx}");
-                        assert!(pos + n as u64 > len, "{ctx}: a clean end before the end");
-                        assert!(!shape, "{ctx}: a clean end on a cut or extended stream");
-                        pos = pos.max(len);
-                    }
-                    Err(e) => on_err(ctx, &e, &mut failed),
-                }
-            }
-            Op::Fill(x) => match r.fill_buf() {
-                Ok(b) => {
-                    assert!(failed.is_none(), "{ctx}: Ok after {failed:?}");
-                    let want = avail(pos);
-                    assert_eq!(b.is_empty(), want.is_empty(), "{ctx}: fill_buf");
-                    assert!(!(b.is_empty() && shape), "{ctx}: end of a cut stream");
-                    assert!(
-                        b.len() <= want.len() && b == &want[..b.len()],
-                        "{ctx}: wrong bytes"
-                    );
-                    let c = x % (b.len() + 1);
-                    r.consume(c);
-                    pos += c as u64;
-                    run.ok += 1;
-                }
-                Err(e) => on_err(ctx, &e, &mut failed),
-            },
-            Op::Len => match r.plaintext_len() {
-                // A length is only ever the authenticated one (after a
-                // failure too, if it was known before).
-                Ok(n) => {
-                    assert_eq!(n, len, "{ctx}: plaintext_len");
-                    assert!(!shape, "{ctx}: a length for a cut or extended stream");
-                    run.ok += 1;
-                }
-                Err(e) => on_err(ctx, &e, &mut failed),
-            },
-        }
-        if failed.is_none() {
-            assert_eq!(
-                r.stream_position().expect("position"),
-                pos,
-                "{ctx}: stream_position"
-            );
-        }
+    let b = key.reader(input.reader, input.capacity).threads(fc.threads);
+    if fc.asynchronous {
+        let mut f = crate::seek_model_async::AsyncFront::new(&case, b, fc.drops, None);
+        return seek_model::drive(&mut f, &case);
     }
-    // The rest, to the end or the error.
-    let mut rest = Vec::new();
-    let mut b = vec![0u8; 1000];
-    let end = loop {
-        match r.read(&mut b) {
-            Ok(0) => break None,
-            Ok(n) => rest.extend_from_slice(&b[..n]),
-            Err(e) => break Some(e),
-        }
-        assert!(rest.len() <= pt.len(), "read past the plaintext");
+    let inner = match (input.buf_read, fc.buf_reader) {
+        (false, _) => Inner::Plain,
+        (true, None) => Inner::BufRead,
+        (true, Some(cap)) => Inner::BufReader(cap),
     };
-    let want = avail(pos);
-    assert!(
-        rest.len() <= want.len() && rest == want[..rest.len()],
-        "final reads: wrong bytes"
-    );
-    match end {
-        None => {
-            assert!(failed.is_none(), "a clean end after {failed:?}");
-            assert_eq!(rest.len(), want.len(), "a clean end before the end");
-            assert!(!shape, "a clean end on a cut or extended stream");
-        }
-        Some(e) => on_err("final reads", &e, &mut failed),
-    }
-    run.failed = failed.is_some();
-    run
+    seek_model::drive(&mut *seek_model::std_front(&case, b, inner), &case)
 }
