@@ -404,7 +404,7 @@ impl Opener {
                 // reader whether anything follows it.
                 if self.input.is_empty() && !self.eof {
                     self.need = 1;
-                    return Ok(Some(Step::Read));
+                    return Ok(Some(self.input_step()));
                 }
                 if !self.input.is_empty() {
                     return Err(self.fail(Error::TrailingData));

@@ -248,18 +248,15 @@ impl Opener {
         let (index, off) = layout.segment_of(p);
         if let Some(Held { last, .. }) = self.plain.show(index, off) {
             self.next = index + 1;
-            if last {
-                // The final segment: the end is clean only once nothing
-                // was found after it. Until then (read past it, the
-                // check for trailing data still to come) it stays final.
-                self.stage = if self.auth_len.is_some() {
-                    Stage::Done
-                } else {
-                    Stage::Final
-                };
+            if last && self.auth_len.is_some() {
+                self.stage = Stage::Done;
                 return;
             }
-            self.stage = Stage::Body;
+            // A final segment whose end is not confirmed yet stays final:
+            // the next reads check what follows it. Either way reading goes
+            // on right after the segment held, whatever the read-ahead and
+            // the inner reader were doing meanwhile (a length query).
+            self.stage = if last { Stage::Final } else { Stage::Body };
             match layout.segment_offset(index + 1) {
                 Some(offset) => self.restart_input(offset),
                 None => {
