@@ -329,6 +329,7 @@ def main() -> int:
             sys.exit("--features needs a value")
         features = ["--features", sys.argv[i + 1]]
     sys.path.insert(0, os.path.join(ROOT, "interop"))
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     import pycipherio as pc
 
     print(f"== building the example {' '.join(features)}", flush=True)
