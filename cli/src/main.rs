@@ -420,7 +420,7 @@ fn open_stream(
     aad: &[u8],
     threads: u16,
     mut out: Option<(&mut dyn Write, &str)>,
-) -> Result<()> {
+) -> Result<(u64, String)> {
     let mut src = src;
     let probe = keys
         .candidates
@@ -440,9 +440,10 @@ fn open_stream(
         .capacity(CHUNK)
         .build(Cursor::new(prefix).chain(src));
     let mut buf = vec![0u8; CHUNK];
+    let mut total = 0u64;
     loop {
         let n = match r.read(&mut buf) {
-            Ok(0) => return Ok(()),
+            Ok(0) => return Ok((total, key.label.clone())),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(stream_error(e, in_name)),
@@ -451,6 +452,7 @@ fn open_stream(
             w.write_all(&buf[..n])
                 .with_context(|| format!("{name}: cannot write"))?;
         }
+        total += n as u64;
     }
 }
 
@@ -499,7 +501,11 @@ fn verify(a: &VerifyArgs) -> Result<()> {
     let input = Input::open(a.input.as_deref())?;
     let in_name = input.name.clone();
     let src = Progress::new(input.file, input.len, a.quiet);
-    open_stream(&keys, src, &in_name, &aad, a.stream.threads, None)
+    let (len, label) = open_stream(&keys, src, &in_name, &aad, a.stream.threads, None)?;
+    if !a.quiet {
+        eprintln!("{in_name}: authentic: {len} bytes of plaintext, sealed with the {label}");
+    }
+    Ok(())
 }
 
 fn cat(a: &CatArgs) -> Result<()> {

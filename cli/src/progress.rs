@@ -12,6 +12,16 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// Work shorter than this draws no bar.
 const SHOW_AFTER: Duration = Duration::from_secs(1);
 
+/// Overrides [`SHOW_AFTER`] (milliseconds): the tests draw at once.
+const SHOW_AFTER_ENV: &str = "CIPHERIO_PROGRESS_DELAY_MS";
+
+fn show_after() -> Duration {
+    std::env::var(SHOW_AFTER_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(SHOW_AFTER, Duration::from_millis)
+}
+
 /// The bar being drawn, for the signal thread to clear.
 static SHOWN: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
@@ -29,6 +39,7 @@ pub struct Progress<R> {
     inner: R,
     bar: Option<ProgressBar>,
     start: Instant,
+    after: Duration,
     shown: bool,
 }
 
@@ -51,6 +62,7 @@ impl<R> Progress<R> {
             inner,
             bar,
             start: Instant::now(),
+            after: show_after(),
             shown: false,
         }
     }
@@ -58,7 +70,7 @@ impl<R> Progress<R> {
     fn advance(&mut self, n: usize) {
         let Some(bar) = &self.bar else { return };
         bar.inc(n as u64);
-        if !self.shown && self.start.elapsed() >= SHOW_AFTER {
+        if !self.shown && self.start.elapsed() >= self.after {
             self.shown = true;
             bar.set_draw_target(ProgressDrawTarget::stderr());
             bar.enable_steady_tick(Duration::from_millis(200));
