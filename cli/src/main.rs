@@ -394,8 +394,10 @@ fn choose_key<'k>(keys: &'k Keys, prefix: &[u8], aad: &[u8]) -> Result<&'k Candi
             .associated_data(aad)
             .build(Cursor::new(prefix));
         let mut one = [0u8; 1];
+        // Any answer but an error (a byte, or the end of an empty stream)
+        // means the first segment opened with this key.
         match r.read(&mut one) {
-            Ok(_) => return Ok(c),
+            Ok(_n) => return Ok(c),
             Err(e) => {
                 first_err.get_or_insert(e);
             }
@@ -605,7 +607,7 @@ fn parse_size(s: &str) -> Result<usize, String> {
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
     let s = s.trim();
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
