@@ -65,9 +65,11 @@ impl AlgorithmName {
 
 /// The text of a key file for `key`.
 pub fn key_file_text(alg: AlgorithmName, key: &Key) -> Zeroizing<String> {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut hex = Zeroizing::new(String::with_capacity(2 * key.as_bytes().len()));
     for b in key.as_bytes() {
-        hex.push_str(&format!("{b:02x}"));
+        hex.push(char::from(DIGITS[usize::from(b >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(b & 15)]));
     }
     Zeroizing::new(format!(
         "# cipherio key file: keep it secret. Anyone who has it can decrypt\n\

@@ -151,7 +151,8 @@ struct IoArgs {
     /// of standard output
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// Replace an existing output file; write ciphertext to a terminal
+    /// Replace an existing output file (encrypting: also write ciphertext
+    /// to a terminal)
     #[arg(short, long)]
     force: bool,
     /// No progress bar

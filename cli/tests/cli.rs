@@ -732,3 +732,24 @@ fn without_a_terminal_no_progress_bar_is_drawn() {
         .code(OK)
         .stderr("");
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    let s = Scratch::new();
+    let p = data(8 << 20, 23);
+    let ct = s.encrypt(&p, "ct", &[]);
+    let script = format!(
+        "\"$0\" decrypt -k '{}' '{}' 2>'{}' | head -c 10 >/dev/null",
+        s.key().display(),
+        ct.display(),
+        s.path("stderr").display()
+    );
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .arg(bin_path())
+        .status()
+        .expect("sh");
+    assert!(status.success());
+    assert_eq!(s.read("stderr"), b"", "no message for a broken pipe");
+}
