@@ -1,0 +1,275 @@
+//! The key file format and where a key comes from.
+//!
+//! A key file is text: lines starting with `#` and blank lines are ignored,
+//! and exactly one line holds the key:
+//!
+//! ```text
+//! cipherio-key-v1 ALGORITHM HEX
+//! ```
+//!
+//! `ALGORITHM` is `aes128gcm`, `aes256gcm` or `chacha20poly1305`, and `HEX`
+//! the raw key (16 bytes for AES-128-GCM, 32 for the others), lower- or
+//! upper-case. The same text is accepted from an environment variable or a
+//! file descriptor.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use cipherio::{Algorithm, Key, StreamKey};
+use clap::ValueEnum;
+use zeroize::Zeroizing;
+
+use crate::keyset;
+
+/// The first word of a key line; names the format's version.
+pub const KEY_LINE_TAG: &str = "cipherio-key-v1";
+
+/// The algorithms, by the names the command line and key files use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AlgorithmName {
+    /// AES-128-GCM (16-byte key)
+    Aes128gcm,
+    /// AES-256-GCM (32-byte key)
+    Aes256gcm,
+    /// ChaCha20-Poly1305 (32-byte key)
+    Chacha20poly1305,
+}
+
+impl AlgorithmName {
+    pub fn algorithm(self) -> Algorithm {
+        match self {
+            AlgorithmName::Aes128gcm => Algorithm::Aes128Gcm,
+            AlgorithmName::Aes256gcm => Algorithm::Aes256Gcm,
+            AlgorithmName::Chacha20poly1305 => Algorithm::ChaCha20Poly1305,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AlgorithmName::Aes128gcm => "aes128gcm",
+            AlgorithmName::Aes256gcm => "aes256gcm",
+            AlgorithmName::Chacha20poly1305 => "chacha20poly1305",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<AlgorithmName> {
+        AlgorithmName::value_variants()
+            .iter()
+            .copied()
+            .find(|a| a.name() == name)
+    }
+}
+
+/// The text of a key file for `key`.
+pub fn key_file_text(alg: AlgorithmName, key: &Key) -> Zeroizing<String> {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = Zeroizing::new(String::with_capacity(2 * key.as_bytes().len()));
+    for b in key.as_bytes() {
+        hex.push(char::from(DIGITS[usize::from(b >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    Zeroizing::new(format!(
+        "# cipherio key file: keep it secret. Anyone who has it can decrypt\n\
+         # and forge everything encrypted with it.\n\
+         {KEY_LINE_TAG} {} {}\n",
+        alg.name(),
+        hex.as_str()
+    ))
+}
+
+/// Parses the text of a key file.
+pub fn parse_key_text(text: &str) -> Result<Key> {
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if found.is_some() {
+            bail!("more than one key line (a key file holds one key)");
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [tag, alg, hex] = words[..] else {
+            bail!("not a key line: expected `{KEY_LINE_TAG} ALGORITHM HEX`");
+        };
+        if tag != KEY_LINE_TAG {
+            bail!("not a cipherio key: the key line must start with `{KEY_LINE_TAG}`");
+        }
+        let alg = AlgorithmName::from_name(alg).ok_or_else(|| {
+            anyhow!("unknown algorithm `{alg}` (aes128gcm, aes256gcm or chacha20poly1305)")
+        })?;
+        found = Some(Key::from_hex(alg.algorithm(), hex).map_err(|e| anyhow!(plain(&e)))?);
+    }
+    found.ok_or_else(|| anyhow!("no key line (`{KEY_LINE_TAG} ALGORITHM HEX`)"))
+}
+
+/// A library error's text without the crate's `cipherio: ` prefix (the
+/// command line prints its own).
+pub fn plain(e: &dyn std::fmt::Display) -> String {
+    let s = e.to_string();
+    match s.strip_prefix("cipherio: ") {
+        Some(rest) => rest.to_string(),
+        None => s,
+    }
+}
+
+/// Writes a fresh key file at `path`, which must not exist: created
+/// exclusively, readable and writable by its owner only.
+pub fn write_new_key_file(path: &Path, text: &str) -> Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| {
+            format!(
+                "{}: cannot create the key file (an existing file is never overwritten)",
+                path.display()
+            )
+        })?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .with_context(|| format!("{}: cannot write the key file", path.display()))
+}
+
+/// One key a stream may be sealed with, and what the command line needs to
+/// know about it.
+pub struct Candidate {
+    pub key: Box<dyn StreamKey>,
+    /// For messages: `AES-256-GCM key`, `Tink key 1234 (AES-GCM-HKDF ...)`.
+    pub label: String,
+    /// The Tink key's first ciphertext segment (header included), read
+    /// ahead to tell which of several keys a stream is sealed with; 0 for
+    /// a native key.
+    pub first_segment: usize,
+    /// A native key's algorithm (the writer's), `None` for a Tink key.
+    pub native: Option<Algorithm>,
+}
+
+/// The keys from the command line: one native key, or a Tink keyset's
+/// enabled keys with the primary first (it is the one that encrypts).
+pub struct Keys {
+    pub candidates: Vec<Candidate>,
+}
+
+impl Keys {
+    pub fn primary(&self) -> &Candidate {
+        &self.candidates[0]
+    }
+}
+
+/// Where the key comes from (exactly one of them).
+#[derive(Debug, Clone)]
+pub enum KeySource {
+    File(PathBuf),
+    Env(String),
+    Fd(u32),
+    TinkKeyset(PathBuf),
+}
+
+/// Loads the key(s) named on the command line.
+pub fn load(source: &KeySource) -> Result<Keys> {
+    let native = |text: &str, from: &str| -> Result<Keys> {
+        let key = parse_key_text(text).with_context(|| format!("{from}: bad key"))?;
+        Ok(Keys {
+            candidates: vec![Candidate {
+                label: format!("{} key", key.algorithm()),
+                native: Some(key.algorithm()),
+                key: Box::new(key),
+                first_segment: 0,
+            }],
+        })
+    };
+    match source {
+        KeySource::File(path) => {
+            let text = read_secret(path)
+                .with_context(|| format!("{}: cannot read the key file", path.display()))?;
+            native(&text, &path.display().to_string())
+        }
+        KeySource::Env(var) => {
+            let value = std::env::var_os(var)
+                .ok_or_else(|| anyhow!("${var}: the environment variable is not set"))?;
+            let text = Zeroizing::new(
+                value
+                    .into_string()
+                    .map_err(|_| anyhow!("${var}: not valid UTF-8"))?,
+            );
+            native(&text, &format!("${var}"))
+        }
+        KeySource::Fd(fd) => {
+            // Opening /dev/fd/N duplicates the descriptor without unsafe code.
+            let path = PathBuf::from(format!("/dev/fd/{fd}"));
+            let text = read_secret(&path)
+                .with_context(|| format!("file descriptor {fd}: cannot read a key from it"))?;
+            native(&text, &format!("file descriptor {fd}"))
+        }
+        KeySource::TinkKeyset(path) => {
+            let bytes = read_secret_bytes(path)
+                .with_context(|| format!("{}: cannot read the Tink keyset", path.display()))?;
+            let candidates = keyset::parse(&bytes)
+                .with_context(|| format!("{}: bad Tink keyset", path.display()))?;
+            Ok(Keys { candidates })
+        }
+    }
+}
+
+fn read_secret_bytes(path: &Path) -> io::Result<Zeroizing<Vec<u8>>> {
+    let mut f = File::open(path)?;
+    let mut buf = Zeroizing::new(Vec::with_capacity(4096));
+    // Read in place so that no unwiped copy is left by a reallocation.
+    let mut chunk = Zeroizing::new([0u8; 4096]);
+    loop {
+        let n = f.read(&mut chunk[..])?;
+        if n == 0 {
+            break;
+        }
+        if buf.len() + n > 1 << 20 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "larger than 1 MiB: not a key",
+            ));
+        }
+        if buf.len() + n > buf.capacity() {
+            let mut bigger = Zeroizing::new(Vec::with_capacity(2 * (buf.len() + n)));
+            bigger.extend_from_slice(&buf);
+            buf = bigger;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Ok(buf)
+}
+
+fn read_secret(path: &Path) -> io::Result<Zeroizing<String>> {
+    let bytes = read_secret_bytes(path)?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))?;
+    Ok(Zeroizing::new(text.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_text_round_trips_and_rejects_garbage() -> Result<()> {
+        let key = Key::generate(Algorithm::ChaCha20Poly1305);
+        let text = key_file_text(AlgorithmName::Chacha20poly1305, &key);
+        let back = parse_key_text(&text)?;
+        assert_eq!(back.as_bytes(), key.as_bytes());
+        assert_eq!(back.algorithm(), Algorithm::ChaCha20Poly1305);
+        let two = format!("{}{}", text.as_str(), text.as_str());
+        assert!(parse_key_text(&two).is_err());
+        assert!(parse_key_text("# nothing\n").is_err());
+        assert!(parse_key_text("cipherio-key-v1 aes128gcm 0011").is_err());
+        assert!(
+            parse_key_text("cipherio-key-v2 aes128gcm 00112233445566778899aabbccddeeff").is_err()
+        );
+        assert!(parse_key_text("cipherio-key-v1 aes512 00112233445566778899aabbccddeeff").is_err());
+        let ok = parse_key_text("  cipherio-key-v1 aes128gcm 00112233445566778899AABBCCDDEEFF  ")?;
+        assert_eq!(ok.algorithm(), Algorithm::Aes128Gcm);
+        Ok(())
+    }
+}

@@ -1,0 +1,618 @@
+//! `cipherio`: streaming authenticated encryption of files and pipes.
+#![forbid(unsafe_code)]
+
+mod files;
+mod inspect;
+mod keyfile;
+mod keyset;
+mod progress;
+
+use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+use cipherio::{CipherReader, CipherWriter, Key};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap_complete::Shell;
+
+use files::{Contents, Input, Output, Refused};
+use keyfile::{AlgorithmName, Candidate, KeySource, Keys, plain};
+use progress::Progress;
+
+/// Exit status: the stream did not verify (authentication failure,
+/// truncation, trailing data, a header that is not a stream for this key).
+const EXIT_UNAUTHENTIC: u8 = 3;
+/// Exit status: the command line is wrong, or the command is refused.
+const EXIT_USAGE: u8 = 2;
+
+/// Bytes moved per read and write call.
+const CHUNK: usize = 1 << 20;
+/// Default plaintext bytes per segment.
+const DEFAULT_SEGMENT: usize = 64 << 10;
+
+#[derive(Parser)]
+#[command(
+    name = "cipherio",
+    version,
+    about = "Streaming authenticated encryption of files and pipes",
+    long_about = "Streaming authenticated encryption of files and pipes.\n\n\
+        Files are sealed in segments (AES-GCM or ChaCha20-Poly1305) with a key from \
+        `cipherio keygen` or a Tink keyset; decryption writes only authenticated bytes, \
+        and a file output appears only once the whole stream has authenticated.",
+    after_help = "Exit status: 0 ok, 1 error, 2 usage or refused, 3 the input did not \
+        authenticate (tampered, truncated, or not sealed with this key)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Make a new key file (never overwrites one)
+    Keygen(KeygenArgs),
+    /// Encrypt a file or standard input
+    Encrypt(EncryptArgs),
+    /// Decrypt a file or standard input, writing only authenticated bytes
+    Decrypt(DecryptArgs),
+    /// Authenticate a whole stream and write nothing
+    Verify(VerifyArgs),
+    /// Show what a stream's header says (no key needed; nothing is authenticated)
+    Inspect(InspectArgs),
+    /// Write plaintext bytes A..B of an encrypted file, opening only their segments
+    Cat(CatArgs),
+    /// Print a shell completion script
+    Completions {
+        /// The shell
+        shell: Shell,
+    },
+}
+
+#[derive(Args)]
+struct KeygenArgs {
+    /// Write the key to FILE (created with mode 0600; never overwritten)
+    /// instead of standard output
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// The algorithm the key is for
+    #[arg(short, long, value_enum, default_value_t = AlgorithmName::Aes256gcm)]
+    algorithm: AlgorithmName,
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct KeyArgs {
+    /// Read the key from a key file
+    #[arg(short = 'k', long = "key", value_name = "KEYFILE")]
+    key_file: Option<PathBuf>,
+    /// Read the key (the key file's text) from an environment variable
+    #[arg(long, value_name = "VAR")]
+    key_env: Option<String>,
+    /// Read the key (the key file's text) from an open file descriptor
+    #[arg(long, value_name = "N")]
+    key_fd: Option<u32>,
+    /// Use a Tink keyset (cleartext JSON or binary, as tinkey writes it)
+    /// with streaming AEAD keys: Tink's format, readable by Tink in any
+    /// language
+    #[arg(long, value_name = "FILE")]
+    tink_keyset: Option<PathBuf>,
+}
+
+impl KeyArgs {
+    fn source(&self) -> KeySource {
+        match (
+            &self.key_file,
+            &self.key_env,
+            self.key_fd,
+            &self.tink_keyset,
+        ) {
+            (Some(p), ..) => KeySource::File(p.clone()),
+            (_, Some(v), ..) => KeySource::Env(v.clone()),
+            (_, _, Some(fd), _) => KeySource::Fd(fd),
+            (.., Some(p)) => KeySource::TinkKeyset(p.clone()),
+            _ => unreachable!("clap requires one key source"),
+        }
+    }
+}
+
+#[derive(Args)]
+struct StreamArgs {
+    /// Associated data: authenticated with the stream, not stored in it;
+    /// decryption needs the same
+    #[arg(long, value_name = "TEXT")]
+    ad: Option<String>,
+    /// Associated data given as hex
+    #[arg(long, value_name = "HEX", conflicts_with = "ad")]
+    ad_hex: Option<String>,
+    /// Threads sealing or opening segments
+    #[arg(short = 'j', long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: u16,
+}
+
+impl StreamArgs {
+    fn associated_data(&self) -> Result<Vec<u8>> {
+        match (&self.ad, &self.ad_hex) {
+            (Some(t), _) => Ok(t.as_bytes().to_vec()),
+            (_, Some(h)) => decode_hex(h)
+                .ok_or_else(|| anyhow::Error::new(Refused("--ad-hex: not valid hex".to_string()))),
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+#[derive(Args)]
+struct IoArgs {
+    /// The input file (default: standard input)
+    #[arg(value_name = "INPUT")]
+    input: Option<PathBuf>,
+    /// Write to FILE (atomically: it appears only when complete) instead
+    /// of standard output
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Replace an existing output file (encrypting: also write ciphertext
+    /// to a terminal)
+    #[arg(short, long)]
+    force: bool,
+    /// No progress bar
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct EncryptArgs {
+    #[command(flatten)]
+    key: KeyArgs,
+    #[command(flatten)]
+    io: IoArgs,
+    #[command(flatten)]
+    stream: StreamArgs,
+    /// Plaintext bytes per segment, e.g. 65536, 64K, 1M (native format;
+    /// at most 16M). A Tink key sets its own.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    segment_size: Option<usize>,
+}
+
+#[derive(Args)]
+struct DecryptArgs {
+    #[command(flatten)]
+    key: KeyArgs,
+    #[command(flatten)]
+    io: IoArgs,
+    #[command(flatten)]
+    stream: StreamArgs,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    #[command(flatten)]
+    key: KeyArgs,
+    /// The input file (default: standard input)
+    #[arg(value_name = "INPUT")]
+    input: Option<PathBuf>,
+    #[command(flatten)]
+    stream: StreamArgs,
+    /// No progress bar
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// The input file (default: standard input)
+    #[arg(value_name = "INPUT")]
+    input: Option<PathBuf>,
+    /// Print one JSON object
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct CatArgs {
+    #[command(flatten)]
+    key: KeyArgs,
+    /// The plaintext byte range: A..B (B excluded), A.., ..B
+    #[arg(long, value_name = "A..B", value_parser = parse_range)]
+    range: (Option<u64>, Option<u64>),
+    /// The encrypted file (must be seekable)
+    #[arg(value_name = "INPUT")]
+    input: PathBuf,
+    /// Associated data: authenticated with the stream, not stored in it
+    #[arg(long, value_name = "TEXT")]
+    ad: Option<String>,
+    /// Associated data given as hex
+    #[arg(long, value_name = "HEX", conflicts_with = "ad")]
+    ad_hex: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let code = exit_code(&e);
+            if let Some(msg) = message(&e) {
+                eprintln!("cipherio: {msg}");
+            }
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// The error's chain on one line, without the library's own prefix; `None`
+/// for a broken pipe on standard output (the reader went away: say nothing).
+fn message(e: &anyhow::Error) -> Option<String> {
+    if is_broken_pipe(e) {
+        return None;
+    }
+    let parts: Vec<String> = e.chain().map(|c| plain(c).replace('\n', " ")).collect();
+    Some(parts.join(": "))
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe && cipher_error(io).is_none())
+    })
+}
+
+fn cipher_error(e: &io::Error) -> Option<&cipherio::Error> {
+    cipherio::Error::from_io(e)
+}
+
+/// 3 for a stream that did not verify, 2 for a refusal, 1 for the rest.
+fn exit_code(e: &anyhow::Error) -> u8 {
+    for cause in e.chain() {
+        if cause.downcast_ref::<Refused>().is_some() {
+            return EXIT_USAGE;
+        }
+        let lib = cause
+            .downcast_ref::<io::Error>()
+            .and_then(cipher_error)
+            .or_else(|| cause.downcast_ref::<cipherio::Error>());
+        if let Some(lib) = lib {
+            return match lib {
+                cipherio::Error::Authentication
+                | cipherio::Error::Truncated
+                | cipherio::Error::TrailingData
+                | cipherio::Error::EmptyFinalSegment
+                | cipherio::Error::TooManySegments
+                | cipherio::Error::BadMagic
+                | cipherio::Error::HeaderLength { .. }
+                | cipherio::Error::UnsupportedVersion(_)
+                | cipherio::Error::UnknownAlgorithm(_)
+                | cipherio::Error::AlgorithmMismatch { .. }
+                | cipherio::Error::ZeroSegmentSize
+                | cipherio::Error::SegmentTooLarge { .. } => EXIT_UNAUTHENTIC,
+                _ => 1,
+            };
+        }
+    }
+    1
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Keygen(a) => keygen(&a),
+        Command::Encrypt(a) => encrypt(&a),
+        Command::Decrypt(a) => decrypt(&a),
+        Command::Verify(a) => verify(&a),
+        Command::Inspect(a) => inspect::run(Input::open(a.input.as_deref())?, a.json),
+        Command::Cat(a) => cat(&a),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "cipherio", &mut io::stdout());
+            Ok(())
+        }
+    }
+}
+
+fn keygen(a: &KeygenArgs) -> Result<()> {
+    let key = Key::try_generate(a.algorithm.algorithm()).map_err(|e| anyhow!(plain(&e)))?;
+    let text = keyfile::key_file_text(a.algorithm, &key);
+    match &a.output {
+        Some(path) => keyfile::write_new_key_file(path, &text),
+        None => io::stdout()
+            .write_all(text.as_bytes())
+            .and_then(|()| io::stdout().flush())
+            .context("<stdout>: cannot write the key"),
+    }
+}
+
+fn encrypt(a: &EncryptArgs) -> Result<()> {
+    let keys = keyfile::load(&a.key.source())?;
+    let key = keys.primary();
+    let capacity = match (a.segment_size, key.native) {
+        (Some(_), None) => {
+            return Err(anyhow::Error::new(Refused(
+                "--segment-size: a Tink key sets its own segment size".to_string(),
+            )));
+        }
+        (Some(s), Some(_)) => Some(s),
+        (None, Some(_)) => Some(DEFAULT_SEGMENT),
+        (None, None) => None,
+    };
+    let aad = a.stream.associated_data()?;
+    files::handle_signals()?;
+    let input = Input::open(a.io.input.as_deref())?;
+    let mut out = Output::open(
+        a.io.output.as_deref(),
+        &input,
+        Contents::Ciphertext,
+        a.io.force,
+    )?;
+    let in_name = input.name.clone();
+    let out_name = out.name().to_string();
+    let mut src = Progress::new(input.file, input.len, a.io.quiet);
+    let mut builder = CipherWriter::builder(&key.key)
+        .associated_data(&aad)
+        .threads(usize::from(a.stream.threads));
+    if let Some(c) = capacity {
+        builder = builder.capacity(c);
+    }
+    let mut w = builder.build(out.file());
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("{in_name}: cannot read"))),
+        };
+        w.write_all(&buf[..n])
+            .map_err(|e| write_error(e, &out_name))?;
+    }
+    w.finish().map_err(|e| write_error(e, &out_name))?;
+    drop(src);
+    out.commit()
+}
+
+/// A writer's error: the library's own (a bad segment size, ...) or the
+/// output's.
+fn write_error(e: io::Error, out: &str) -> anyhow::Error {
+    if let Some(lib) = cipher_error(&e) {
+        if matches!(
+            lib,
+            cipherio::Error::InvalidCapacity(_) | cipherio::Error::CapacityForKey { .. }
+        ) {
+            return anyhow::Error::new(Refused(format!("--segment-size: {}", plain(lib))));
+        }
+        return anyhow::Error::new(e).context("encryption failed");
+    }
+    anyhow::Error::new(e).context(format!("{out}: cannot write"))
+}
+
+/// Which of the keys seals the stream that starts with `prefix` (the whole
+/// stream if it is shorter than the largest first segment). One key is
+/// taken as it is; of several, the first whose first segment opens.
+fn choose_key<'k>(keys: &'k Keys, prefix: &[u8], aad: &[u8]) -> Result<&'k Candidate, io::Error> {
+    if keys.candidates.len() == 1 {
+        return Ok(keys.primary());
+    }
+    let mut first_err = None;
+    for c in &keys.candidates {
+        let mut r = CipherReader::builder(&c.key)
+            .associated_data(aad)
+            .build(Cursor::new(prefix));
+        let mut one = [0u8; 1];
+        // Any answer but an error (a byte, or the end of an empty stream)
+        // means the first segment opened with this key.
+        match r.read(&mut one) {
+            Ok(_n) => return Ok(c),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_err.unwrap_or_else(|| io::Error::other("no key")))
+}
+
+/// Reads up to `n` bytes (fewer only at the end of the input).
+fn read_prefix(r: &mut impl Read, n: usize) -> io::Result<Vec<u8>> {
+    let mut prefix = Vec::with_capacity(n);
+    r.take(n as u64).read_to_end(&mut prefix)?;
+    Ok(prefix)
+}
+
+/// Opens the stream on `src` and copies its authenticated plaintext to
+/// `out` (or drops it, for `verify`).
+fn open_stream(
+    keys: &Keys,
+    src: impl Read,
+    in_name: &str,
+    aad: &[u8],
+    threads: u16,
+    mut out: Option<(&mut dyn Write, &str)>,
+) -> Result<(u64, String)> {
+    let mut src = src;
+    let probe = keys
+        .candidates
+        .iter()
+        .map(|c| c.first_segment)
+        .max()
+        .unwrap_or(0);
+    let prefix = if keys.candidates.len() > 1 {
+        read_prefix(&mut src, probe).with_context(|| format!("{in_name}: cannot read"))?
+    } else {
+        Vec::new()
+    };
+    let key = choose_key(keys, &prefix, aad).map_err(|e| stream_error(e, in_name))?;
+    let mut r = CipherReader::builder(&key.key)
+        .associated_data(aad)
+        .threads(usize::from(threads))
+        .capacity(CHUNK)
+        .build(Cursor::new(prefix).chain(src));
+    let mut buf = vec![0u8; CHUNK];
+    let mut total = 0u64;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => return Ok((total, key.label.clone())),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(stream_error(e, in_name)),
+        };
+        if let Some((w, name)) = out.as_mut() {
+            w.write_all(&buf[..n])
+                .with_context(|| format!("{name}: cannot write"))?;
+        }
+        total += n as u64;
+    }
+}
+
+/// A reader's error, named after the input and said plainly.
+fn stream_error(e: io::Error, in_name: &str) -> anyhow::Error {
+    let what = match cipher_error(&e) {
+        Some(cipherio::Error::Authentication) => format!(
+            "{in_name}: not authentic (wrong key or associated data, or the data was changed)"
+        ),
+        Some(cipherio::Error::Truncated) => format!("{in_name}: truncated"),
+        Some(_) => format!("{in_name}: not a valid stream for this key"),
+        None => format!("{in_name}: cannot read"),
+    };
+    anyhow::Error::new(e).context(what)
+}
+
+fn decrypt(a: &DecryptArgs) -> Result<()> {
+    let keys = keyfile::load(&a.key.source())?;
+    let aad = a.stream.associated_data()?;
+    files::handle_signals()?;
+    let input = Input::open(a.io.input.as_deref())?;
+    let mut out = Output::open(
+        a.io.output.as_deref(),
+        &input,
+        Contents::Plaintext,
+        a.io.force,
+    )?;
+    let in_name = input.name.clone();
+    let out_name = out.name().to_string();
+    let src = Progress::new(input.file, input.len, a.io.quiet);
+    open_stream(
+        &keys,
+        src,
+        &in_name,
+        &aad,
+        a.stream.threads,
+        Some((out.file(), &out_name)),
+    )?;
+    // Only now, with the final segment authenticated, does the file appear.
+    out.commit()
+}
+
+fn verify(a: &VerifyArgs) -> Result<()> {
+    let keys = keyfile::load(&a.key.source())?;
+    let aad = a.stream.associated_data()?;
+    let input = Input::open(a.input.as_deref())?;
+    let in_name = input.name.clone();
+    let src = Progress::new(input.file, input.len, a.quiet);
+    let (len, label) = open_stream(&keys, src, &in_name, &aad, a.stream.threads, None)?;
+    if !a.quiet {
+        eprintln!("{in_name}: authentic: {len} bytes of plaintext, sealed with the {label}");
+    }
+    Ok(())
+}
+
+fn cat(a: &CatArgs) -> Result<()> {
+    let keys = keyfile::load(&a.key.source())?;
+    let aad = StreamArgs {
+        ad: a.ad.clone(),
+        ad_hex: a.ad_hex.clone(),
+        threads: 1,
+    }
+    .associated_data()?;
+    let name = a.input.display().to_string();
+    let mut file = std::fs::File::open(&a.input).with_context(|| format!("{name}: cannot open"))?;
+    let key = if keys.candidates.len() > 1 {
+        let probe = keys
+            .candidates
+            .iter()
+            .map(|c| c.first_segment)
+            .max()
+            .unwrap_or(0);
+        let prefix =
+            read_prefix(&mut file, probe).with_context(|| format!("{name}: cannot read"))?;
+        file.seek(SeekFrom::Start(0))
+            .with_context(|| format!("{name}: cannot seek"))?;
+        choose_key(&keys, &prefix, &aad).map_err(|e| stream_error(e, &name))?
+    } else {
+        keys.primary()
+    };
+    let mut r = CipherReader::builder(&key.key)
+        .associated_data(&aad)
+        .build(file);
+    let len = r.plaintext_len().map_err(|e| stream_error(e, &name))?;
+    let start = a.range.0.unwrap_or(0);
+    let end = a.range.1.unwrap_or(len);
+    if end > len {
+        bail!("{name}: the range ends at {end}, past the plaintext's {len} bytes");
+    }
+    if start > end {
+        return Err(anyhow::Error::new(Refused(format!(
+            "--range: {start}..{end} is backwards"
+        ))));
+    }
+    r.seek(SeekFrom::Start(start))
+        .map_err(|e| stream_error(e, &name))?;
+    let mut stdout = io::stdout().lock();
+    let mut left = end - start;
+    let mut buf = vec![0u8; CHUNK];
+    while left > 0 {
+        let want = usize::try_from(left.min(CHUNK as u64)).unwrap_or(CHUNK);
+        let n = r
+            .read(&mut buf[..want])
+            .map_err(|e| stream_error(e, &name))?;
+        if n == 0 {
+            return Err(stream_error(cipherio::Error::Truncated.into(), &name));
+        }
+        stdout
+            .write_all(&buf[..n])
+            .context("<stdout>: cannot write")?;
+        left -= n as u64;
+    }
+    stdout.flush().context("<stdout>: cannot write")
+}
+
+/// `A..B`, `A..`, `..B` (decimal byte offsets).
+fn parse_range(s: &str) -> Result<(Option<u64>, Option<u64>), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}` is not A..B"))?;
+    let num = |t: &str| -> Result<Option<u64>, String> {
+        if t.is_empty() {
+            Ok(None)
+        } else {
+            parse_size(t).map(|v| Some(v as u64))
+        }
+    };
+    Ok((num(a)?, num(b)?))
+}
+
+/// A byte count: digits with an optional K, M or G (powers of 1024; `KiB`
+/// and `k` too).
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &t[digits.len()..];
+    let mult: usize = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        "g" | "gib" | "gb" => 1 << 30,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (K, M or G)")),
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("`{s}` is not a byte count"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("`{s}` is too large"))
+}
+
+fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
