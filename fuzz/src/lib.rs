@@ -345,6 +345,21 @@ mod tests {
         crate::seek::check(&fs::read(path).expect("regression input"));
     }
 
+    /// Found by `seek` with its faults block in 7 s: native AES-256-GCM,
+    /// an empty stream, `build_from_buf_read`, every source call faulting
+    /// but the 3 after each fault, seeks far past the end, then the final
+    /// reads, retried after each injected error.
+    #[test]
+    // Failed before the reader's end check was voided by a seek: a read
+    // past the end whose check was cut short turned the later reads into
+    // a sticky Truncated on an intact stream.
+    fn seek_faults_read_past_the_end_empty() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("regressions")
+            .join("seek-faults-read-past-the-end-empty");
+        crate::seek::check(&fs::read(path).expect("regression input"));
+    }
+
     /// Found by `seek` in CI at fcff1de: Tink, 66 plaintext bytes, 20 bytes
     /// appended, `build_from_buf_read`, capacity 65: `read`, `fill_buf`
     /// ×3, `seek(Start(32))`, then reads to the end end cleanly instead of
