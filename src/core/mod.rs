@@ -7,6 +7,7 @@
 //! | [`ctr_hmac`] | Tink's AES-CTR-HMAC segment cipher (AES-CTR, then a truncated HMAC) |
 //! | [`suite`] | the per-segment AEAD of each provider: `seal_at` / `open_at(index, last, aad)` |
 //! | [`layout`] | segment sizes and offset arithmetic |
+//! | [`unit`] | how one segment is opened: the final flag, a cut at a segment boundary, the empty final segment |
 //! | [`sealer`] | the writer's state machine: plaintext in, sealed bytes out |
 //! | [`plain`] | the reader's plaintext buffer, and which segment it holds |
 //! | [`opener`] | the reader's state machine: ciphertext in, authenticated plaintext out |
@@ -27,4 +28,5 @@ pub(crate) mod plain;
 pub(crate) mod sealer;
 pub(crate) mod seek;
 pub(crate) mod suite;
+pub(crate) mod unit;
 pub(crate) mod window;

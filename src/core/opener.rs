@@ -29,6 +29,7 @@ use crate::core::layout::{RECORD_HEADER_LEN, record_at};
 use crate::core::parallel::{self, Piece, Workers};
 use crate::core::plain::{Held, Plain};
 use crate::core::sealer::THREADS_ZERO;
+use crate::core::unit::{self, Place};
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
 use crate::{Error, Provider};
@@ -613,55 +614,45 @@ impl Opener {
         let Some(Stream { suite, layout }) = &self.stream else {
             unreachable!("called while in the body")
         };
-        let next = &mut self.next;
-        let index = *next;
-        let tag = suite.tag_len();
+        let index = self.next;
         let full = layout.sealed(index);
         let avail = self.input.available();
-        if avail >= full {
-            let sealed = &self.input.data()[..full];
-            let out = &mut out[..full - tag];
+        let (sealed, place) = if avail >= full {
             // A full-length segment is final or not: try the likely flag
             // first, then the other (as age does). It is likely the last
             // when nothing follows it and the input is at (or, after a
             // short read, probably at) its end; trying that first saves a
-            // failed pass over the stream's last segment.
-            // (Or when it already failed as non-final in the inner buffer.)
+            // failed pass over the stream's last segment. (Or when it
+            // already failed as non-final in the inner buffer.)
             let likely_last =
                 avail == full && (self.eof || self.short) || self.failed_in_place == Some(index);
-            #[cfg(test)]
-            {
-                self.counts.opens += 1;
-            }
-            let last = if suite.open_at(index, likely_last, &[], sealed, out).is_ok() {
-                likely_last
-            } else {
-                #[cfg(test)]
-                {
-                    self.counts.opens += 1;
-                }
-                suite.open_at(index, !likely_last, &[], sealed, out)?;
-                !likely_last
-            };
-            *next += 1;
-            self.input.consume(full);
-            if !last {
-                return Ok(Opened::More(full - tag));
-            }
-            return Ok(Opened::Last(full - tag));
+            (full, Place::Either { likely_last })
+        } else {
+            debug_assert!(self.eof, "fill_segment stops short only at the end");
+            (avail, Place::Ends)
+        };
+        let mut tries = 0;
+        let r = unit::open_segment(
+            suite,
+            layout,
+            index,
+            &self.input.data()[..sealed],
+            out,
+            place,
+            &mut tries,
+        );
+        #[cfg(test)]
+        {
+            self.counts.opens += tries;
         }
-        debug_assert!(self.eof, "fill_segment stops short only at the end");
-        if avail < tag {
-            return Err(Error::Truncated);
-        }
-        let len = avail - tag;
-        suite.open_at(index, true, &[], self.input.data(), &mut out[..len])?;
-        *next += 1;
-        self.input.consume(avail);
-        if len == 0 && index > 0 && !layout.empty_final {
-            return Err(Error::EmptyFinalSegment);
-        }
-        Ok(Opened::Last(len))
+        let opened = r?;
+        self.next += 1;
+        self.input.consume(sealed);
+        Ok(if opened.last {
+            Opened::Last(opened.len)
+        } else {
+            Opened::More(opened.len)
+        })
     }
 
     /// Whether the next segment is complete in the read-ahead (at its full

@@ -18,6 +18,7 @@
 use crate::Error;
 use crate::core::opener::{Opener, Stage, Step};
 use crate::core::plain::Held;
+use crate::core::unit::{self, Place};
 use crate::profile::Stream;
 
 /// Where the length query is.
@@ -377,53 +378,47 @@ impl Opener {
             // The source changed length while it was read.
             return Err(self.fail(Error::Truncated));
         }
-        let Some(Stream { layout, .. }) = &self.stream else {
-            unreachable!("the length is asked after the header")
-        };
-        let tag = layout.tag;
-        let len = sealed - tag;
-        let empty_final_refused = len == 0 && index > 0 && !layout.empty_final;
-        #[cfg(test)]
-        {
-            self.counts.opens += 1;
-        }
+        let len = sealed.saturating_sub(self.layout_tag());
         let out = match self.plain.open_into(len) {
             Ok(out) => out,
             Err(e) => return Err(self.fail(e)),
         };
-        let Some(Stream { suite, .. }) = &self.stream else {
+        let Some(Stream { suite, layout }) = &self.stream else {
             unreachable!("the length is asked after the header")
         };
-        let opened = suite.open_at(index, true, &[], self.input.data(), &mut out[..len]);
-        if opened.is_err() {
-            // Whole and authentic but not final: the stream was cut at a
-            // segment boundary. Neither: damaged.
-            let mut scratch = vec![0u8; len];
-            let e = match suite.open_at(index, false, &[], self.input.data(), &mut scratch) {
-                Ok(()) => Error::Truncated,
-                Err(_) => Error::Authentication,
-            };
-            zeroize::Zeroize::zeroize(&mut scratch);
-            return Err(self.fail(e));
+        let mut tries = 0;
+        let r = unit::open_segment(
+            suite,
+            layout,
+            index,
+            self.input.data(),
+            out,
+            Place::Ends,
+            &mut tries,
+        );
+        let start = layout.plain_offset(index);
+        #[cfg(test)]
+        {
+            self.counts.opens += tries;
         }
-        if empty_final_refused {
-            return Err(self.fail(Error::EmptyFinalSegment));
-        }
+        let opened = r.map_err(|e| self.fail(e))?;
         self.input.clear();
         let held = Held {
             index,
-            len,
+            len: opened.len,
             last: true,
         };
-        self.plain.opened(held, len, len);
+        self.plain.opened(held, opened.len, opened.len);
+        self.auth_len = Some(start + opened.len as u64);
         // The read-ahead no longer follows the caller: the next read
         // repositions (from the plaintext buffer, if it lands in the
         // segment opened here).
         self.pending = Some(self.pos);
-        let Some(Stream { layout, .. }) = &self.stream else {
-            unreachable!("the length is asked after the header")
-        };
-        self.auth_len = Some(layout.plain_offset(index) + len as u64);
         Ok(())
+    }
+
+    /// The tag length of the stream's layout.
+    fn layout_tag(&self) -> usize {
+        self.stream.as_ref().map_or(0, |s| s.layout.tag)
     }
 }

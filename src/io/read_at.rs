@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use crate::core::layout::Layout;
 use crate::core::suite::Suite;
+use crate::core::unit::{self, Place};
 use crate::core::window::Window;
 use crate::profile::{self, Stream};
 use crate::{Error, Provider, ReaderBuilder};
@@ -204,46 +205,35 @@ impl ReaderBuilder {
         }
         let raw = source.source_len()?;
         let (index, sealed) = layout.last_segment(raw).ok_or(Error::Truncated)?;
+        // The final segment, by the rules every reader applies to the
+        // segment that ends the source.
+        let offset = layout.segment_offset(index).unwrap_or(u64::MAX);
+        let mut ct = vec![0u8; sealed];
+        if read_full_at(&source, &mut ct, offset)? < sealed {
+            return Err(Error::Truncated.into());
+        }
+        let mut plain = Window::secret();
+        plain.grow(sealed.saturating_sub(layout.tag))?;
+        let opened = unit::open_segment(
+            &suite,
+            &layout,
+            index,
+            &ct,
+            plain.whole_mut(),
+            Place::Ends,
+            &mut 0,
+        )?;
+        plain.set(0, opened.len);
         let r = CipherReaderAt {
             source,
             suite,
             layout,
             provider: self.provider,
             last: (index, sealed),
-            len: 0,
+            len: layout.plain_offset(index) + opened.len as u64,
             cache: Mutex::new(Vec::new()),
             spare: Mutex::new(Spare::default()),
         };
-        // The final segment: as final, or (whole and authentic, but not
-        // final) the stream was cut at a segment boundary.
-        let plain = match r.open(index) {
-            Ok(p) => p,
-            Err(e) => {
-                let offset = r.layout.segment_offset(index).unwrap_or(u64::MAX);
-                let mut ct = vec![0u8; sealed];
-                let mut scratch = Window::secret();
-                scratch.grow(sealed - r.layout.tag)?;
-                if read_full_at(&r.source, &mut ct, offset)? == sealed
-                    && r.suite
-                        .open_at(
-                            index,
-                            false,
-                            &[],
-                            &ct,
-                            &mut scratch.whole_mut()[..sealed - r.layout.tag],
-                        )
-                        .is_ok()
-                {
-                    return Err(Error::Truncated.into());
-                }
-                return Err(e);
-            }
-        };
-        if plain.available() == 0 && index > 0 && !r.layout.empty_final {
-            return Err(Error::EmptyFinalSegment.into());
-        }
-        let len = r.layout.plain_offset(index) + plain.available() as u64;
-        let r = CipherReaderAt { len, ..r };
         r.keep(index, plain);
         Ok(r)
     }

@@ -1,0 +1,100 @@
+//! How one fixed-size segment of a stream is opened: the rules of the final
+//! flag, in one function that the streaming reader, its length and seek
+//! queries and `CipherReaderAt` all call.
+//!
+//! The rules it owns:
+//! - A segment that more input follows opens as final or not, the likelier
+//!   flag first (a full-length segment may be either).
+//! - A segment that ends the source must open as the final one. If it is
+//!   full-length and opens only as a non-final one, the stream was cut at
+//!   a segment boundary ([`Error::Truncated`]); if it opens as neither, or
+//!   is shorter and opens only as non-final (no writer makes that), it was
+//!   damaged ([`Error::Authentication`]).
+//! - An empty final segment after full ones is refused
+//!   ([`Error::EmptyFinalSegment`]) where the layout has no empty final
+//!   segment but the empty stream's (the native format).
+//! - No byte of `out` is left unverified when it fails, nor the plaintext
+//!   of a segment that opened under the wrong flag.
+
+use zeroize::Zeroize;
+
+use crate::Error;
+use crate::core::layout::Layout;
+use crate::core::suite::Suite;
+
+/// Where a segment lies in what the reader has seen of the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Full-length, with more input after it or none known yet: final or
+    /// not; `likely_last` says which flag to try first.
+    Either {
+        /// Try the final flag first.
+        likely_last: bool,
+    },
+    /// It ends the source: final, or the stream is cut.
+    Ends,
+}
+
+/// What [`open_segment`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Opened {
+    /// Plaintext bytes in `out`.
+    pub(crate) len: usize,
+    /// It opened as the final segment.
+    pub(crate) last: bool,
+}
+
+/// Opens segment `index` of a fixed-size layout, `sealed` (its ciphertext
+/// and tag), into `out` (at least `sealed.len() - tag` bytes), by the rules
+/// of the module docs. `tries` counts the opens tried.
+///
+/// # Errors
+///
+/// [`Error::Truncated`] (cut at a segment boundary, or fewer bytes than a
+/// tag), [`Error::Authentication`], [`Error::EmptyFinalSegment`],
+/// [`Error::TooManySegments`]; `out` then holds no plaintext.
+pub(crate) fn open_segment(
+    suite: &Suite,
+    layout: &Layout,
+    index: u64,
+    sealed: &[u8],
+    out: &mut [u8],
+    place: Place,
+    tries: &mut usize,
+) -> Result<Opened, Error> {
+    let Some(len) = sealed.len().checked_sub(layout.tag) else {
+        return Err(Error::Truncated);
+    };
+    let out = &mut out[..len];
+    let first = match place {
+        Place::Either { likely_last } => likely_last,
+        Place::Ends => true,
+    };
+    *tries += 1;
+    let last = if suite.open_at(index, first, &[], sealed, out).is_ok() {
+        first
+    } else {
+        *tries += 1;
+        let second = suite.open_at(index, !first, &[], sealed, out);
+        match (place, second) {
+            (Place::Either { .. }, Ok(())) => !first,
+            (Place::Either { .. }, Err(e)) => return Err(e),
+            // Authentic, but not final: full-length, the stream was cut
+            // after it; shorter, no writer made it (non-final segments are
+            // full).
+            (Place::Ends, Ok(())) => {
+                out.zeroize();
+                return Err(if sealed.len() == layout.sealed(index) {
+                    Error::Truncated
+                } else {
+                    Error::Authentication
+                });
+            }
+            (Place::Ends, Err(e)) => return Err(e),
+        }
+    };
+    if last && len == 0 && index > 0 && !layout.empty_final {
+        return Err(Error::EmptyFinalSegment);
+    }
+    Ok(Opened { len, last })
+}
