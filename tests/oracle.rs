@@ -628,6 +628,11 @@ fn hand_built_invalid_streams_are_refused() {
         let out = read_chunked(&key, aad, 1, &valid, &[1], false).unwrap();
         assert_eq!(out, pt);
 
+        let last_segment_cases = [
+            "non-final flag on the short last segment",
+            "non-final flag on the full last segment (no final segment)",
+            "empty final segment after a full one",
+        ];
         let cases: Vec<(&str, Vec<u8>, Error, usize)> = vec![
             (
                 "non-final flag on the short last segment",
@@ -717,6 +722,21 @@ fn hand_built_invalid_streams_are_refused() {
                 "{what}: the oracle accepts it"
             );
             assert_refused(&what, &key, aad, &ct, &expected, max_released, pt);
+            if last_segment_cases.iter().any(|c| what.ends_with(c)) {
+                // Damage to the segment that ends the source: the length
+                // query and the positional reader, which open only that
+                // segment, name it as reading does.
+                let mut r = CipherReader::builder(&key)
+                    .associated_data(aad)
+                    .build(std::io::Cursor::new(&ct));
+                let e = r.plaintext_len().unwrap_err();
+                assert_eq!(Error::from_io(&e), Some(&expected), "{what}: plaintext_len");
+                let e = CipherReader::builder(&key)
+                    .associated_data(aad)
+                    .build_at(&ct[..])
+                    .unwrap_err();
+                assert_eq!(Error::from_io(&e), Some(&expected), "{what}: build_at");
+            }
         }
 
         // The header is in the key derivation: a valid stream under a
