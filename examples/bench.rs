@@ -1429,7 +1429,7 @@ fn report(
 
     keystream::report(&mut o, mode, ran, results);
 
-    // Issue 6's targets: AES-128-GCM with the aws-lc provider against
+    // The aws-lc provider's targets: AES-128-GCM with it against
     // aws-lc-rs's own one-shot AEAD.
     if ran.iter().any(|r| r.name == "aws-lc") {
         let _ = writeln!(
@@ -1469,7 +1469,7 @@ fn report(
         let _ = writeln!(o);
     }
 
-    // Issue 11: the async fronts against the std fronts, per build.
+    // The async fronts against the std fronts, per build.
     for r in ran.iter().filter(|_| mode.dirs.contains(&"encrypt-async")) {
         let name = r.name.as_str();
         let _ = writeln!(o, "## Async fronts ÷ std fronts: `{name}` build\n");

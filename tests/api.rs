@@ -270,7 +270,7 @@ fn flush_sends_sealed_segments_and_holds_the_last_full_one() {
 // Added by the test review: each of these fails under a mutation the suite
 // above lets through (see the review report).
 
-/// Principle 10 and the README's error table, for every variant (the table
+/// Sticky, typed errors and the README's error table, for every variant (the table
 /// in `errors_carry_kind_and_downcast` covers 7 of 19, and tamper.rs accepts
 /// either `InvalidData` or `UnexpectedEof` for any damaged stream).
 #[test]
@@ -377,7 +377,7 @@ fn assert_no_bytes(what: &str, dbg: &str, secret: &[u8]) {
     }
 }
 
-/// Principle 11 for every public type that holds a secret, whatever the
+/// `Debug` never prints a secret, for every public type that holds one, whatever the
 /// encoding (the existing tests look for one uniform key byte in lower-case
 /// hex and decimal only, and for associated data in decimal only).
 #[test]
@@ -421,7 +421,7 @@ fn debug_never_prints_secret_bytes_in_any_encoding() {
     }
 }
 
-/// Principle 5: 8 KiB is the default, for the writer's segments (in the
+/// The buffer is the knob: 8 KiB is the default, for the writer's segments (in the
 /// header) and the reader's read-ahead (its first inner read asks for it).
 #[test]
 fn the_default_buffer_is_8_kib() {

@@ -1,4 +1,4 @@
-//! The framed variant of the native format (issue 12, principle 16): a
+//! The framed variant of the native format: a
 //! framed stream delivers on `flush`.
 //!
 //! - an oracle written from the format description alone (HKDF, AES-GCM and

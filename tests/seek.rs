@@ -1,5 +1,6 @@
 //! Random access: `Seek for CipherReader<R: Read + Seek>` and
-//! `CipherReader::plaintext_len` (issue 13; DESIGN.md principle 15), from
+//! `CipherReader::plaintext_len` (positions come from the layout, the end
+//! only from an authenticated final segment), from
 //! outside, against the plaintext and the layout model of `common::layout`
 //! (written from the format descriptions, not from the crate's layout).
 //!

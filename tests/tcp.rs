@@ -1,6 +1,7 @@
 //! `CipherWriter` and `CipherReader` over a real loopback `TcpStream`.
 //!
-//! The point is principle 6 of the design: a socket peer that sends some
+//! The point: a read never waits for more than the first segment it works
+//! on, so a socket peer that sends some
 //! segments and then waits for a reply must get their plaintext. The writer
 //! flushes its sealed segments and then waits (unfinished) until the reader
 //! says it has them; a reader that asked the socket for more than it needs

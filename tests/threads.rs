@@ -1,5 +1,6 @@
 //! `threads(n)`: a stream sealed and opened on several threads keeps every
-//! behaviour of the one-thread stream (principle 17), on each front and
+//! behaviour of the one-thread stream (threads are an implementation
+//! detail), on each front and
 //! provider, with 2, 3 and 8 threads (8: more threads than cores):
 //!
 //! * round trips in every chunking and read pattern, threaded and

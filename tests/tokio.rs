@@ -1,5 +1,6 @@
 //! The tokio fronts, `AsyncCipherWriter` and `AsyncCipherReader` (feature
-//! `tokio`; design principles 13 and 14).
+//! `tokio`): glue over the same engine as the std fronts, cancel-safe,
+//! shut down once.
 //!
 //! Every check is made over both key types (a native [`Key`] and a
 //! [`TinkKey`]) and every provider in [`Provider::ALL`], with associated

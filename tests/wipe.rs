@@ -1,6 +1,7 @@
 //! Secrets are wiped before their memory goes back to the allocator
-//! (DESIGN.md principle 11), and a buffer that cannot be allocated is an
-//! error, not an abort (principle 4). A global allocator scans every block
+//! (keys, derived keys and plaintext buffers), and a buffer that cannot be
+//! allocated is an error, not an abort (a hostile header must not abort the
+//! process). A global allocator scans every block
 //! freed while a needle is armed, and can refuse large allocations. Every
 //! check runs once per provider in [`Provider::ALL`], named through the
 //! builders' `.provider(p)` (not left to the default, which follows the

@@ -1,5 +1,5 @@
 //! A one-shot model of Tink's AES-CTR-HMAC streaming format, written from
-//! the format description of issue 14 with the primitives directly (`aes`
+//! Tink's format description with the primitives directly (`aes`
 //! and `ctr` for AES-CTR, `hmac`, `hkdf`, `sha1`, `sha2`):
 //!
 //! - header: `H = 1 + key_size + 7` ‖ salt (`key_size` bytes) ‖ nonce

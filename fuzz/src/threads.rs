@@ -1,4 +1,5 @@
-//! The `threads` target (principle 17): a stream sealed and opened on
+//! The `threads` target (threads are an implementation detail): a stream
+//! sealed and opened on
 //! several threads against the same stream on one thread, with the same
 //! key, chunking and flushes, and the same reads.
 //!

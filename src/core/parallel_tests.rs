@@ -1,4 +1,5 @@
-//! Principle 17: a stream written on several threads is byte for byte the
+//! Threads are an implementation detail: a stream written on several
+//! threads is byte for byte the
 //! stream one thread writes, for the same key, salt and nonce prefix
 //! (injected here, which only a unit test can do: `FIXED_RANDOM`). Every
 //! algorithm, provider, format (native, framed with flushes, Tink

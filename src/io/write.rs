@@ -460,7 +460,8 @@ mod tests {
         }
     }
 
-    /// Principles 9 and 12: each segment is sealed exactly once, counted,
+    /// A retried write never seals a segment twice: each segment is sealed
+    /// exactly once, counted,
     /// however often the inner writer refuses and the caller retries.
     #[test]
     fn each_segment_is_sealed_once_across_retries() {
@@ -497,7 +498,7 @@ mod tests {
         }
     }
 
-    /// Principle 7: a write longer than a segment arriving at an empty
+    /// Zero copies on the hot path: a write longer than a segment arriving at an empty
     /// buffer is sealed straight from the caller's slice; only the tail that
     /// may be the final segment is copied into the buffer.
     #[test]

@@ -1,4 +1,4 @@
-//! Threaded streams, measured (issue 15): `CipherWriter` and `CipherReader`
+//! Threaded streams, measured: `CipherWriter` and `CipherReader`
 //! with `.threads(n)` against one thread, and ChaCha20-Poly1305 against
 //! age's stream, on the same plaintext in the same run.
 //!
@@ -842,7 +842,7 @@ fn speedup_table(out: &mut String, r: &Results, threads: &[usize]) {
         "GB/s (10⁹ B/s) of plaintext, median (min–max) over the rounds; × = ratio of the \
          medians against threads 1 (min–max of the per-round ratios). Encrypt: {0} writes \
          into a cleared Vec, then finish; decrypt: {0} reads through build_from_buf_read over a \
-         &[u8] (segments open in place). Target (issue 15, \
+         &[u8] (segments open in place). Target (\
          2 cores): ≥ 1.8× for RustCrypto ChaCha20-Poly1305 and AES-GCM, both directions. CPUs = \
          the process's CPU time ÷ wall time over all passes of the variant (/proc/self/stat, \
          10 ms ticks): about n when n threads all ran; about 1 with n > 1, the other threads \
@@ -911,13 +911,13 @@ fn small_rows() -> Vec<(Provider, Algorithm, usize, bool)> {
 }
 
 /// Small writes and reads: a threaded stream must not be slower than one
-/// thread (issue 15), its batch filling through the buffer first.
+/// thread, its batch filling through the buffer first.
 fn small_table(out: &mut String, r: &Results, threads: &[usize]) {
     let _ = writeln!(out, "\n## Small calls\n");
     let _ = writeln!(
         out,
         "{} writes and reads (through the streams' buffers), otherwise as the first table. \
-         Target (issue 15): threads n not slower than threads 1 by more than the noise.\n",
+         Target: threads n not slower than threads 1 by more than the noise.\n",
         size_name(SMALL_CALL)
     );
     let fixed = [
@@ -952,8 +952,8 @@ fn age_table(out: &mut String, r: &Results, threads: &[usize]) {
          reads. Its STREAM is ChaCha20-Poly1305 in 64 KiB chunks, on one thread. Each pass \
          includes the header (age: an X25519 exchange and HKDF/HMAC; cipherio: HKDF), tens of \
          microseconds against milliseconds for the payload: negligible at this size, not at \
-         small ones. × age = ratio of the medians (min–max of the per-round ratios). Target \
-         (issue 15): threads 2 RustCrypto ≥ 1.6× age.\n",
+         small ones. × age = ratio of the medians (min–max of the per-round ratios). Target: \
+         threads 2 RustCrypto ≥ 1.6× age.\n",
         age_version(),
         size_name(r.chunk)
     );
