@@ -85,6 +85,7 @@ impl Plain {
     /// # Errors
     ///
     /// [`Error::Allocation`] when it cannot grow (then it is empty).
+    #[inline]
     pub(crate) fn open_into(&mut self, cap: usize) -> Result<&mut [u8], Error> {
         self.held = None;
         self.buf.clear();
@@ -98,6 +99,7 @@ impl Plain {
     /// holds `held` from its start and `filled` bytes in all (a run of
     /// segments may follow the first), of which the first `skip` are not
     /// the caller's (a seek into the segment).
+    #[inline]
     pub(crate) fn opened(&mut self, held: Held, filled: usize, skip: usize) {
         self.buf.set(0, filled);
         self.buf.consume(skip);
@@ -106,6 +108,7 @@ impl Plain {
 
     /// Shows the held segment from plaintext offset `off` if it is segment
     /// `index` and `off` lies in it (its end included): then returns it.
+    #[inline]
     pub(crate) fn show(&mut self, index: u64, off: usize) -> Option<Held> {
         let held = self.held.filter(|h| h.index == index && off <= h.len)?;
         self.buf.set(off, held.len);

@@ -53,6 +53,7 @@ pub(crate) struct Opened {
 /// [`Error::Truncated`] (cut at a segment boundary, or fewer bytes than a
 /// tag), [`Error::Authentication`], [`Error::EmptyFinalSegment`],
 /// [`Error::TooManySegments`]; `out` then holds no plaintext.
+#[inline]
 pub(crate) fn open_segment(
     suite: &Suite,
     layout: &Layout,
