@@ -80,3 +80,67 @@ impl<T: AsyncWrite + Unpin> Write for SyncIo<'_, '_, T> {
         self.block(poll)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::task::Waker;
+
+    use ::tokio::io::AsyncWrite;
+
+    use super::*;
+    use crate::tokio::AsyncCipherWriter;
+    use crate::{Algorithm, Key};
+
+    /// An inner writer that answers every poll with `pending` (`Pending`)
+    /// or a ready `WouldBlock` error.
+    struct Stuck {
+        pending: bool,
+    }
+
+    impl AsyncWrite for Stuck {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            if self.pending {
+                Poll::Pending
+            } else {
+                Poll::Ready(Err(io::ErrorKind::WouldBlock.into()))
+            }
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// The adapter's own `WouldBlock` is `Pending` again; a `WouldBlock`
+    /// the inner writer returned as ready stays a ready error (turned into
+    /// `Pending`, it would leave the task with no waker to wake it).
+    #[test]
+    fn only_the_adapters_would_block_is_pending() {
+        let key = Key::generate(Algorithm::Aes128Gcm);
+        let mut cx = Context::from_waker(Waker::noop());
+        for pending in [true, false] {
+            let mut w = AsyncCipherWriter::with_capacity(4, &key, Stuck { pending });
+            // Two segments' worth: the first is sealed (with the header)
+            // and stays in the output, the bytes after it are taken.
+            let poll = Pin::new(&mut w).poll_write(&mut cx, &[7u8; 9]);
+            assert!(matches!(poll, Poll::Ready(Ok(n)) if n > 4), "{pending}");
+            // Now the sealed bytes must go first, and cannot.
+            let poll = Pin::new(&mut w).poll_write(&mut cx, &[7u8; 1]);
+            match poll {
+                Poll::Pending => assert!(pending),
+                Poll::Ready(Err(e)) => {
+                    assert!(!pending);
+                    assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+                }
+                Poll::Ready(Ok(n)) => panic!("{pending}: took {n} with sealed bytes stuck"),
+            }
+        }
+    }
+}
