@@ -163,6 +163,7 @@
 #[doc(hidden)]
 pub mod backend;
 mod core;
+mod drive;
 mod error;
 pub mod format;
 mod io;

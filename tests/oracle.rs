@@ -728,7 +728,7 @@ fn hand_built_invalid_streams_are_refused() {
                 // segment, name it as reading does.
                 let mut r = CipherReader::builder(&key)
                     .associated_data(aad)
-                    .build(std::io::Cursor::new(&ct));
+                    .build(io::Cursor::new(&ct));
                 let e = r.plaintext_len().unwrap_err();
                 assert_eq!(Error::from_io(&e), Some(&expected), "{what}: plaintext_len");
                 let e = CipherReader::builder(&key)

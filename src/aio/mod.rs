@@ -56,6 +56,7 @@
 //! reader fails with [`io::ErrorKind::UnexpectedEof`](std::io::ErrorKind::UnexpectedEof).
 
 mod read;
+mod sync;
 mod write;
 
 pub use read::AsyncCipherReader;

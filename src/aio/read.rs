@@ -2,13 +2,15 @@
 //! [`Opener`] engine.
 
 use std::fmt;
-use std::io::{self, SeekFrom};
+use std::io::{self, Read, SeekFrom};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use ::tokio::io::{AsyncBufRead, AsyncRead, AsyncSeek, ReadBuf};
 
+use super::sync::SyncIo;
 use crate::core::opener::{Opener, Step};
+use crate::drive::read::{self as drive, Source};
 use crate::{CipherReader, Provider, ReaderBuilder, StreamKey};
 
 /// Decrypts a cipherio stream read from an [`AsyncRead`]: the async twin
@@ -91,56 +93,82 @@ impl<R: AsyncRead + Unpin> AsyncCipherReader<R> {
         self.inner
     }
 
+    /// The engine and, borrowed beside it, what answers its steps in this
+    /// poll.
+    fn parts<'a, 'b>(&'a mut self, cx: &'a mut Context<'b>) -> (&'a mut Opener, Inner<'a, 'b, R>) {
+        let inner = Inner {
+            io: SyncIo::new(&mut self.inner, cx),
+            seeker: &mut self.seeker,
+        };
+        (&mut self.engine, inner)
+    }
+}
+
+/// The inner reader, the task's context and the seek state: the [`Source`]
+/// the read loop drives, for one poll.
+struct Inner<'a, 'b, R> {
+    io: SyncIo<'a, 'b, R>,
+    seeker: &'a mut Option<Seeker<R>>,
+}
+
+impl<R: Unpin> Inner<'_, '_, R> {
     /// Moves the inner reader to `pos` and returns where it is, one inner
     /// seek at a time (resumed, not restarted, after `Pending`).
-    fn poll_inner_seek(&mut self, cx: &mut Context<'_>, pos: SeekFrom) -> Poll<io::Result<u64>> {
+    fn poll_inner_seek(&mut self, pos: SeekFrom) -> Poll<io::Result<u64>> {
         let s = self
             .seeker
             .as_mut()
             .unwrap_or_else(|| unreachable!("asked only after a seek or a length query"));
+        let (inner, cx) = (&mut *self.io.io, &mut *self.io.cx);
         if s.in_flight != Some(pos) {
             if s.in_flight.is_some() {
                 // A different seek was left in flight by a dropped future:
                 // finish it first.
-                ready!((s.complete)(Pin::new(&mut self.inner), cx))?;
+                ready!((s.complete)(Pin::new(&mut *inner), cx))?;
             }
-            (s.start)(Pin::new(&mut self.inner), pos)?;
+            (s.start)(Pin::new(&mut *inner), pos)?;
             s.in_flight = Some(pos);
         }
-        let at = ready!((s.complete)(Pin::new(&mut self.inner), cx));
+        let at = ready!((s.complete)(Pin::new(inner), cx));
         s.in_flight = None;
         Poll::Ready(at)
     }
 
-    /// Answers a step that moves or measures the inner reader.
-    fn poll_seek_step(&mut self, cx: &mut Context<'_>, step: &Step) -> Poll<io::Result<()>> {
-        let base = ready!(self.poll_base(cx))?;
-        let pos = self.engine.inner_seek_for(step, base)?;
-        let result = ready!(self.poll_inner_seek(cx, pos));
-        self.engine.inner_sought(step, base, result)?;
-        Poll::Ready(Ok(()))
-    }
-
     /// Where the stream starts in the inner reader (asked once).
-    fn poll_base(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
+    fn base(&mut self, engine: &Opener) -> io::Result<u64> {
         if let Some(b) = self.seeker.as_ref().and_then(|s| s.base) {
-            return Poll::Ready(Ok(b));
+            return Ok(b);
         }
-        let at = ready!(self.poll_inner_seek(cx, SeekFrom::Current(0)))?;
-        let base = self.engine.stream_base(at)?;
+        let poll = self.poll_inner_seek(SeekFrom::Current(0));
+        let at = self.io.block(poll)?;
+        let base = engine.stream_base(at)?;
         if let Some(s) = self.seeker.as_mut() {
             s.base = Some(base);
         }
-        Poll::Ready(Ok(base))
+        Ok(base)
+    }
+}
+
+impl<R: AsyncRead + Unpin> Source for Inner<'_, '_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io.read(buf)
     }
 
-    /// Reads into the read-ahead the engine offers.
-    fn poll_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut room = ReadBuf::new(self.engine.room()?);
-        ready!(Pin::new(&mut self.inner).poll_read(cx, &mut room))?;
-        let n = room.filled().len();
-        self.engine.filled(n);
-        Poll::Ready(Ok(()))
+    fn window(&mut self, _: &mut Opener, _: &mut [u8]) -> io::Result<usize> {
+        unreachable!("the async front shows no inner buffer")
+    }
+
+    fn seek(&mut self, engine: &mut Opener, step: &Step) -> io::Result<()> {
+        let base = self.base(engine)?;
+        let pos = engine.inner_seek_for(step, base)?;
+        // The inner seek's own result, error or not, is the engine's to
+        // judge; only `Pending` stops here.
+        let result = match self.poll_inner_seek(pos) {
+            Poll::Ready(result) => result,
+            Poll::Pending => return self.io.block(Poll::Pending),
+        };
+        engine.inner_sought(step, base, result)?;
+        Ok(())
     }
 }
 
@@ -150,20 +178,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for AsyncCipherReader<R> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let mut fresh = true;
-        loop {
-            match this.engine.read(buf.initialize_unfilled(), fresh)? {
-                Step::Done(n) => {
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                Step::Read => ready!(this.poll_inner(cx))?,
-                Step::Window => unreachable!("the async front shows no inner buffer"),
-                step => ready!(this.poll_seek_step(cx, &step))?,
-            }
-            fresh = false;
-        }
+        let (engine, mut inner) = self.get_mut().parts(cx);
+        let read = drive::read(engine, &mut inner, buf.initialize_unfilled());
+        let n = ready!(inner.io.settle(read))?;
+        buf.advance(n);
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -181,19 +200,9 @@ impl<R: AsyncRead + AsyncSeek + Unpin> AsyncCipherReader<R> {
 
     fn poll_len(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
         self.seekable();
-        loop {
-            match self.engine.length()? {
-                Step::Done(_) => {
-                    return Poll::Ready(Ok(self
-                        .engine
-                        .auth_len()
-                        .unwrap_or_else(|| unreachable!("the query ends with a length"))));
-                }
-                Step::Read => ready!(self.poll_inner(cx))?,
-                Step::Window => unreachable!("the async front shows no inner buffer"),
-                step => ready!(self.poll_seek_step(cx, &step))?,
-            }
-        }
+        let (engine, mut inner) = self.parts(cx);
+        let len = drive::length(engine, &mut inner);
+        inner.io.settle(len)
     }
 
     fn seekable(&mut self) {
@@ -225,10 +234,12 @@ impl<R: AsyncRead + AsyncSeek + Unpin> AsyncSeek for AsyncCipherReader<R> {
         let Some(pos) = this.requested else {
             return Poll::Ready(Ok(this.engine.position()));
         };
-        ready!(this.poll_base(cx))?;
-        if let SeekFrom::End(_) = pos {
-            ready!(this.poll_len(cx))?;
-        }
+        let (engine, mut inner) = this.parts(cx);
+        let ready = inner.base(engine).and_then(|_| match pos {
+            SeekFrom::End(_) => drive::length(engine, &mut inner).map(drop),
+            _ => Ok(()),
+        });
+        ready!(inner.io.settle(ready))?;
         this.requested = None;
         let target = this.engine.seek_target(pos)?;
         this.engine.seek_to(target)?;
@@ -239,16 +250,10 @@ impl<R: AsyncRead + AsyncSeek + Unpin> AsyncSeek for AsyncCipherReader<R> {
 impl<R: AsyncRead + Unpin> AsyncBufRead for AsyncCipherReader<R> {
     fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
         let this = self.get_mut();
-        let mut fresh = true;
-        loop {
-            match this.engine.fill(fresh)? {
-                Step::Done(_) => return Poll::Ready(Ok(this.engine.buffered())),
-                Step::Read => ready!(this.poll_inner(cx))?,
-                Step::Window => unreachable!("the async front shows no inner buffer"),
-                step => ready!(this.poll_seek_step(cx, &step))?,
-            }
-            fresh = false;
-        }
+        let (engine, mut inner) = this.parts(cx);
+        let filled = drive::fill(engine, &mut inner);
+        ready!(inner.io.settle(filled))?;
+        Poll::Ready(Ok(this.engine.buffered()))
     }
 
     fn consume(self: Pin<&mut Self>, amt: usize) {

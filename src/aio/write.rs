@@ -8,8 +8,10 @@ use std::task::{Context, Poll, ready};
 
 use ::tokio::io::AsyncWrite;
 
+use super::sync::SyncIo;
 use crate::core::sealer::Sealer;
-use crate::{CipherWriter, Error, Provider, StreamKey, WriterBuilder};
+use crate::drive::write as drive;
+use crate::{CipherWriter, Provider, StreamKey, WriterBuilder};
 
 /// Encrypts everything written to it into a cipherio stream on an
 /// [`AsyncWrite`]: the async twin of [`CipherWriter`], same format, same
@@ -82,37 +84,17 @@ impl<W: AsyncWrite + Unpin> AsyncCipherWriter<W> {
         Ok(self.inner)
     }
 
-    /// Moves the engine's sealed output to `inner`.
-    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while !self.engine.output().is_empty() {
-            match ready!(Pin::new(&mut self.inner).poll_write(cx, self.engine.output())) {
-                Ok(0) => return Poll::Ready(Err(Error::WriteZero.into())),
-                Ok(n) => self.engine.consume_output(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    /// Completes the stream (seals the final segment once) and writes
-    /// everything out.
-    fn poll_seal_all(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.engine.start()?;
-        if !self.engine.is_sealed() {
-            ready!(self.poll_drain(cx))?;
-            self.engine.finish()?;
-        }
-        self.poll_drain(cx)
-    }
-
     /// Completes the stream and flushes the inner writer.
     fn poll_complete(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_seal_all(cx))?;
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let mut io = SyncIo::new(&mut self.inner, cx);
+        let done = drive::complete(&mut self.engine, &mut io);
+        io.settle(done)
     }
 }
 
+// Each poll runs the std writer's loop once through `SyncIo`: a `Pending`
+// of the inner writer stops it as an error would, so a dropped future
+// loses nothing and seals nothing twice.
 impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncCipherWriter<W> {
     fn poll_write(
         self: Pin<&mut Self>,
@@ -120,77 +102,16 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncCipherWriter<W> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.engine.is_sealed() {
-            return Poll::Ready(Err(Error::Finished.into()));
-        }
-        this.engine.start()?;
-        if buf.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
-        // Whatever an earlier call left pending goes first; `Pending` here
-        // has taken nothing, so a dropped future loses nothing.
-        ready!(this.poll_drain(cx))?;
-        let mut taken = 0;
-        while taken < buf.len() {
-            // With threads, whole segments go to `inner` as they are
-            // sealed; when it takes none, the run stops and its `Pending`
-            // or error is kept (it is not polled again in this call).
-            let inner = &mut this.inner;
-            let mut stopped = None;
-            let mut to_inner = |bytes: &[u8]| loop {
-                match Pin::new(&mut *inner).poll_write(cx, bytes) {
-                    Poll::Ready(Ok(0)) => {
-                        stopped = Some(Poll::Ready(Err(Error::WriteZero.into())));
-                        return 0;
-                    }
-                    Poll::Ready(Ok(n)) => return n,
-                    Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Poll::Ready(Err(e)) => {
-                        stopped = Some(Poll::Ready(Err(e)));
-                        return 0;
-                    }
-                    Poll::Pending => {
-                        stopped = Some(Poll::Pending);
-                        return 0;
-                    }
-                }
-            };
-            match this.engine.write(&buf[taken..], Some(&mut to_inner)) {
-                Ok(n) => taken += n,
-                Err(e) if taken == 0 => return Poll::Ready(Err(e.into())),
-                Err(_) => return Poll::Ready(Ok(taken)),
-            }
-            if let Some(stop) = stopped {
-                // The engine took the bytes after the last segment sealed;
-                // the `Pending` (its waker is registered) or error comes
-                // back with the next call.
-                return if taken > 0 {
-                    Poll::Ready(Ok(taken))
-                } else {
-                    stop
-                };
-            }
-            if !matches!(this.poll_drain(cx), Poll::Ready(Ok(()))) {
-                // The segment just sealed is non-final: the bytes after it
-                // are taken now, and the call reports them. A `Pending` or
-                // an error of the inner writer comes back with the next call.
-                taken += this.engine.hold(&buf[taken..]);
-                return Poll::Ready(Ok(taken));
-            }
-        }
-        Poll::Ready(Ok(taken))
+        let mut io = SyncIo::new(&mut this.inner, cx);
+        let taken = drive::write(&mut this.engine, &mut io, buf);
+        io.settle(taken)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if let Some(e) = this.engine.error() {
-            return Poll::Ready(Err(e.clone().into()));
-        }
-        ready!(this.poll_drain(cx))?;
-        // Framed: what is buffered becomes a record and goes out too.
-        this.engine.flush_record()?;
-        ready!(this.poll_drain(cx))?;
-        Pin::new(&mut this.inner).poll_flush(cx)
+        let mut io = SyncIo::new(&mut this.inner, cx);
+        let done = drive::flush(&mut this.engine, &mut io);
+        io.settle(done)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -200,7 +121,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncCipherWriter<W> {
         }
         // The inner writer's shutdown flushes it: one inner poll per poll
         // once everything is written.
-        ready!(this.poll_seal_all(cx))?;
+        let mut io = SyncIo::new(&mut this.inner, cx);
+        let sealed = drive::seal_all(&mut this.engine, &mut io);
+        ready!(io.settle(sealed))?;
         ready!(Pin::new(&mut this.inner).poll_shutdown(cx))?;
         this.shut_down = true;
         Poll::Ready(Ok(()))

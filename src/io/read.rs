@@ -7,6 +7,7 @@ use std::fmt;
 use std::io::{self, BufRead, Read, Seek, SeekFrom};
 
 use crate::core::opener::{Opener, Step};
+use crate::drive::read::{self as drive, Source};
 use crate::format::DEFAULT_MAX_SEGMENT_SIZE;
 use crate::profile::{DEFAULT_CAPACITY, Profile};
 use crate::{Provider, StreamKey};
@@ -331,54 +332,55 @@ impl<R: Read> CipherReader<R> {
         self.inner
     }
 
-    /// Reads into the read-ahead the engine offers.
-    fn read_inner(&mut self) -> io::Result<()> {
-        let n = self.inner.read(self.engine.room()?)?;
-        self.engine.filled(n);
-        Ok(())
+    /// The engine and, borrowed beside it, what answers its steps.
+    fn parts(&mut self) -> (&mut Opener, Inner<'_, R>) {
+        let inner = Inner {
+            inner: &mut self.inner,
+            inner_buf: self.inner_buf,
+            inner_seek: self.inner_seek,
+        };
+        (&mut self.engine, inner)
+    }
+}
+
+/// The inner reader with its captured `BufRead` and `Seek` functions: the
+/// [`Source`] the read loop drives.
+struct Inner<'a, R> {
+    inner: &'a mut R,
+    inner_buf: Option<InnerBuf<R>>,
+    inner_seek: Option<InnerSeek<R>>,
+}
+
+impl<R: Read> Source for Inner<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf)
     }
 
-    /// Shows the inner buffer to the engine; returns the bytes it opened
-    /// into `buf`.
-    fn open_inner_buf(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    fn window(&mut self, engine: &mut Opener, buf: &mut [u8]) -> io::Result<usize> {
         let src = self
             .inner_buf
             .unwrap_or_else(|| unreachable!("asked only of a reader built with an inner buffer"));
-        let window = (src.fill)(&mut self.inner)?;
-        let (used, n) = self.engine.open_window(window, buf);
-        (src.consume)(&mut self.inner, used);
+        let window = (src.fill)(self.inner)?;
+        let (used, n) = engine.open_window(window, buf);
+        (src.consume)(self.inner, used);
         Ok(n)
     }
 
-    /// Answers a step that moves or measures the inner reader.
-    fn seek_inner(&mut self, step: &Step) -> io::Result<()> {
+    fn seek(&mut self, engine: &mut Opener, step: &Step) -> io::Result<()> {
         let s = self
             .inner_seek
             .unwrap_or_else(|| unreachable!("asked only after a seek or a length query"));
-        let pos = self.engine.inner_seek_for(step, s.base)?;
-        let result = (s.seek)(&mut self.inner, pos);
-        self.engine.inner_sought(step, s.base, result)?;
+        let pos = engine.inner_seek_for(step, s.base)?;
+        let result = (s.seek)(self.inner, pos);
+        engine.inner_sought(step, s.base, result)?;
         Ok(())
     }
 }
 
 impl<R: Read> Read for CipherReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let mut fresh = true;
-        loop {
-            match self.engine.read(buf, fresh)? {
-                Step::Done(n) => return Ok(n),
-                Step::Read => self.read_inner()?,
-                Step::Window => {
-                    let n = self.open_inner_buf(buf)?;
-                    if n > 0 {
-                        return Ok(n);
-                    }
-                }
-                step => self.seek_inner(&step)?,
-            }
-            fresh = false;
-        }
+        let (engine, mut inner) = self.parts();
+        drive::read(engine, &mut inner, buf)
     }
 }
 
@@ -400,19 +402,8 @@ impl<R: Read + Seek> CipherReader<R> {
     /// As above (sticky), and the inner reader's errors.
     pub fn plaintext_len(&mut self) -> io::Result<u64> {
         self.seekable()?;
-        loop {
-            match self.engine.length()? {
-                Step::Done(_) => {
-                    return Ok(self
-                        .engine
-                        .auth_len()
-                        .unwrap_or_else(|| unreachable!("the query ends with a length")));
-                }
-                Step::Read => self.read_inner()?,
-                Step::Window => unreachable!("a length query does not look into the inner buffer"),
-                step => self.seek_inner(&step)?,
-            }
-        }
+        let (engine, mut inner) = self.parts();
+        drive::length(engine, &mut inner)
     }
 
     /// Captures the inner `seek` and where the stream starts in it.
@@ -476,18 +467,9 @@ impl<R: Read + Seek> Seek for CipherReader<R> {
 
 impl<R: Read> BufRead for CipherReader<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        let mut fresh = true;
-        loop {
-            match self.engine.fill(fresh)? {
-                Step::Done(_) => return Ok(self.engine.buffered()),
-                Step::Read => self.read_inner()?,
-                Step::Window => {
-                    self.open_inner_buf(&mut [])?;
-                }
-                step => self.seek_inner(&step)?,
-            }
-            fresh = false;
-        }
+        let (engine, mut inner) = self.parts();
+        drive::fill(engine, &mut inner)?;
+        Ok(self.engine.buffered())
     }
 
     fn consume(&mut self, amt: usize) {

@@ -6,8 +6,9 @@ use std::fmt;
 use std::io::{self, Write};
 
 use crate::core::sealer::Sealer;
+use crate::drive::write as drive;
 use crate::profile::Profile;
-use crate::{Error, Provider, StreamKey};
+use crate::{Provider, StreamKey};
 
 /// Encrypts everything written to it into a cipherio stream on `W`.
 ///
@@ -48,14 +49,14 @@ use crate::{Error, Provider, StreamKey};
 /// buffer and the next call resumes where the last one stopped, so no
 /// plaintext is sealed twice and nothing is lost; `write` never returns
 /// `Ok(0)` for a non-empty buffer. `Interrupted` is retried internally.
-/// `Ok(0)` from `W` is reported as [`Error::WriteZero`]
+/// `Ok(0)` from `W` is reported as [`Error::WriteZero`](crate::Error::WriteZero)
 /// ([`io::ErrorKind::WriteZero`]). A stream that has reached the 2^32
 /// segments the counter can number refuses more data with
-/// [`Error::StreamTooLong`] but can still be finished. A capacity of zero
+/// [`Error::StreamTooLong`](crate::Error::StreamTooLong) but can still be finished. A capacity of zero
 /// or above [`MAX_WRITER_CAPACITY`](crate::format::MAX_WRITER_CAPACITY)
-/// makes every call fail with [`Error::InvalidCapacity`]; with a Tink key,
+/// makes every call fail with [`Error::InvalidCapacity`](crate::Error::InvalidCapacity); with a Tink key,
 /// any capacity but the key's segment plaintext size (the default), with
-/// [`Error::CapacityForKey`].
+/// [`Error::CapacityForKey`](crate::Error::CapacityForKey).
 pub struct CipherWriter<W: Write> {
     pub(crate) engine: Sealer,
     inner: W,
@@ -88,11 +89,11 @@ impl WriterBuilder {
     /// Plaintext bytes per segment (default 8 KiB; 1 ..= 16 MiB, so that
     /// every reader with default settings reads the stream). An
     /// out-of-range value makes every call fail, the first one included, with
-    /// [`Error::InvalidCapacity`] ([`io::ErrorKind::InvalidInput`]). With a
+    /// [`Error::InvalidCapacity`](crate::Error::InvalidCapacity) ([`io::ErrorKind::InvalidInput`]). With a
     /// [`TinkKey`](crate::tink::TinkKey) the segment size is the key's
     /// ([`segment_plaintext`](crate::tink::TinkParams::segment_plaintext)
     /// bytes), the default here, and any other value is
-    /// [`Error::CapacityForKey`], naming that size.
+    /// [`Error::CapacityForKey`](crate::Error::CapacityForKey), naming that size.
     ///
     /// Memory: the writer holds at most one segment of plaintext and one of
     /// ciphertext, grown as data is written (from 8 KiB, doubling), so a
@@ -120,7 +121,7 @@ impl WriterBuilder {
     /// no random access (records have no computable offsets), and one
     /// plaintext has many encodings (one per way of flushing it). With a
     /// [`TinkKey`](crate::tink::TinkKey), which writes Tink's format, every
-    /// call fails with [`Error::InvalidParameters`].
+    /// call fails with [`Error::InvalidParameters`](crate::Error::InvalidParameters).
     pub fn framed(mut self) -> Self {
         self.framed = true;
         self
@@ -290,97 +291,17 @@ impl<W: Write> CipherWriter<W> {
     ///
     /// Any error of the inner writer, or a sticky error of this writer.
     pub fn try_finish(&mut self) -> io::Result<()> {
-        self.engine.start()?;
-        if !self.engine.is_sealed() {
-            // A segment left pending by an earlier error goes out first.
-            self.drain()?;
-            // Not final until now: whatever is buffered (possibly nothing,
-            // for an empty stream) becomes the final segment.
-            self.engine.finish()?;
-        }
-        self.drain()?;
-        self.inner.flush()
-    }
-
-    /// Moves the engine's sealed output to `inner`, retrying `Interrupted`.
-    fn drain(&mut self) -> io::Result<()> {
-        while !self.engine.output().is_empty() {
-            match self.inner.write(self.engine.output()) {
-                Ok(0) => return Err(Error::WriteZero.into()),
-                Ok(n) => self.engine.consume_output(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        drive::complete(&mut self.engine, &mut self.inner)
     }
 }
 
 impl<W: Write> Write for CipherWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.engine.is_sealed() {
-            return Err(Error::Finished.into());
-        }
-        self.engine.start()?;
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        // Whatever an earlier call left pending goes first.
-        self.drain()?;
-        let mut taken = 0;
-        while taken < buf.len() {
-            // With threads, whole segments go to `inner` as they are
-            // sealed; when it takes none, the run stops and its error is
-            // kept (it is not called again in this call, as below).
-            let inner = &mut self.inner;
-            let mut stopped = None;
-            let mut to_inner = |bytes: &[u8]| loop {
-                match inner.write(bytes) {
-                    Ok(0) => {
-                        stopped = Some(Error::WriteZero.into());
-                        return 0;
-                    }
-                    Ok(n) => return n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        stopped = Some(e);
-                        return 0;
-                    }
-                }
-            };
-            match self.engine.write(&buf[taken..], Some(&mut to_inner)) {
-                Ok(n) => taken += n,
-                Err(e) if taken == 0 => return Err(e.into()),
-                // The error comes back with the next call.
-                Err(_) => return Ok(taken),
-            }
-            if let Some(e) = stopped {
-                // The engine took the bytes after the last segment sealed;
-                // the error comes back on the next call, which starts by
-                // draining what `inner` did not take.
-                return if taken > 0 { Ok(taken) } else { Err(e) };
-            }
-            if self.drain().is_err() {
-                // The segment just sealed is non-final: the bytes after it
-                // are taken now. Bytes were taken, so the answer is
-                // `Ok(taken)`; the inner writer's error comes back on the
-                // next call, which starts by draining again.
-                taken += self.engine.hold(&buf[taken..]);
-                return Ok(taken);
-            }
-        }
-        Ok(taken)
+        drive::write(&mut self.engine, &mut self.inner, buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        if let Some(e) = self.engine.error() {
-            return Err(e.clone().into());
-        }
-        self.drain()?;
-        // Framed: what is buffered becomes a record and goes out too.
-        self.engine.flush_record()?;
-        self.drain()?;
-        self.inner.flush()
+        drive::flush(&mut self.engine, &mut self.inner)
     }
 }
 
@@ -402,7 +323,7 @@ impl<W: Write + fmt::Debug> fmt::Debug for CipherWriter<W> {
 mod tests {
     use super::*;
     use crate::format::{HEADER_LEN, Header, TAG_LEN};
-    use crate::{Algorithm, Key};
+    use crate::{Algorithm, Error, Key};
 
     /// Segment 2^32 − 1 is the last the counter can number: the writer must
     /// refuse data that would need a segment after it, yet still finish

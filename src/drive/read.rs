@@ -1,0 +1,90 @@
+//! The read loop: the [`Opener`]'s steps answered from the inner reader.
+//! Shared by [`CipherReader`](crate::CipherReader) and, through its adapter,
+//! the tokio reader.
+
+use std::io;
+
+use crate::core::opener::{Opener, Step};
+
+/// What the read loop asks of an inner reader. Each method stops at the
+/// inner reader's first error and returns it.
+pub(crate) trait Source {
+    /// `Read::read` of the inner reader (`Interrupted` passed through, as
+    /// any other error).
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+
+    /// Answers [`Step::Window`]: shows the inner reader's buffer to
+    /// [`Opener::open_window`] and consumes what it used; returns the
+    /// plaintext bytes opened into `buf`. Asked only of a source whose
+    /// engine was built windowed.
+    fn window(&mut self, engine: &mut Opener, buf: &mut [u8]) -> io::Result<usize>;
+
+    /// Answers [`Step::Seek`] and [`Step::Length`]: moves or measures the
+    /// inner reader and reports the result to the engine. Asked only after
+    /// a seek or a length query.
+    fn seek(&mut self, engine: &mut Opener, step: &Step) -> io::Result<()>;
+}
+
+/// Reads into the read-ahead the engine offers.
+fn read_ahead<S: Source>(engine: &mut Opener, inner: &mut S) -> io::Result<()> {
+    let n = inner.read(engine.room()?)?;
+    engine.filled(n);
+    Ok(())
+}
+
+/// `Read::read`: authenticated plaintext into `buf`.
+pub(crate) fn read<S: Source>(
+    engine: &mut Opener,
+    inner: &mut S,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    let mut fresh = true;
+    loop {
+        match engine.read(buf, fresh)? {
+            Step::Done(n) => return Ok(n),
+            Step::Read => read_ahead(engine, inner)?,
+            Step::Window => {
+                let n = inner.window(engine, buf)?;
+                if n > 0 {
+                    return Ok(n);
+                }
+            }
+            step => inner.seek(engine, &step)?,
+        }
+        fresh = false;
+    }
+}
+
+/// `BufRead::fill_buf`: once it returns, the engine's buffered plaintext
+/// is the answer (empty at the end of the stream).
+pub(crate) fn fill<S: Source>(engine: &mut Opener, inner: &mut S) -> io::Result<()> {
+    let mut fresh = true;
+    loop {
+        match engine.fill(fresh)? {
+            Step::Done(_) => return Ok(()),
+            Step::Read => read_ahead(engine, inner)?,
+            Step::Window => {
+                inner.window(engine, &mut [])?;
+            }
+            step => inner.seek(engine, &step)?,
+        }
+        fresh = false;
+    }
+}
+
+/// The authenticated plaintext length (the final segment opened once;
+/// cached by the engine).
+pub(crate) fn length<S: Source>(engine: &mut Opener, inner: &mut S) -> io::Result<u64> {
+    loop {
+        match engine.length()? {
+            Step::Done(_) => {
+                return Ok(engine
+                    .auth_len()
+                    .unwrap_or_else(|| unreachable!("the query ends with a length")));
+            }
+            Step::Read => read_ahead(engine, inner)?,
+            Step::Window => unreachable!("a length query does not look into the inner buffer"),
+            step => inner.seek(engine, &step)?,
+        }
+    }
+}
