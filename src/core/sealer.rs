@@ -35,10 +35,10 @@
 //!   first.
 
 use crate::core::layout::{Layout, RECORD_HEADER_LEN, record_header};
-use crate::core::parallel::{self, Piece, Workers};
 use crate::core::suite::Suite;
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
+use crate::threads::{self as parallel, Piece, Workers};
 use crate::{Error, Provider};
 
 /// Where the writer is in the life of its stream.

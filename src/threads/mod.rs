@@ -41,6 +41,9 @@ use std::time::{Duration, Instant};
 
 use crate::Error;
 
+#[cfg(test)]
+mod stream_tests;
+
 /// Plaintext bytes one thread takes per batch at least: runs of smaller
 /// segments go to a thread several at a time, so that each hand-over
 /// carries about this much work (a wake-up costs microseconds; sealing
