@@ -8,6 +8,7 @@
 //! | [`suite`] | the per-segment AEAD of each provider: `seal_at` / `open_at(index, last, aad)` |
 //! | [`layout`] | segment sizes and offset arithmetic |
 //! | [`unit`] | how one segment is opened: the final flag, a cut at a segment boundary, the empty final segment |
+//! | [`pipe`] | planning a pipelined write: its shares, slots and tail job, from plain numbers |
 //! | [`sealer`] | the writer's state machine: plaintext in, sealed bytes out |
 //! | [`plain`] | the reader's plaintext buffer, and which segment it holds |
 //! | [`opener`] | the reader's state machine: ciphertext in, authenticated plaintext out |
@@ -23,6 +24,7 @@ pub(crate) mod ctr_hmac;
 pub(crate) mod kdf;
 pub(crate) mod layout;
 pub(crate) mod opener;
+pub(crate) mod pipe;
 pub(crate) mod plain;
 pub(crate) mod sealer;
 pub(crate) mod seek;

@@ -516,8 +516,7 @@ fn a_write_longer_than_a_run_is_sealed_in_several() {
     };
     let builder = |t: usize| CipherWriter::builder(&key).capacity(seg).threads(t);
     let one = write_std(builder(1), &pt, whole, 1).0;
-    let per_run =
-        crate::core::sealer::MAX_PIPE_UNITS * crate::threads::batch_segments(1, seg) * seg;
+    let per_run = crate::core::pipe::MAX_PIPE_UNITS * crate::threads::batch_segments(1, seg) * seg;
     for t in [2, 3, 8] {
         fixed();
         let mut w = builder(t).build(Vec::new());
