@@ -473,19 +473,17 @@ impl Sealer {
                 } else {
                     rest
                 };
-                let mut input = &input[unit.start..unit.start + unit.len];
-                let mut at = 0;
-                if u == 0 {
-                    output[..head.len()].copy_from_slice(head);
-                    at = head.len();
-                }
-                for s in unit.first..unit.end {
-                    let index = first + s as u64;
-                    let (p, tail) = input.split_at(layout.plain(index));
-                    let o = &mut output[at..at + p.len() + extra];
-                    seal_piece(suite, layout.framed, index, false, p, o)?;
-                    (input, at) = (tail, at + o.len());
-                }
+                let input = &input[unit.start..unit.start + unit.len];
+                let head = if u == 0 { head } else { &[][..] };
+                let at = seal_share(
+                    suite,
+                    &layout,
+                    first + unit.first as u64,
+                    extra,
+                    head,
+                    input,
+                    output,
+                )?;
                 if unit.buffered {
                     sealed_buffered.fetch_add(1, std::sync::atomic::Ordering::Release);
                 }
@@ -847,6 +845,30 @@ fn seal_piece(
     let (h, body) = output.split_at_mut(RECORD_HEADER_LEN);
     h.copy_from_slice(&rh);
     suite.seal_at(index, last, &rh, plain, body)
+}
+
+/// Seals the segments of one share of a pipelined write, non-final, from
+/// segment `first` on, into `output` behind `head` (the stream header, in
+/// the first share only), each `extra` bytes longer sealed; returns the
+/// bytes written.
+fn seal_share(
+    suite: &Suite,
+    layout: &Layout,
+    first: u64,
+    extra: usize,
+    head: &[u8],
+    mut input: &[u8],
+    output: &mut [u8],
+) -> Result<usize, Error> {
+    output[..head.len()].copy_from_slice(head);
+    let (mut at, mut index) = (head.len(), first);
+    while !input.is_empty() {
+        let (p, rest) = input.split_at(layout.plain(index));
+        let o = &mut output[at..at + p.len() + extra];
+        seal_piece(suite, layout.framed, index, false, p, o)?;
+        (input, at, index) = (rest, at + o.len(), index + 1);
+    }
+    Ok(at)
 }
 
 /// Seals `plain` as the stream's next segment into the drained `out`,
