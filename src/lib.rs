@@ -170,6 +170,7 @@ mod io;
 mod key;
 mod profile;
 mod provider;
+mod threads;
 pub mod tink;
 
 #[cfg(feature = "tokio")]

@@ -14,7 +14,7 @@
 //! * `threads(0)` is refused.
 //!
 //! (That the bytes on the wire are one thread's needs an injected salt:
-//! `src/core/parallel_tests.rs`. The socket case, a read that never waits
+//! `src/threads/stream_tests.rs`. The socket case, a read that never waits
 //! for a second segment, is in `tests/tcp.rs`.)
 
 #![allow(clippy::unwrap_used)]

@@ -8,11 +8,14 @@
 //! | [`suite`] | the per-segment AEAD of each provider: `seal_at` / `open_at(index, last, aad)` |
 //! | [`layout`] | segment sizes and offset arithmetic |
 //! | [`unit`] | how one segment is opened: the final flag, a cut at a segment boundary, the empty final segment |
+//! | [`pipe`] | planning a pipelined write: its shares, slots and tail job, from plain numbers |
 //! | [`sealer`] | the writer's state machine: plaintext in, sealed bytes out |
 //! | [`plain`] | the reader's plaintext buffer, and which segment it holds |
 //! | [`opener`] | the reader's state machine: ciphertext in, authenticated plaintext out |
 //! | [`seek`] | random access on the opener: seeking, the authenticated length |
-//! | [`parallel`] | the threads of `threads(n)`: runs of segments sealed or opened in batches |
+//!
+//! The threads of `threads(n)` are not here: the sealer and the opener
+//! hand runs of segments to [`crate::threads`], which owns the pool.
 //!
 //! Every front (std, tokio) is glue over [`sealer::Sealer`] and
 //! [`opener::Opener`]: a rule fixed here is fixed everywhere.
@@ -21,9 +24,7 @@ pub(crate) mod ctr_hmac;
 pub(crate) mod kdf;
 pub(crate) mod layout;
 pub(crate) mod opener;
-pub(crate) mod parallel;
-#[cfg(test)]
-mod parallel_tests;
+pub(crate) mod pipe;
 pub(crate) mod plain;
 pub(crate) mod sealer;
 pub(crate) mod seek;

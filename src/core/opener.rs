@@ -26,12 +26,12 @@
 //!   which gives the error (or the final segment) one thread would.
 
 use crate::core::layout::{RECORD_HEADER_LEN, record_at};
-use crate::core::parallel::{self, Piece, Workers};
 use crate::core::plain::{Held, Plain};
 use crate::core::sealer::THREADS_ZERO;
 use crate::core::unit::{self, Place};
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
+use crate::threads::{self as parallel, Piece, Workers};
 use crate::{Error, Provider};
 
 /// What a front must do next.

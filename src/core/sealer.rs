@@ -18,7 +18,7 @@
 //! - **Explicit finish, sticky errors.** Only [`finish`](Sealer::finish)
 //!   seals the final segment; a fatal error is returned by every later call.
 //! - **Threads seal batches.** With `threads(n)`, n > 1, the buffer holds a
-//!   batch of segments ([`parallel::batch_segments`]) instead of one, and
+//!   batch of segments ([`threads::batch_segments`]) instead of one, and
 //!   the hold-back applies to the batch: it is sealed, as one step, once
 //!   full and one more byte has arrived, every segment from its own index
 //!   on [`Workers`]; the bytes are those of one thread.
@@ -35,10 +35,11 @@
 //!   first.
 
 use crate::core::layout::{Layout, RECORD_HEADER_LEN, record_header};
-use crate::core::parallel::{self, Piece, Workers};
+use crate::core::pipe::{self, PipeInput, PipePlan};
 use crate::core::suite::Suite;
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
+use crate::threads::{self, Piece, Workers};
 use crate::{Error, Provider};
 
 /// Where the writer is in the life of its stream.
@@ -357,7 +358,7 @@ impl Sealer {
     /// it applies: the buffer holds whole segments only (none, or a full
     /// batch) and `rest` whole segments with a byte after them (the
     /// hold-back), or the buffer a full batch and `rest` more. Seals the
-    /// buffered segments, then those of `rest` (at most [`MAX_PIPE_UNITS`]
+    /// buffered segments, then those of `rest` (at most [`MAX_PIPE_UNITS`](pipe::MAX_PIPE_UNITS)
     /// shares in all: a longer write is several runs), all non-final, in
     /// shares, each handed to `drain` as soon as it and those before it
     /// are sealed; a header not yet written goes out first, in the first
@@ -390,67 +391,29 @@ impl Sealer {
         if rest.is_empty() {
             return None;
         }
-        // Never past the last index a non-final segment can have.
-        let limit = u64::from(u32::MAX).saturating_sub(*next);
-        let held = plain.available();
-        if layout.run_len(*next, limit, held) != held {
-            return None;
-        }
-        let per = parallel::batch_segments(1, layout.rest);
-        let batch = layout.run_len(
-            *next,
-            parallel::batch_segments(workers.threads(), layout.rest) as u64,
-            usize::MAX,
-        );
-        // A run of at most `max_units` shares (the buffered ones among
-        // them): the list of shares stays small however long the write
-        // (the rest of it goes to the next run).
-        let max_units = MAX_PIPE_UNITS.max(2 * workers.threads() + 1);
-        let cap = limit.min((max_units * per) as u64);
-        let total = layout.run_len(*next, cap, held + rest.len() - 1);
-        if total <= layout.plain(*next) || !(total > held || held == batch) {
-            // One segment, or a buffer not full with nothing of `rest`.
-            return None;
-        }
-        // Shares of `per` segments, never across the buffer's end: those
-        // buffered, then those of `rest`.
-        let mut units = Vec::new();
-        let (mut segs, mut sum, mut from_rest) = (0, 0, 0);
-        while sum < total {
-            let buffered = sum < held;
-            let end = if buffered { held } else { total };
-            let (first, start) = (segs, if buffered { sum } else { from_rest });
-            let mut len = 0;
-            while segs - first < per && sum < end {
-                let n = layout.plain(*next + segs as u64);
-                (segs, sum, len) = (segs + 1, sum + n, len + n);
-            }
-            if !buffered {
-                from_rest += len;
-            }
-            units.push(Unit {
-                first,
-                end: segs,
-                buffered,
-                start,
-                len,
-            });
-        }
-        let record = if layout.framed { RECORD_HEADER_LEN } else { 0 };
-        let extra = record + suite.tag_len();
         // A header not written yet goes out at the head of the first unit
         // (the first write of a stream is a pipeline too, and the output
         // is sized for the pipeline at once, not for a batch first).
         let head = header.as_deref().unwrap_or_default();
-        let slot = units
-            .iter()
-            .enumerate()
-            .map(|(i, u)| u.len + (u.end - u.first) * extra + if i == 0 { head.len() } else { 0 })
-            .max()
-            .unwrap_or(0);
-        // One slot more than threads: with the caller delivering one, every
-        // thread has one to seal into.
-        let k = workers.threads() + 1;
+        let held = plain.available();
+        let PipePlan {
+            units,
+            buffered_units,
+            extra,
+            slot,
+            slots: k,
+            batch,
+            tail,
+            tail_job,
+        } = pipe::plan(PipeInput {
+            layout: *layout,
+            next: *next,
+            held,
+            rest: rest.len(),
+            threads: workers.threads(),
+            head: head.len(),
+            tag: suite.tag_len(),
+        })?;
         if let Err(e) = out.grow(slot * k) {
             *stage = Stage::Failed(e.clone());
             return Some(Err(e));
@@ -458,24 +421,11 @@ impl Sealer {
         out.clear();
         // The bytes after the run, which the write keeps in the buffer
         // (the segment it ends in, perhaps the final one): copied there by
-        // the pipeline's last job, on whichever thread is free once the
-        // buffered shares are sealed, instead of by the caller after the
-        // run (it also writes every share out: a thread of the pool is the
-        // one that has time). Only what one copy after the run would take.
-        //
-        // It may only start once every buffered share is sealed, not just
-        // taken (it clears the buffer they are sealed from). A unit is
-        // taken only while fewer than `k` are ahead of the last one
-        // written out ([`Workers::pipeline`]), so with at least `k - 1`
-        // shares of the write's own between the last buffered share and
-        // the tail, the tail starts after that share was written out, and
-        // so sealed. Otherwise (a full buffer and a short write) the
-        // caller copies it after the run, as before.
-        let tail = &rest[from_rest..];
-        let buffered_units = units.iter().filter(|u| u.buffered).count();
-        let tail_job = (tail.len() <= layout.rest
-            && (buffered_units == 0 || units.len() - buffered_units + 1 >= k))
-            .then_some(units.len());
+        // the pipeline's last job when the plan has one (on whichever
+        // thread is free once the buffered shares are sealed) instead of
+        // by the caller after the run: a thread of the pool is the one
+        // that has time, the caller writes every share out.
+        let tail = &rest[tail..];
         // Buffered shares sealed (the tail job checks the order above).
         // An allocation the tail job cannot make leaves the buffer empty,
         // and the copy (and the error) to the caller's copy after the run,
@@ -523,19 +473,17 @@ impl Sealer {
                 } else {
                     rest
                 };
-                let mut input = &input[unit.start..unit.start + unit.len];
-                let mut at = 0;
-                if u == 0 {
-                    output[..head.len()].copy_from_slice(head);
-                    at = head.len();
-                }
-                for s in unit.first..unit.end {
-                    let index = first + s as u64;
-                    let (p, tail) = input.split_at(layout.plain(index));
-                    let o = &mut output[at..at + p.len() + extra];
-                    seal_piece(suite, layout.framed, index, false, p, o)?;
-                    (input, at) = (tail, at + o.len());
-                }
+                let input = &input[unit.start..unit.start + unit.len];
+                let head = if u == 0 { head } else { &[][..] };
+                let at = seal_share(
+                    suite,
+                    &layout,
+                    first + unit.first as u64,
+                    extra,
+                    head,
+                    input,
+                    output,
+                )?;
                 if unit.buffered {
                     sealed_buffered.fetch_add(1, std::sync::atomic::Ordering::Release);
                 }
@@ -593,7 +541,7 @@ impl Sealer {
         // What `drain` did not take stays where it was sealed, moved to
         // the front of the output (no copy elsewhere: the output is the
         // `n + 1` slots, nothing more).
-        let left = parallel::gather(out.whole_mut(), slot, k, &piped.pending);
+        let left = threads::gather(out.whole_mut(), slot, k, &piped.pending);
         out.set(0, left);
         if let Some(p) = piped.panic {
             // The inner writer panicked: the state above is what one
@@ -629,7 +577,7 @@ impl Sealer {
         let Some(w) = &self.workers else {
             return (1, layout.plain(next));
         };
-        let per = parallel::batch_segments(w.threads(), layout.rest) as u64;
+        let per = threads::batch_segments(w.threads(), layout.rest) as u64;
         let count = per.min(u64::from(u32::MAX).saturating_sub(next)).max(1);
         (count, layout.run_len(next, count, usize::MAX))
     }
@@ -786,23 +734,6 @@ fn buffer(plain: &mut Window, bytes: &[u8], max: usize) -> Result<(), Error> {
     Ok(())
 }
 
-/// A share of a pipelined write: segments `first..end` of the run, whose
-/// plaintext is `len` bytes from `start` in the buffer or in the caller's
-/// slice.
-struct Unit {
-    first: usize,
-    end: usize,
-    buffered: bool,
-    start: usize,
-    len: usize,
-}
-
-/// The most shares in one pipelined run (more with many threads: twice
-/// the threads and one): a longer write is sealed in several runs, so
-/// that the run's list of shares is bounded (a few KiB), not as long as
-/// the write.
-pub(crate) const MAX_PIPE_UNITS: usize = 256;
-
 /// Why a thread count of zero is refused.
 pub(crate) const THREADS_ZERO: &str = "threads must be at least 1";
 
@@ -914,6 +845,30 @@ fn seal_piece(
     let (h, body) = output.split_at_mut(RECORD_HEADER_LEN);
     h.copy_from_slice(&rh);
     suite.seal_at(index, last, &rh, plain, body)
+}
+
+/// Seals the segments of one share of a pipelined write, non-final, from
+/// segment `first` on, into `output` behind `head` (the stream header, in
+/// the first share only), each `extra` bytes longer sealed; returns the
+/// bytes written.
+fn seal_share(
+    suite: &Suite,
+    layout: &Layout,
+    first: u64,
+    extra: usize,
+    head: &[u8],
+    mut input: &[u8],
+    output: &mut [u8],
+) -> Result<usize, Error> {
+    output[..head.len()].copy_from_slice(head);
+    let (mut at, mut index) = (head.len(), first);
+    while !input.is_empty() {
+        let (p, rest) = input.split_at(layout.plain(index));
+        let o = &mut output[at..at + p.len() + extra];
+        seal_piece(suite, layout.framed, index, false, p, o)?;
+        (input, at, index) = (rest, at + o.len(), index + 1);
+    }
+    Ok(at)
 }
 
 /// Seals `plain` as the stream's next segment into the drained `out`,

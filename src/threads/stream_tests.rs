@@ -44,7 +44,7 @@ fn write_std(b: WriterBuilder, pt: &[u8], plan: Plan, threads: usize) -> Written
             flushed.push(w.get_ref().len());
         }
     }
-    let two_batches = 2 * super::parallel::batch_segments(threads, w.capacity()) * w.capacity();
+    let two_batches = 2 * crate::threads::batch_segments(threads, w.capacity()) * w.capacity();
     if threads > 1 && pt.len() > two_batches && (!plan.flush || plan.chunk > 2 * w.capacity()) {
         assert!(
             w.engine.counts.runs > 0,
@@ -195,7 +195,7 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
                         back == pt,
                         "{ctx} {p:?} threads {t} reads of {read}: read back"
                     );
-                    if pt.len() > 4 * super::parallel::batch_segments(t, seg) * seg {
+                    if pt.len() > 4 * crate::threads::batch_segments(t, seg) * seg {
                         assert!(r.engine.counts.runs > 0, "{ctx} threads {t}: no run opened");
                     }
                 }
@@ -207,7 +207,7 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
 /// Lengths around the segment and batch boundaries of `seg`-byte segments
 /// (`first` bytes in segment 0).
 fn lengths(first: usize, seg: usize, threads: usize) -> Vec<usize> {
-    let batch = super::parallel::batch_segments(threads, seg);
+    let batch = crate::threads::batch_segments(threads, seg);
     let mut v = vec![0, 1, first - 1, first, first + 1];
     for k in [2, batch, batch + 1, 2 * batch + 3] {
         let len = first + (k - 1) * seg;
@@ -271,8 +271,8 @@ fn tink_streams_are_the_same_bytes_on_threads() {
 /// batch, the reader releases nothing of the run, and nothing hangs.
 #[test]
 fn a_worker_panic_is_a_sticky_error() {
-    use super::parallel::INJECT_PANIC;
     use crate::Error;
+    use crate::threads::INJECT_PANIC;
     let key = Key::generate(Algorithm::Aes128Gcm);
     let seg = 64 * 1024;
     let pt = data(6 * seg + 5);
@@ -370,7 +370,7 @@ fn bulk_reads_open_whole_batches_on_the_workers() {
         let back = read_in_chunks(&mut r, 1 << 20);
         assert!(back == pt);
         let segments = len.div_ceil(seg);
-        let batch = super::parallel::batch_segments(threads, seg);
+        let batch = crate::threads::batch_segments(threads, seg);
         let ctx = format!(
             "len {len} threads {threads}: {} runs, {} opens",
             r.engine.counts.runs, r.engine.counts.opens
@@ -516,7 +516,7 @@ fn a_write_longer_than_a_run_is_sealed_in_several() {
     };
     let builder = |t: usize| CipherWriter::builder(&key).capacity(seg).threads(t);
     let one = write_std(builder(1), &pt, whole, 1).0;
-    let per_run = super::sealer::MAX_PIPE_UNITS * super::parallel::batch_segments(1, seg) * seg;
+    let per_run = crate::core::pipe::MAX_PIPE_UNITS * crate::threads::batch_segments(1, seg) * seg;
     for t in [2, 3, 8] {
         fixed();
         let mut w = builder(t).build(Vec::new());

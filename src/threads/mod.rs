@@ -1,0 +1,63 @@
+//! Several threads sealing or opening the segments of one stream.
+//!
+//! Segment *i* is sealed and opened from the stream key and *i* alone
+//! ([`Suite::seal_at`](crate::core::suite::Suite::seal_at) /
+//! [`open_at`](crate::core::suite::Suite::open_at) take the index), so
+//! consecutive segments are independent work. The sealer and the opener
+//! cut a run of them into [`Piece`]s, each with its own index, plaintext
+//! and output slice (never a nonce carried from one piece to the next),
+//! and [`Workers::run`] hands the pieces out in whole batches: one
+//! contiguous share per thread, the calling thread working on the first.
+//! The engine then reads the results in order, so the stream's rules
+//! (release in order, the final segment last, the first failure wins)
+//! stay where they were.
+//!
+//! A writer's large writes go through [`Workers::pipeline`] instead: the
+//! shares are taken one after the other by whichever thread is free, each
+//! sealed into one of `n + 1` slots, and the caller moves each one out to
+//! the inner writer (in order, as soon as it is ready) while the others
+//! seal the next. The `Write` contract makes that copy the caller's, and
+//! done after each batch it left the other threads waiting: the pipeline
+//! overlaps it with their sealing, with no hand-over per batch. The caller
+//! seals shares too, as many as its measured times say leave it no later
+//! than the others ([`Pace`]).
+//!
+//! The threads are a [`rayon_core`] pool owned by the stream: its
+//! scoped jobs seal straight from the caller's slice and open straight
+//! into the caller's buffer, with no copy and no `unsafe` here, and its
+//! threads wait for work without being spawned per batch (awake for a
+//! while after each run, [`Workers::linger`], then asleep). The pool is
+//! built on the first batch (a stream that stays small spawns nothing)
+//! and its threads are joined when the stream is dropped: no worker
+//! outlives its stream. A panic in a job is caught where it happens and
+//! becomes [`Error::WorkerPanicked`].
+//!
+//! | module | owns |
+//! |---|---|
+//! | `pool` | [`Workers`]: the pool's threads, started, kept awake after a run, joined |
+//! | `run` | batch runs of [`Piece`]s, one share per thread ([`Workers::run`]), and their size ([`batch_segments`]) |
+//! | `pipeline` | the writer's pipeline ([`Workers::pipeline`]): what it returns ([`Piped`](pipeline::Piped), [`gather`]) |
+//! | `line` | what the threads of one pipeline share, and what each does in it |
+//! | `pace` | the caller's share of a pipeline's units, from its measured times |
+//! | `wait` | spinning, yielding, parking: how a thread waits for another |
+//!
+//! The engine (`crate::core`) calls [`Workers::run`] and
+//! [`Workers::pipeline`] with jobs of its own: nothing here knows what a
+//! segment, a key or a stream format is.
+
+mod line;
+mod pace;
+mod pipeline;
+mod pool;
+mod run;
+#[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
+mod tests;
+mod wait;
+
+pub(crate) use pipeline::gather;
+#[cfg(test)]
+pub(crate) use pool::INJECT_PANIC;
+pub(crate) use pool::Workers;
+pub(crate) use run::{Piece, batch_segments};

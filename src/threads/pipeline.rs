@@ -1,0 +1,191 @@
+//! The writer's pipeline: units taken in order by whichever thread is
+//! free, each into one of a few reused slots, delivered in order by the
+//! calling thread as soon as they are ready ([`Workers::pipeline`]).
+
+use std::ops::Range;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use super::line::{Delivered, Line, Slot};
+use super::pool::Workers;
+use crate::Error;
+
+impl Workers {
+    /// Runs `job(u, slot)` for the units `0..units` on the threads, in
+    /// order of their numbers, each into one of `slots` (unit `u` into
+    /// slot `u % slots.len()`, which the job fills from its start and
+    /// returns the length of), and hands every unit's bytes, in order, to
+    /// `deliver` on the calling thread as soon as they are ready: the
+    /// caller moves unit `u` out while the pool threads work on the next
+    /// ones, and works on one itself only when unit `u` is not ready yet.
+    /// A slot is reused once its unit is delivered, so at most
+    /// `slots.len()` units are in flight: unit `u` starts only once unit
+    /// `u - slots.len()` has been delivered (and so was done), a rule
+    /// callers may rely on (the writer's last job clears the buffer its
+    /// first units read). No hand-over per batch: each thread takes the
+    /// next unit when it is done with one.
+    ///
+    /// `deliver` returns how many of the bytes it took; 0 stops the run:
+    /// no unit is started after that, those started are finished, and
+    /// their undelivered bytes come back in [`Piped::pending`]. A job
+    /// that fails or panics stops the run too ([`Piped::error`]; a panic
+    /// is [`Error::WorkerPanicked`]); nothing after the unit before it is
+    /// delivered.
+    pub(crate) fn pipeline(
+        &mut self,
+        units: usize,
+        slots: Vec<&mut [u8]>,
+        job: impl Fn(usize, &mut [u8]) -> Result<usize, Error> + Sync,
+        deliver: impl FnMut(&[u8]) -> usize,
+    ) -> Piped {
+        #[cfg(test)]
+        let inject = self.inject_panic;
+        #[cfg(not(test))]
+        let inject = false;
+        let mut line = Line {
+            ready: slots.iter().map(|_| AtomicUsize::new(0)).collect(),
+            slots: slots
+                .into_iter()
+                .map(|bytes| {
+                    Mutex::new(Slot {
+                        bytes,
+                        len: 0,
+                        result: Ok(()),
+                    })
+                })
+                .collect(),
+            units,
+            threads: 1,
+            next: AtomicUsize::new(0),
+            drained: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            caller: std::thread::current(),
+            workers: Mutex::new(Vec::new()),
+        };
+        let threads = self.threads;
+        self.starting();
+        if self.pool().is_none() {
+            let delivered = line.deliver_all(&job, deliver, inject, &mut self.pace);
+            return line.finish(delivered);
+        }
+        let (Some(pool), pace) = (&self.pool, &mut self.pace) else {
+            unreachable!("started above")
+        };
+        let spawn = threads.min(units).saturating_sub(1);
+        line.threads = spawn + 1;
+        let (line_ref, job) = (&line, &job);
+        let delivered = pool.in_place_scope(|scope| {
+            for _ in 0..spawn {
+                scope.spawn(move |_| line_ref.work(job, inject));
+            }
+            line_ref.deliver_all(job, deliver, inject, pace)
+        });
+        self.linger();
+        line.finish(delivered)
+    }
+}
+
+/// How a [`Workers::pipeline`] ended.
+pub(crate) struct Piped {
+    /// Units whose job ran to its end: `0..started` (when a job failed,
+    /// those delivered whole before it: the rest are dropped).
+    pub(crate) started: usize,
+    /// Where the bytes of units sealed but not delivered lie, in order:
+    /// slot and range in it (empty unless `deliver` stopped the run).
+    /// They stay in the slots; [`gather`] moves them to the front.
+    pub(crate) pending: Vec<(usize, Range<usize>)>,
+    /// The first failing job's error (in unit order), if any.
+    pub(crate) error: Option<Error>,
+    /// A panic of `deliver`, to resume once the caller has settled its
+    /// state from the rest.
+    pub(crate) panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
+/// Moves the undelivered bytes of a stopped run ([`Piped::pending`]) to
+/// the start of `buf`, in order, in place, and returns their length.
+/// `buf` starts with the run's `k` slots of `slot` bytes each (slot `i`
+/// at `i · slot`); the pending units are in consecutive slots, wrapping
+/// after the last.
+pub(crate) fn gather(
+    buf: &mut [u8],
+    slot: usize,
+    k: usize,
+    pending: &[(usize, Range<usize>)],
+) -> usize {
+    let Some((first, _)) = pending.first() else {
+        return 0;
+    };
+    debug_assert!(
+        pending
+            .iter()
+            .enumerate()
+            .all(|(i, (s, _))| *s == (first + i) % k),
+        "pending units in consecutive slots"
+    );
+    // Wrapped: put the slots in unit order first.
+    let base = if first + pending.len() > k {
+        buf[..slot * k].rotate_left(first * slot);
+        0
+    } else {
+        *first
+    };
+    let mut at = 0;
+    for (i, (_, r)) in pending.iter().enumerate() {
+        // Every move is towards the front, over bytes already moved.
+        let from = (base + i) * slot;
+        buf.copy_within(from + r.start..from + r.end, at);
+        at += r.len();
+    }
+    at
+}
+
+impl Line<'_> {
+    /// What a run left once every thread is out of it (the scope joined
+    /// the pool threads, so `next` counts every unit started, and each is
+    /// done): the units started, and the sealed bytes of those not
+    /// delivered, in order.
+    fn finish(self, delivered: Delivered) -> Piped {
+        let Delivered {
+            units: d,
+            offset,
+            mut error,
+            panic,
+        } = delivered;
+        let k = self.slots.len();
+        let started = self.next.load(Ordering::Acquire).min(self.units);
+        let mut pending = Vec::new();
+        if error.is_some() {
+            return Piped {
+                started: d,
+                pending,
+                error,
+                panic,
+            };
+        }
+        for u in d..started {
+            debug_assert_eq!(self.ready[u % k].load(Ordering::Acquire), u + 1);
+            let slot = self.slots[u % k]
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Err(e) = &slot.result {
+                // Sealed after the stop, then failed: the run ends with
+                // what was delivered (the stream fails).
+                error = Some(e.clone());
+                return Piped {
+                    started: d,
+                    pending: Vec::new(),
+                    error,
+                    panic,
+                };
+            }
+            let from = if u == d { offset } else { 0 };
+            pending.push((u % k, from..slot.len));
+        }
+        Piped {
+            started,
+            pending,
+            error,
+            panic,
+        }
+    }
+}

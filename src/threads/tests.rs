@@ -1,0 +1,311 @@
+//! The pool, batch runs and the pipeline, on jobs of their own.
+
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::pace::Pace;
+use super::run::SHARE_SEGMENTS;
+use super::{Piece, Workers, batch_segments, gather};
+use crate::Error;
+
+fn pieces<'a>(inputs: &'a [Vec<u8>], outputs: &'a mut [Vec<u8>]) -> Vec<Piece<'a>> {
+    inputs
+        .iter()
+        .zip(outputs.iter_mut())
+        .enumerate()
+        .map(|(i, (input, output))| Piece {
+            index: i as u64,
+            last: false,
+            input,
+            output,
+            result: Ok(()),
+        })
+        .collect()
+}
+
+/// Every piece is done once, on more than one thread, and the pool
+/// threads are gone once the workers are dropped.
+#[test]
+fn runs_every_piece_and_joins_its_threads() {
+    let inputs: Vec<Vec<u8>> = (0..9u8).map(|i| vec![i; 3]).collect();
+    let mut outputs = vec![vec![0u8; 3]; 9];
+    let seen = Mutex::new(std::collections::HashSet::new());
+    let mut w = Workers::new(3);
+    let mut p = pieces(&inputs, &mut outputs);
+    w.run(&mut p, |piece| {
+        seen.lock().unwrap().insert(std::thread::current().id());
+        for (o, i) in piece.output.iter_mut().zip(piece.input) {
+            *o = i.wrapping_add(piece.index as u8);
+        }
+    })
+    .unwrap();
+    drop(p);
+    for (i, o) in outputs.iter().enumerate() {
+        assert_eq!(o, &vec![2 * i as u8; 3]);
+    }
+    assert!(
+        seen.lock().unwrap().len() > 1,
+        "the pool threads took shares"
+    );
+    assert_eq!(w.handles.len(), 2);
+    let alive = std::sync::Arc::clone(&w.alive);
+    assert!(alive.load(Ordering::SeqCst) > 0);
+    drop(w);
+    // Joined in drop: every pool thread has ended.
+    assert_eq!(alive.load(Ordering::SeqCst), 0);
+}
+
+/// A panic in a job is an error, not a hang and not an unwind into
+/// the caller; the workers still end.
+#[test]
+fn a_panic_in_a_job_is_an_error() {
+    let inputs: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 2]).collect();
+    let mut outputs = vec![vec![0u8; 2]; 4];
+    let mut w = Workers::new(2);
+    w.inject_panic = true;
+    let mut p = pieces(&inputs, &mut outputs);
+    assert_eq!(w.run(&mut p, |_| {}), Err(Error::WorkerPanicked));
+    w.inject_panic = false;
+    assert_eq!(w.run(&mut p, |_| {}), Ok(()));
+}
+
+/// A job for the pipeline tests: unit `u` is `u + 1` bytes of value
+/// `u`, after a short sleep (so that the pool threads take units too);
+/// it records the thread.
+fn unit_job(
+    seen: &Mutex<std::collections::HashSet<std::thread::ThreadId>>,
+) -> impl Fn(usize, &mut [u8]) -> Result<usize, Error> + Sync + '_ {
+    move |u, slot| {
+        seen.lock().unwrap().insert(std::thread::current().id());
+        std::thread::sleep(Duration::from_micros(500));
+        slot[..=u].fill(u as u8);
+        Ok(u + 1)
+    }
+}
+
+fn expected(units: usize) -> Vec<u8> {
+    (0..units).flat_map(|u| vec![u as u8; u + 1]).collect()
+}
+
+/// Every unit is delivered once, in order, through 3 reused slots,
+/// whatever thread worked on it; the pool threads took some; the
+/// deliveries may be partial.
+#[test]
+fn a_pipeline_delivers_every_unit_in_order() {
+    for threads in [2, 3, 8] {
+        for take in [usize::MAX, 1, 7] {
+            let units = 40;
+            let mut buf = vec![0u8; 3 * units];
+            let slots = buf.chunks_mut(units).collect();
+            let seen = Mutex::new(std::collections::HashSet::new());
+            let mut got = Vec::new();
+            let mut w = Workers::new(threads);
+            let piped = w.pipeline(units, slots, unit_job(&seen), |b: &[u8]| {
+                let n = b.len().min(take);
+                got.extend_from_slice(&b[..n]);
+                n
+            });
+            assert!(piped.error.is_none());
+            assert_eq!(piped.started, units);
+            assert!(piped.pending.is_empty());
+            assert_eq!(got, expected(units), "threads {threads} take {take}");
+            assert!(seen.lock().unwrap().len() > 1, "the pool took units");
+        }
+    }
+}
+
+/// After each run the pool threads stay awake for the next one (as
+/// many as the machine has CPUs besides the caller's), and dropping
+/// the workers still joins every thread at once: the lingering ends
+/// when they end.
+#[test]
+fn pool_threads_linger_after_each_run_and_end_with_the_workers() {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    for threads in [2, 3, 8] {
+        let mut w = Workers::new(threads);
+        let seen = Mutex::new(std::collections::HashSet::new());
+        for runs in 1..=4 {
+            let mut buf = [0u8; 3 * 8];
+            let slots = buf.chunks_mut(8).collect();
+            let piped = w.pipeline(8, slots, unit_job(&seen), |b: &[u8]| b.len());
+            assert!(piped.error.is_none());
+            assert_eq!(
+                w.lingered,
+                runs * (threads.min(cpus) - 1),
+                "threads {threads}"
+            );
+        }
+        let inputs: Vec<Vec<u8>> = (0..9u8).map(|i| vec![i; 3]).collect();
+        let mut outputs = vec![vec![0u8; 3]; 9];
+        let mut p = pieces(&inputs, &mut outputs);
+        w.run(&mut p, |_| {}).unwrap();
+        drop(p);
+        assert_eq!(
+            w.lingered,
+            5 * (threads.min(cpus) - 1),
+            "threads {threads}: run"
+        );
+        if cpus > 1 {
+            assert!(w.lingered > 0);
+        }
+        let alive = std::sync::Arc::clone(&w.alive);
+        drop(w);
+        assert_eq!(alive.load(Ordering::SeqCst), 0, "threads {threads}");
+    }
+}
+
+#[test]
+fn gather_moves_the_pending_bytes_to_the_front_in_order() {
+    // Three slots of four bytes; units in slots 2, 0, 1 (wrapped),
+    // the first one partly delivered.
+    let mut buf: Vec<u8> = (0..12).collect();
+    let n = gather(&mut buf, 4, 3, &[(2, 1..4), (0, 0..2), (1, 0..3)]);
+    assert_eq!(&buf[..n], &[9, 10, 11, 0, 1, 4, 5, 6]);
+    // Not wrapped.
+    let mut buf: Vec<u8> = (0..12).collect();
+    let n = gather(&mut buf, 4, 3, &[(1, 2..4), (2, 0..4)]);
+    assert_eq!(&buf[..n], &[6, 7, 8, 9, 10, 11]);
+    assert_eq!(gather(&mut buf, 4, 3, &[]), 0);
+}
+
+/// A consumer that stops: the units started are finished, nothing
+/// after them is started, and what was not delivered comes back in
+/// order; nothing is lost or repeated.
+#[test]
+fn a_stopped_pipeline_returns_what_it_did_not_deliver() {
+    for stop_at in [0, 1, 5, 17, 30] {
+        let units = 30;
+        let mut buf = vec![0u8; 3 * units];
+        let slots = buf.chunks_mut(units).collect();
+        let seen = Mutex::new(std::collections::HashSet::new());
+        let mut got = Vec::new();
+        let mut w = Workers::new(2);
+        let piped = w.pipeline(units, slots, unit_job(&seen), |b: &[u8]| {
+            if got.len() >= stop_at {
+                return 0;
+            }
+            // Partial, to stop inside a unit.
+            let n = b.len().min(stop_at - got.len()).min(3);
+            got.extend_from_slice(&b[..n]);
+            n
+        });
+        assert!(piped.error.is_none());
+        let all = expected(units);
+        let n = gather(&mut buf, units, 3, &piped.pending);
+        got.extend_from_slice(&buf[..n]);
+        let sealed = expected(piped.started);
+        assert_eq!(got, sealed, "stop at {stop_at}");
+        assert!(got.len() >= stop_at.min(all.len()));
+        assert!(piped.started <= units);
+        if stop_at < all.len() {
+            // At most the slots' worth of units past the one stopped in.
+            assert!(sealed.len() < all.len(), "stop at {stop_at}: all sealed");
+        }
+    }
+}
+
+/// A failing job stops the run at its unit: the units before it are
+/// delivered, nothing of it or after it; a panicking one is
+/// `WorkerPanicked`.
+#[test]
+fn a_failing_job_stops_a_pipeline() {
+    for bad in [0, 1, 9] {
+        let units = 20;
+        let mut buf = vec![0u8; 3 * units];
+        let slots = buf.chunks_mut(units).collect();
+        let mut got = Vec::new();
+        let mut w = Workers::new(2);
+        let piped = w.pipeline(
+            units,
+            slots,
+            |u, slot| {
+                if u == bad {
+                    return Err(Error::StreamTooLong);
+                }
+                slot[..=u].fill(u as u8);
+                Ok(u + 1)
+            },
+            |b: &[u8]| {
+                got.extend_from_slice(b);
+                b.len()
+            },
+        );
+        assert_eq!(piped.error, Some(Error::StreamTooLong));
+        assert_eq!(piped.started, bad);
+        assert_eq!(got, expected(bad));
+    }
+    let mut buf = [0u8; 60];
+    let mut w = Workers::new(2);
+    w.inject_panic = true;
+    let piped = w.pipeline(
+        20,
+        buf.chunks_mut(20).collect(),
+        |_, _| Ok(1),
+        |b: &[u8]| b.len(),
+    );
+    assert_eq!(piped.error, Some(Error::WorkerPanicked));
+    assert_eq!(piped.started, 0);
+}
+
+/// The caller's quota: all units until it has measured; with nothing
+/// to deliver, its fair share; fewer the longer delivering takes; none
+/// once delivering alone takes as long as the others' sealing.
+#[test]
+fn the_callers_quota_follows_its_times() {
+    let pace = |work: f64, deliver: f64| Pace {
+        work: Some(work),
+        deliver: Some(deliver),
+    };
+    assert_eq!(Pace::default().quota(10, 2), 10);
+    assert_eq!(pace(1.0, 0.0).quota(10, 2), 5);
+    assert_eq!(pace(1.0, 0.0).quota(4, 2), 2);
+    assert_eq!(pace(1.0, 0.0).quota(12, 4), 3);
+    assert_eq!(pace(355.0, 135.0).quota(4, 2), 1);
+    assert_eq!(pace(1.0, 0.25).quota(16, 2), 6);
+    assert_eq!(pace(1.0, 1.0).quota(10, 2), 0);
+}
+
+/// Units with no output (a writer's copy into its buffer) are left
+/// out of the caller's times: they would make sealing and delivering
+/// look cheaper than they are, and its quota larger.
+#[test]
+fn units_without_output_are_not_timed() {
+    let mut buf = [0u8; 3 * 8];
+    let mut w = Workers::new(2);
+    let piped = w.pipeline(
+        8,
+        buf.chunks_mut(8).collect(),
+        |_, _| {
+            std::thread::sleep(Duration::from_micros(200));
+            Ok(0)
+        },
+        |b: &[u8]| b.len(),
+    );
+    assert!(piped.error.is_none());
+    assert_eq!(piped.started, 8);
+    assert_eq!((w.pace.work, w.pace.deliver), (None, None));
+    // The same run with output is timed.
+    let piped = w.pipeline(
+        8,
+        buf.chunks_mut(8).collect(),
+        |_, slot| {
+            std::thread::sleep(Duration::from_micros(200));
+            slot[0] = 1;
+            Ok(1)
+        },
+        |b: &[u8]| b.len(),
+    );
+    assert!(piped.error.is_none());
+    assert!(w.pace.work.is_some() && w.pace.deliver.is_some());
+}
+
+#[test]
+fn batches_carry_a_share_per_thread() {
+    assert_eq!(batch_segments(2, 64 * 1024), 2);
+    assert_eq!(batch_segments(2, 1 << 20), 2);
+    assert_eq!(batch_segments(2, 8 * 1024), 16);
+    assert_eq!(batch_segments(3, 100 * 1024), 3);
+    assert_eq!(batch_segments(2, 1), 2 * SHARE_SEGMENTS);
+}
