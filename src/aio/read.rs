@@ -196,6 +196,17 @@ impl<R: AsyncRead + AsyncSeek + Unpin> AsyncCipherReader<R> {
         }
     }
 
+    /// Carries out the seek to `pos` asked with `start_seek`.
+    fn poll_requested(&mut self, cx: &mut Context<'_>, pos: SeekFrom) -> Poll<io::Result<u64>> {
+        ready!(self.poll_base(cx))?;
+        if let SeekFrom::End(_) = pos {
+            ready!(self.poll_len(cx))?;
+        }
+        let target = self.engine.seek_target(pos)?;
+        self.engine.seek_to(target)?;
+        Poll::Ready(Ok(target))
+    }
+
     fn seekable(&mut self) {
         if self.seeker.is_none() {
             self.seeker = Some(Seeker {
@@ -225,14 +236,12 @@ impl<R: AsyncRead + AsyncSeek + Unpin> AsyncSeek for AsyncCipherReader<R> {
         let Some(pos) = this.requested else {
             return Poll::Ready(Ok(this.engine.position()));
         };
-        ready!(this.poll_base(cx))?;
-        if let SeekFrom::End(_) = pos {
-            ready!(this.poll_len(cx))?;
-        }
+        // The seek asked is forgotten once it completes, an error too: a
+        // seek that failed did not happen, and tokio's next seek (which
+        // first completes any seek still in flight) must not carry it out.
+        let done = ready!(this.poll_requested(cx, pos));
         this.requested = None;
-        let target = this.engine.seek_target(pos)?;
-        this.engine.seek_to(target)?;
-        Poll::Ready(Ok(target))
+        Poll::Ready(done)
     }
 }
 
