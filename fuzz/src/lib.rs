@@ -360,6 +360,22 @@ mod tests {
         crate::seek::check(&fs::read(path).expect("regression input"));
     }
 
+    /// Found by `seek` with its faults block (10-minute run at c25c14a):
+    /// the async front, native AES-256-GCM with 31-byte segments, a bit
+    /// flipped: the first `read` fails with `Authentication`, then a
+    /// seek's future is dropped at a `Pending`. The model asked the
+    /// position of the failed reader (which fails with the sticky error)
+    /// and took that for a failed position query.
+    #[test]
+    // Failed before the model stopped resolving the position of a
+    // dropped seek on a failed stream (a driver bug, not the reader's).
+    fn seek_faults_async_seek_dropped_after_a_stream_error() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("regressions")
+            .join("seek-faults-async-seek-dropped-after-a-stream-error");
+        crate::seek::check(&fs::read(path).expect("regression input"));
+    }
+
     /// Found by `seek` in CI at fcff1de: Tink, 66 plaintext bytes, 20 bytes
     /// appended, `build_from_buf_read`, capacity 65: `read`, `fill_buf`
     /// ×3, `seek(Start(32))`, then reads to the end end cleanly instead of

@@ -559,7 +559,10 @@ fn resolve(ctx: &str, f: &mut dyn ModelFront, m: &mut Model<'_>, allowed: &[u64]
             Out::Ok(p) => Some(p),
             Out::Err(e) => {
                 m.on_err(ctx, &e);
-                assert!(m.failed.is_none(), "{ctx}: the position query failed");
+                assert!(
+                    m.failed.is_none(),
+                    "{ctx}: the position query failed: {e:?}"
+                );
                 None
             }
             Out::Dropped => None,
@@ -663,8 +666,14 @@ fn step(ctx: &str, f: &mut dyn ModelFront, m: &mut Model<'_>, op: Op) {
                 }
                 Out::Dropped => {
                     m.run.dropped += 1;
-                    let allowed: Vec<u64> = [Some(from), target].into_iter().flatten().collect();
-                    resolve(ctx, f, m, &allowed);
+                    // It may have moved or not; a failed stream's position
+                    // is moot (the async position query fails with the
+                    // sticky error).
+                    if m.failed.is_none() {
+                        let allowed: Vec<u64> =
+                            [Some(from), target].into_iter().flatten().collect();
+                        resolve(ctx, f, m, &allowed);
+                    }
                 }
             }
         }
