@@ -376,6 +376,21 @@ mod tests {
         crate::seek::check(&fs::read(path).expect("regression input"));
     }
 
+    /// Found by `seek` with its faults block (the run after the one above):
+    /// the async front, a damaged stream, a `read` that releases segments
+    /// before the damaged one (its error deferred to the next call), then a
+    /// position query, which on the async front is a seek and meets that
+    /// error. The model took it for a failed position query.
+    #[test]
+    // Failed before the model let a position query meet a damaged
+    // stream's deferred error (a driver bug, not the reader's).
+    fn seek_faults_async_position_query_meets_a_deferred_error() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("regressions")
+            .join("seek-faults-async-position-query-meets-a-deferred-error");
+        crate::seek::check(&fs::read(path).expect("regression input"));
+    }
+
     /// Found by `seek` in CI at fcff1de: Tink, 66 plaintext bytes, 20 bytes
     /// appended, `build_from_buf_read`, capacity 65: `read`, `fill_buf`
     /// ×3, `seek(Start(32))`, then reads to the end end cleanly instead of
