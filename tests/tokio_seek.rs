@@ -5,12 +5,14 @@
 
 mod common;
 
-use std::io::{Cursor, Read, Seek, SeekFrom, Write};
+use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use cipherio::tink::{TinkKey, TinkParams};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider, StreamKey};
 use common::data;
-use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncSeek, AsyncSeekExt, ReadBuf};
 
 fn sealed<K: StreamKey>(key: &K, cap: Option<usize>, pt: &[u8]) -> Vec<u8> {
     let mut b = CipherWriter::builder(key);
@@ -126,4 +128,71 @@ async fn a_cut_stream_fails_the_async_length_query() {
         .read_to_end(&mut out)
         .unwrap();
     assert_eq!(out, pt);
+}
+
+/// A `Cursor` whose inner seeks fail (`poll_complete` returns an error)
+/// while `fail` is set.
+struct SeekFails {
+    inner: Cursor<Vec<u8>>,
+    fail: bool,
+}
+
+impl AsyncRead for SeekFails {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncSeek for SeekFails {
+    fn start_seek(mut self: Pin<&mut Self>, position: SeekFrom) -> io::Result<()> {
+        Pin::new(&mut self.inner).start_seek(position)
+    }
+
+    fn poll_complete(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
+        if self.fail {
+            return Poll::Ready(Err(io::Error::other("the inner seek failed")));
+        }
+        Pin::new(&mut self.inner).poll_complete(cx)
+    }
+}
+
+/// A seek that failed (an inner error, passed through) has not happened:
+/// the reads after it go on from where they were, and tokio's next seek,
+/// which first completes any seek still in flight, does not carry the
+/// failed one out (it moved a `stream_position` query, and a relative
+/// seek, to the failed seek's target).
+#[tokio::test]
+async fn a_seek_that_failed_is_not_carried_out_by_the_next_one() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let pt = data(1000, 9);
+    let ct = sealed(&key, Some(100), &pt);
+    for (failed, then) in [
+        (SeekFrom::Start(500), SeekFrom::Current(0)),
+        (SeekFrom::Start(500), SeekFrom::Current(5)),
+        (SeekFrom::End(-100), SeekFrom::Current(0)),
+    ] {
+        let ctx = format!("{failed:?} failed, then {then:?}");
+        let inner = SeekFails {
+            inner: Cursor::new(ct.clone()),
+            fail: true,
+        };
+        let mut r = CipherReader::builder(&key).build_async(inner);
+        assert!(r.seek(failed).await.is_err(), "{ctx}");
+        r.get_mut().fail = false;
+        let mut b = [0u8; 10];
+        r.read_exact(&mut b).await.unwrap();
+        assert_eq!(b[..], pt[..10], "{ctx}: read after the failed seek");
+        let SeekFrom::Current(d) = then else {
+            unreachable!()
+        };
+        let at = 10 + u64::try_from(d).unwrap();
+        assert_eq!(r.seek(then).await.unwrap(), at, "{ctx}");
+        r.read_exact(&mut b).await.unwrap();
+        let at = usize::try_from(at).unwrap();
+        assert_eq!(b[..], pt[at..at + 10], "{ctx}: read after the next seek");
+    }
 }

@@ -360,6 +360,37 @@ mod tests {
         crate::seek::check(&fs::read(path).expect("regression input"));
     }
 
+    /// Found by `seek` with its faults block (10-minute run at c25c14a):
+    /// the async front, native AES-256-GCM with 31-byte segments, a bit
+    /// flipped: the first `read` fails with `Authentication`, then a
+    /// seek's future is dropped at a `Pending`. The model asked the
+    /// position of the failed reader (which fails with the sticky error)
+    /// and took that for a failed position query.
+    #[test]
+    // Failed before the model stopped resolving the position of a
+    // dropped seek on a failed stream (a driver bug, not the reader's).
+    fn seek_faults_async_seek_dropped_after_a_stream_error() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("regressions")
+            .join("seek-faults-async-seek-dropped-after-a-stream-error");
+        crate::seek::check(&fs::read(path).expect("regression input"));
+    }
+
+    /// Found by `seek` with its faults block (the run after the one above):
+    /// the async front, a damaged stream, a `read` that releases segments
+    /// before the damaged one (its error deferred to the next call), then a
+    /// position query, which on the async front is a seek and meets that
+    /// error. The model took it for a failed position query.
+    #[test]
+    // Failed before the model let a position query meet a damaged
+    // stream's deferred error (a driver bug, not the reader's).
+    fn seek_faults_async_position_query_meets_a_deferred_error() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("regressions")
+            .join("seek-faults-async-position-query-meets-a-deferred-error");
+        crate::seek::check(&fs::read(path).expect("regression input"));
+    }
+
     /// Found by `seek` in CI at fcff1de: Tink, 66 plaintext bytes, 20 bytes
     /// appended, `build_from_buf_read`, capacity 65: `read`, `fill_buf`
     /// ×3, `seek(Start(32))`, then reads to the end end cleanly instead of

@@ -205,6 +205,19 @@ impl<R: AsyncRead + AsyncSeek + Unpin> AsyncCipherReader<R> {
         inner.io.settle(len)
     }
 
+    /// Carries out the seek to `pos` asked with `start_seek`.
+    fn poll_requested(&mut self, cx: &mut Context<'_>, pos: SeekFrom) -> Poll<io::Result<u64>> {
+        let (engine, mut inner) = self.parts(cx);
+        let ready = inner.base(engine).and_then(|_| match pos {
+            SeekFrom::End(_) => drive::length(engine, &mut inner).map(drop),
+            _ => Ok(()),
+        });
+        ready!(inner.io.settle(ready))?;
+        let target = self.engine.seek_target(pos)?;
+        self.engine.seek_to(target)?;
+        Poll::Ready(Ok(target))
+    }
+
     fn seekable(&mut self) {
         if self.seeker.is_none() {
             self.seeker = Some(Seeker {
@@ -234,16 +247,12 @@ impl<R: AsyncRead + AsyncSeek + Unpin> AsyncSeek for AsyncCipherReader<R> {
         let Some(pos) = this.requested else {
             return Poll::Ready(Ok(this.engine.position()));
         };
-        let (engine, mut inner) = this.parts(cx);
-        let ready = inner.base(engine).and_then(|_| match pos {
-            SeekFrom::End(_) => drive::length(engine, &mut inner).map(drop),
-            _ => Ok(()),
-        });
-        ready!(inner.io.settle(ready))?;
+        // The seek asked is forgotten once it completes, an error too: a
+        // seek that failed did not happen, and tokio's next seek (which
+        // first completes any seek still in flight) must not carry it out.
+        let done = ready!(this.poll_requested(cx, pos));
         this.requested = None;
-        let target = this.engine.seek_target(pos)?;
-        this.engine.seek_to(target)?;
-        Poll::Ready(Ok(target))
+        Poll::Ready(done)
     }
 }
 
