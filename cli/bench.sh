@@ -6,7 +6,9 @@
 #
 #     cli/bench.sh [SIZE_MIB] [ROUNDS]        (default 1024 MiB, 7 rounds)
 #
-# Needs `age` and `age-keygen` (apt-get install age). Work files go under
+# Needs `age` and `age-keygen` (apt-get install age); rage (`cargo install
+# rage`, the Rust implementation) is measured too when it is on the PATH,
+# with the same age identity. Work files go under
 # cli/target/bench/ (SIZE_MIB of plaintext and three ciphertexts of it);
 # input files are read once first so that every run reads from the page
 # cache; output goes to /dev/null, so the disk is not measured.
@@ -46,6 +48,11 @@ declare -A cmd=(
 )
 names=("encrypt cipherio" "encrypt cipherio --threads 2" "encrypt cipherio chacha20poly1305" "encrypt age"
        "decrypt cipherio" "decrypt cipherio --threads 2" "decrypt cipherio chacha20poly1305" "decrypt age")
+if command -v rage >/dev/null; then
+    cmd["encrypt rage"]="rage -r $recipient plain"
+    cmd["decrypt rage"]="rage -d -i age.key plain.age"
+    names+=("encrypt rage" "decrypt rage")
+fi
 : > times.tsv
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs; $mib MiB; $rounds rounds" >&2
 for ((r = 0; r < rounds; r++)); do
