@@ -360,6 +360,18 @@ mod tests {
         crate::seek::check(&fs::read(path).expect("regression input"));
     }
 
+    /// Found by `seek` in CI's 30-second run at 85f17c5, before the seek
+    /// model's async position query was fixed (a position query that meets
+    /// a damaged stream's deferred error, or follows a seek future dropped
+    /// after the stream failed); it reads clean since.
+    #[test]
+    fn seek_faults_async_crash_at_85f17c5() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("regressions")
+            .join("seek-faults-async-crash-at-85f17c5");
+        crate::seek::check(&fs::read(path).expect("regression input"));
+    }
+
     /// Found by `seek` with its faults block (10-minute run at c25c14a):
     /// the async front, native AES-256-GCM with 31-byte segments, a bit
     /// flipped: the first `read` fails with `Authentication`, then a
