@@ -311,6 +311,15 @@ mod tests {
         assert!(faulty >= 3 && dropped > 0, "{faulty} {dropped}");
     }
 
+    /// Runs the `seek` target's check on the input kept as
+    /// `regressions/NAME`.
+    fn replay_seek(name: &str) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("regressions")
+            .join(name);
+        crate::seek::check(&fs::read(path).expect("regression input"));
+    }
+
     /// Found by `seek` at 8b8b45e (minimised): native ChaCha20-Poly1305,
     /// 1-byte segments, capacity 1, 2 plaintext bytes; `seek(Current(big))`,
     /// `plaintext_len()` (Ok(2)), `seek(Start(0))`, then a read fails with
@@ -323,10 +332,7 @@ mod tests {
     // Failed before the fix of 2026-12-01 (the read-ahead kept after the
     // length query moved the inner reader): Truncated on an intact stream.
     fn seek_read_after_plaintext_len() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("regressions")
-            .join("seek-read-after-plaintext-len");
-        crate::seek::check(&fs::read(path).expect("regression input"));
+        replay_seek("seek-read-after-plaintext-len");
     }
 
     /// Found by `seek` at 8b8b45e: Tink (16-byte key, 46-byte segments,
@@ -339,10 +345,7 @@ mod tests {
     // Failed before the same fix: stream_position not advanced by a read
     // that delivered segments before a deferred error.
     fn seek_position_after_read_extended_tink() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("regressions")
-            .join("seek-position-after-read-extended-tink");
-        crate::seek::check(&fs::read(path).expect("regression input"));
+        replay_seek("seek-position-after-read-extended-tink");
     }
 
     /// Found by `seek` with its faults block in 7 s: native AES-256-GCM,
@@ -354,10 +357,7 @@ mod tests {
     // past the end whose check was cut short turned the later reads into
     // a sticky Truncated on an intact stream.
     fn seek_faults_read_past_the_end_empty() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("regressions")
-            .join("seek-faults-read-past-the-end-empty");
-        crate::seek::check(&fs::read(path).expect("regression input"));
+        replay_seek("seek-faults-read-past-the-end-empty");
     }
 
     /// Found by `seek` in CI's 30-second run at 85f17c5, before the seek
@@ -366,10 +366,7 @@ mod tests {
     /// after the stream failed); it reads clean since.
     #[test]
     fn seek_faults_async_crash_at_85f17c5() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("regressions")
-            .join("seek-faults-async-crash-at-85f17c5");
-        crate::seek::check(&fs::read(path).expect("regression input"));
+        replay_seek("seek-faults-async-crash-at-85f17c5");
     }
 
     /// Found by `seek` with its faults block (10-minute run at c25c14a):
@@ -382,10 +379,7 @@ mod tests {
     // Failed before the model stopped resolving the position of a
     // dropped seek on a failed stream (a driver bug, not the reader's).
     fn seek_faults_async_seek_dropped_after_a_stream_error() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("regressions")
-            .join("seek-faults-async-seek-dropped-after-a-stream-error");
-        crate::seek::check(&fs::read(path).expect("regression input"));
+        replay_seek("seek-faults-async-seek-dropped-after-a-stream-error");
     }
 
     /// Found by `seek` with its faults block (the run after the one above):
@@ -397,10 +391,7 @@ mod tests {
     // Failed before the model let a position query meet a damaged
     // stream's deferred error (a driver bug, not the reader's).
     fn seek_faults_async_position_query_meets_a_deferred_error() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("regressions")
-            .join("seek-faults-async-position-query-meets-a-deferred-error");
-        crate::seek::check(&fs::read(path).expect("regression input"));
+        replay_seek("seek-faults-async-position-query-meets-a-deferred-error");
     }
 
     /// Found by `seek` in CI at fcff1de: Tink, 66 plaintext bytes, 20 bytes
@@ -409,10 +400,7 @@ mod tests {
     /// with the trailing data.
     #[test]
     fn seek_clean_end_after_seek_extended_tink() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("regressions")
-            .join("seek-clean-end-after-seek-extended-tink");
-        crate::seek::check(&fs::read(path).expect("regression input"));
+        replay_seek("seek-clean-end-after-seek-extended-tink");
     }
 
     #[test]
