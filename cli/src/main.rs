@@ -333,17 +333,7 @@ fn encrypt(a: &EncryptArgs) -> Result<()> {
         (None, None) => None,
     };
     let aad = a.stream.associated_data()?;
-    files::handle_signals()?;
-    let input = Input::open(a.io.input.as_deref())?;
-    let mut out = Output::open(
-        a.io.output.as_deref(),
-        &input,
-        Contents::Ciphertext,
-        a.io.force,
-    )?;
-    let in_name = input.name.clone();
-    let out_name = out.name().to_string();
-    let mut src = Progress::new(input.file, input.len, a.io.quiet);
+    let (mut src, mut out, in_name, out_name) = a.io.open(Contents::Ciphertext)?;
     let mut builder = CipherWriter::builder(&key.key)
         .associated_data(&aad)
         .threads(usize::from(a.stream.threads));
@@ -472,20 +462,32 @@ fn stream_error(e: io::Error, in_name: &str) -> anyhow::Error {
     anyhow::Error::new(e).context(what)
 }
 
+impl IoArgs {
+    /// Opens the input and the output for `contents` (after the signal
+    /// handlers that remove a temporary output), with the progress bar on
+    /// the input: the source, the output, and their names for messages.
+    fn open(
+        &self,
+        contents: Contents,
+    ) -> Result<(Progress<std::fs::File>, Output, String, String)> {
+        files::handle_signals()?;
+        let input = Input::open(self.input.as_deref())?;
+        let out = Output::open(self.output.as_deref(), &input, contents, self.force)?;
+        let in_name = input.name.clone();
+        let out_name = out.name().to_string();
+        Ok((
+            Progress::new(input.file, input.len, self.quiet),
+            out,
+            in_name,
+            out_name,
+        ))
+    }
+}
+
 fn decrypt(a: &DecryptArgs) -> Result<()> {
     let keys = keyfile::load(&a.key.source())?;
     let aad = a.stream.associated_data()?;
-    files::handle_signals()?;
-    let input = Input::open(a.io.input.as_deref())?;
-    let mut out = Output::open(
-        a.io.output.as_deref(),
-        &input,
-        Contents::Plaintext,
-        a.io.force,
-    )?;
-    let in_name = input.name.clone();
-    let out_name = out.name().to_string();
-    let src = Progress::new(input.file, input.len, a.io.quiet);
+    let (src, mut out, in_name, out_name) = a.io.open(Contents::Plaintext)?;
     open_stream(
         &keys,
         src,
