@@ -81,7 +81,7 @@ use std::time::{Duration, Instant};
 use aead::{AeadInOut, KeyInit, Tag};
 use aes_gcm::{Aes128Gcm, Aes256Gcm};
 use chacha20poly1305::ChaCha20Poly1305;
-use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Key, backend};
+use cipherio::{Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Key, Provider, backend};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use inout::InOutBuf;
 
@@ -218,9 +218,18 @@ fn payload(len: usize) -> Vec<u8> {
     v
 }
 
+/// The provider the streams of this build seal and open with: AWS-LC when
+/// the bench is built with the `aws-lc` feature (the driver's `aws-lc`
+/// build), else the default, RustCrypto. Features never change the default.
+#[cfg(feature = "aws-lc")]
+const PROVIDER: Provider = Provider::AwsLc;
+/// The provider the streams of this build seal and open with.
+#[cfg(not(feature = "aws-lc"))]
+const PROVIDER: Provider = Provider::RustCrypto;
+
 /// The one-shot AEAD of the library the streams use, keyed once: the
 /// RustCrypto crates, or AWS-LC when the `aws-lc` feature is on (the
-/// streams then seal with it: `Provider::default()`).
+/// streams then seal with it: [`PROVIDER`]).
 enum Raw {
     Aes128(Box<Aes128Gcm>),
     Aes256(Box<Aes256Gcm>),
@@ -329,7 +338,7 @@ impl Raw {
         let k = key.as_bytes();
         let bad = "key length matches the algorithm";
         #[cfg(feature = "aws-lc")]
-        if cipherio::Provider::default() == cipherio::Provider::AwsLc {
+        if PROVIDER == Provider::AwsLc {
             return Raw::AwsLc(Box::new(aws::key(key.algorithm(), k)));
         }
         match key.algorithm() {
@@ -399,14 +408,20 @@ fn open_each<A: OneShot>(a: &A, sealed: &[u8], msg: usize, out: &mut [u8]) {
 
 /// A stream of `plain` sealed with `capacity`-byte segments.
 fn sealed_stream(key: &Key, capacity: usize, plain: &[u8]) -> Vec<u8> {
-    let mut w = CipherWriter::with_capacity(capacity, key, Vec::new());
+    let mut w = CipherWriter::builder(key)
+        .capacity(capacity)
+        .provider(PROVIDER)
+        .build(Vec::new());
     w.write_all(plain).expect("write to a Vec");
     w.finish().expect("finish to a Vec")
 }
 
 /// Encrypts `plain` through a fresh writer, `chunk` bytes per `write_all`.
 fn stream_encrypt(key: &Key, capacity: usize, plain: &[u8], chunk: usize) {
-    let mut w = CipherWriter::with_capacity(capacity, key, io::sink());
+    let mut w = CipherWriter::builder(key)
+        .capacity(capacity)
+        .provider(PROVIDER)
+        .build(io::sink());
     for piece in plain.chunks(chunk) {
         w.write_all(piece).expect("write to a sink");
     }
@@ -425,7 +440,9 @@ fn stream_decrypt(
     chunk: usize,
     from_buf: bool,
 ) -> usize {
-    let b = CipherReader::builder(key).capacity(capacity);
+    let b = CipherReader::builder(key)
+        .capacity(capacity)
+        .provider(PROVIDER);
     let mut r = if from_buf {
         b.build_from_buf_read(sealed)
     } else {
@@ -496,7 +513,10 @@ mod async_fronts {
     }
 
     async fn encrypt_into<W: AsyncWrite + Unpin>(key: &Key, capacity: usize, plain: &[u8], w: W) {
-        let mut w = CipherWriter::builder(key).capacity(capacity).build_async(w);
+        let mut w = CipherWriter::builder(key)
+            .capacity(capacity)
+            .provider(super::PROVIDER)
+            .build_async(w);
         w.write_all(plain).await.expect("async write");
         w.shutdown().await.expect("async shutdown");
     }
@@ -509,7 +529,10 @@ mod async_fronts {
         r: R,
         out: &mut [u8],
     ) -> usize {
-        let mut r = CipherReader::builder(key).capacity(capacity).build_async(r);
+        let mut r = CipherReader::builder(key)
+            .capacity(capacity)
+            .provider(super::PROVIDER)
+            .build_async(r);
         let window = capacity.min(out.len());
         let mut total = 0;
         loop {
@@ -568,7 +591,7 @@ mod async_fronts {
 fn backends() -> backend::Backends {
     let b = backend::detect();
     #[cfg(feature = "aws-lc")]
-    if cipherio::Provider::default() == cipherio::Provider::AwsLc {
+    if PROVIDER == Provider::AwsLc {
         let aws = "AWS-LC (its own CPU dispatch)";
         return backend::Backends {
             aes: aws,
@@ -605,7 +628,7 @@ fn write_backends(path: &str) {
     );
     let text = format!(
         "provider={}\naes={}\nghash={}\nchacha20={}\npoly1305={}\ncpu={}\ncompiled={}\n",
-        cipherio::Provider::default().name(),
+        PROVIDER.name(),
         b.aes,
         b.ghash,
         b.chacha20,

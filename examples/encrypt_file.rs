@@ -17,7 +17,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cipherio::{Algorithm, CipherReader, CipherWriter, Key, backend};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, backend};
+
+/// The provider this example seals and opens with: AWS-LC when it is built
+/// with `--features aws-lc` (cargo features never change the default).
+#[cfg(feature = "aws-lc")]
+const PROVIDER: Provider = Provider::AwsLc;
+/// The provider this example seals and opens with: the default, RustCrypto.
+#[cfg(not(feature = "aws-lc"))]
+const PROVIDER: Provider = Provider::RustCrypto;
 
 struct Args {
     input: Option<PathBuf>,
@@ -126,8 +134,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     println!("input      {} ({plain_len} bytes)", input.display());
     println!("cpu        {}", features.join(" "));
-    let provider = cipherio::Provider::default();
-    if provider == cipherio::Provider::RustCrypto {
+    let provider = PROVIDER;
+    if provider == Provider::RustCrypto {
         println!(
             "backends   RustCrypto: AES {} | GHASH {} | ChaCha20 {} | Poly1305 {}",
             b.aes, b.ghash, b.chacha20, b.poly1305
@@ -150,11 +158,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     let sealed = dir.join("sealed.cio");
     let opened = dir.join("opened.bin");
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let key = Key::generate(alg);
 
         let t = Instant::now();
         let mut w = CipherWriter::builder(&key)
+            .provider(PROVIDER)
             .capacity(args.capacity)
             .threads(args.threads)
             .build(File::create(&sealed)?);
@@ -164,6 +173,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
         let t = Instant::now();
         let mut r = CipherReader::builder(&key)
+            .provider(PROVIDER)
             .threads(args.threads)
             .build(File::open(&sealed)?);
         let mut out = File::create(&opened)?;
@@ -180,6 +190,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let mut back = vec![0xA5u8; payload.len()];
         let t = Instant::now();
         let mut w = CipherWriter::builder(&key)
+            .provider(PROVIDER)
             .capacity(args.capacity)
             .threads(args.threads)
             .build(&mut sealed_mem[..]);
@@ -190,6 +201,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         // In memory, segments open where they lie (no copy of the ciphertext).
         let mut r = CipherReader::builder(&key)
+            .provider(PROVIDER)
             .capacity(args.capacity)
             .threads(args.threads)
             .build_from_buf_read(&sealed_mem[..]);

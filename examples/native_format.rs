@@ -30,7 +30,16 @@
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
 
-use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider};
+
+/// The provider this example seals and opens with: AWS-LC when it is built
+/// with `--features aws-lc` (cargo features never change the default).
+#[cfg(feature = "aws-lc")]
+const PROVIDER: Provider = Provider::AwsLc;
+/// The provider this example seals and opens with: the default, RustCrypto.
+#[cfg(not(feature = "aws-lc"))]
+const PROVIDER: Provider = Provider::RustCrypto;
+
 use serde_json::{Value, json};
 
 const USAGE: &str = "usage: native_format (encrypt|decrypt) --algorithm NAME --key HEX [--aad HEX] \
@@ -52,7 +61,8 @@ struct Job {
 
 fn algorithm(name: &str) -> Result<Algorithm, String> {
     Algorithm::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .find(|a| a.to_string().eq_ignore_ascii_case(name))
         .ok_or_else(|| format!("unknown algorithm {name:?}"))
 }
@@ -150,10 +160,10 @@ fn error_json(e: &io::Error) -> Value {
         Error::TooManySegments => ("TooManySegments", json!({})),
         Error::UnsupportedVersion(v) => ("UnsupportedVersion", json!({"version": v})),
         Error::UnknownAlgorithm(id) => ("UnknownAlgorithm", json!({"id": id})),
-        Error::SegmentTooLarge { size, limit } => {
+        Error::SegmentTooLarge { size, limit, .. } => {
             ("SegmentTooLarge", json!({"size": size, "limit": limit}))
         }
-        Error::AlgorithmMismatch { stream, key } => (
+        Error::AlgorithmMismatch { stream, key, .. } => (
             "AlgorithmMismatch",
             json!({"stream": stream.to_string(), "key": key.to_string()}),
         ),
@@ -178,7 +188,9 @@ fn run(job: &Job) -> io::Result<()> {
 fn transform(job: &Job) -> io::Result<()> {
     let input = std::fs::read(&job.input)?;
     let output = if job.encrypt {
-        let mut b = CipherWriter::builder(&job.key).associated_data(&job.aad);
+        let mut b = CipherWriter::builder(&job.key)
+            .provider(PROVIDER)
+            .associated_data(&job.aad);
         if let Some(c) = job.capacity {
             b = b.capacity(c);
         }
@@ -202,6 +214,7 @@ fn transform(job: &Job) -> io::Result<()> {
     } else {
         let mut out = Vec::new();
         CipherReader::builder(&job.key)
+            .provider(PROVIDER)
             .associated_data(&job.aad)
             .build(&input[..])
             .read_to_end(&mut out)?;

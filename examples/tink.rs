@@ -25,8 +25,18 @@ use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cipherio::tink::{AesCtrHmacKey, AesCtrHmacParams, HkdfHash, TinkKey, TinkParams};
-use cipherio::{CipherReader, CipherWriter, StreamKey};
+use cipherio::tink::{
+    AesCtrHmacKey, AesCtrHmacParams, AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash, HmacHash,
+};
+use cipherio::{CipherReader, CipherWriter, Provider, StreamKey};
+
+/// The provider this example seals and opens with: AWS-LC when it is built
+/// with `--features aws-lc` (cargo features never change the default).
+#[cfg(feature = "aws-lc")]
+const PROVIDER: Provider = Provider::AwsLc;
+/// The provider this example seals and opens with: the default, RustCrypto.
+#[cfg(not(feature = "aws-lc"))]
+const PROVIDER: Provider = Provider::RustCrypto;
 
 const USAGE: &str = "usage: tink (encrypt|decrypt) [--type gcm|ctr-hmac] --key HEX \
                      --derived-key-size N --segment-size N --hkdf-hash (SHA1|SHA256|SHA512) \
@@ -35,7 +45,7 @@ const USAGE: &str = "usage: tink (encrypt|decrypt) [--type gcm|ctr-hmac] --key H
 
 struct Args {
     encrypt: bool,
-    /// A `TinkKey` or an `AesCtrHmacKey`.
+    /// An `AesGcmHkdfKey` or an `AesCtrHmacKey`.
     key: Box<dyn StreamKey>,
     aad: Vec<u8>,
     input: PathBuf,
@@ -95,11 +105,14 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             if hmac_hash.is_some() || tag_size.is_some() {
                 return Err("--hmac-hash and --tag-size are for --type ctr-hmac".into());
             }
-            let params = TinkParams::new(dks, seg, hash).map_err(|e| e.to_string())?;
-            Box::new(TinkKey::from_hex(params, &hex_key).map_err(|e| e.to_string())?)
+            let params = AesGcmHkdfParams::new(dks, seg, hash).map_err(|e| e.to_string())?;
+            Box::new(AesGcmHkdfKey::from_hex(params, &hex_key).map_err(|e| e.to_string())?)
         }
         "ctr-hmac" => {
-            let hmac = hash_of(hmac_hash, "--hmac-hash")?;
+            let hmac = hmac_hash.ok_or("missing --hmac-hash")?;
+            let hmac = HmacHash::from_name(&hmac).ok_or_else(|| {
+                format!("--hmac-hash must be SHA1, SHA256 or SHA512, got {hmac:?}")
+            })?;
             let tag = number(tag_size, "--tag-size")?;
             let params =
                 AesCtrHmacParams::new(dks, seg, hash, hmac, tag).map_err(|e| e.to_string())?;
@@ -125,12 +138,14 @@ fn run(args: &Args, tmp: File) -> io::Result<()> {
     let out = BufWriter::with_capacity(1 << 16, tmp);
     let file = if args.encrypt {
         let mut w = CipherWriter::builder(&args.key)
+            .provider(PROVIDER)
             .associated_data(&args.aad)
             .build(out);
         io::copy(&mut input, &mut w)?;
         w.finish()?
     } else {
         let mut r = CipherReader::builder(&args.key)
+            .provider(PROVIDER)
             .associated_data(&args.aad)
             .capacity(1 << 16)
             .build(input);

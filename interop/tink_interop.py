@@ -5,7 +5,7 @@ Tink's streaming key types: AES-GCM-HKDF and AES-CTR-HMAC.
     python3 interop/tink_interop.py [--quick] [--features aws-lc]
 
 With `--features aws-lc` the example is built with that cargo feature, so
-cipherio seals and opens with AWS-LC (its default provider then).
+the example seals and opens with AWS-LC (`Provider::AwsLc`).
 
 1. Creates (once) a virtual environment under target/tink-venv with Tink from
    ../shared/interop/requirements.txt (that folder is read-only; set

@@ -5,7 +5,7 @@ use std::fmt;
 use zeroize::Zeroizing;
 
 use crate::Error;
-use crate::tink::{AesCtrHmacKey, TinkKey};
+use crate::tink::{AesCtrHmacKey, AesGcmHkdfKey};
 
 /// The AEAD that seals each segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -20,8 +20,10 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    /// All algorithms, in identifier order.
-    pub const ALL: [Algorithm; 3] = [
+    /// All algorithms, in identifier order. A slice, not an array: its
+    /// length is no part of the API, so a new algorithm is no breaking
+    /// change.
+    pub const ALL: &'static [Algorithm] = &[
         Algorithm::Aes128Gcm,
         Algorithm::Aes256Gcm,
         Algorithm::ChaCha20Poly1305,
@@ -114,12 +116,11 @@ impl Key {
     ///
     /// If the operating system's random number generator fails, which on
     /// the supported platforms does not happen once it has been seeded. Use
-    /// [`Key::try_generate`] to get the error instead.
+    /// [`Key::try_generate`] to get the error instead. Every key type has
+    /// this pair (`generate`, `try_generate`), as RustCrypto's
+    /// `generate_key`/`try_generate_key`.
     pub fn generate(alg: Algorithm) -> Key {
-        match Key::try_generate(alg) {
-            Ok(key) => key,
-            Err(e) => panic!("{e}"),
-        }
+        Key::try_generate(alg).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// A fresh random key, or [`Error::Random`] if the operating system's
@@ -155,13 +156,13 @@ impl fmt::Debug for Key {
 
 /// A key that [`CipherWriter`](crate::CipherWriter) and
 /// [`CipherReader`](crate::CipherReader) can be built with; it chooses the
-/// wire format. Implemented by [`Key`] (the native format), [`TinkKey`]
+/// wire format. Implemented by [`Key`] (the native format), [`AesGcmHkdfKey`]
 /// (Tink's AES-GCM-HKDF streaming format) and [`AesCtrHmacKey`] (Tink's
 /// AES-CTR-HMAC streaming format); sealed.
 pub trait StreamKey: sealed::Sealed {}
 
 impl StreamKey for Key {}
-impl StreamKey for TinkKey {}
+impl StreamKey for AesGcmHkdfKey {}
 impl StreamKey for AesCtrHmacKey {}
 impl<K: StreamKey + ?Sized> StreamKey for &K {}
 impl<K: StreamKey + ?Sized> StreamKey for Box<K> {}
@@ -171,7 +172,7 @@ impl<K: StreamKey + ?Sized> StreamKey for std::sync::Arc<K> {}
 pub(crate) mod sealed {
     pub use crate::profile::Profile;
 
-    use super::{AesCtrHmacKey, Key, TinkKey};
+    use super::{AesCtrHmacKey, AesGcmHkdfKey, Key};
 
     /// Which wire format a stream uses, with its key.
     pub trait Sealed {
@@ -184,7 +185,7 @@ pub(crate) mod sealed {
         }
     }
 
-    impl Sealed for TinkKey {
+    impl Sealed for AesGcmHkdfKey {
         fn profile(&self) -> Profile {
             Profile::Tink(self.clone())
         }

@@ -168,8 +168,10 @@ mod error;
 pub mod format;
 mod io;
 mod key;
+mod probe;
 mod profile;
 mod provider;
+pub mod segments;
 mod threads;
 pub mod tink;
 
@@ -202,8 +204,10 @@ mod assertions {
         send_sync::<CipherReader<std::fs::File>>();
         send_sync::<WriterBuilder>();
         send_sync::<ReaderBuilder>();
-        send_sync::<tink::TinkKey>();
-        send_sync::<tink::TinkParams>();
+        send_sync::<tink::AesGcmHkdfKey>();
+        send_sync::<tink::AesGcmHkdfParams>();
         send_sync::<Provider>();
+        send_sync::<segments::SegmentSealer>();
+        send_sync::<segments::SegmentOpener>();
     }
 }

@@ -5,16 +5,13 @@
 /// feature `aws-lc`). Both write and read the same bytes: a stream
 /// written with one opens with the other, in either format.
 ///
-/// The default is the fastest one compiled in: `AwsLc`
-/// when the `aws-lc` feature is on, else [`RustCrypto`](Self::RustCrypto).
-/// So turning the feature on speeds up every `CipherWriter::new` and
-/// `CipherReader::new` without a change to the code that calls them;
+/// The default is [`RustCrypto`](Self::RustCrypto) in every build: cargo
+/// features only add, so turning `aws-lc` on (in this crate or in any other
+/// crate of the build, since cargo unifies features) changes no stream that
+/// did not ask for AWS-LC. Pick AWS-LC per stream with
 /// [`WriterBuilder::provider`](crate::WriterBuilder::provider) and
-/// [`ReaderBuilder::provider`](crate::ReaderBuilder::provider) pick one
-/// per stream. (Cargo unifies features: if any crate in the build turns
-/// `aws-lc` on, every default stream in it uses AWS-LC. The format does
-/// not change, so nothing a stream writes or reads does either. A crate
-/// that names `Provider::AwsLc` must turn the feature on itself.)
+/// [`ReaderBuilder::provider`](crate::ReaderBuilder::provider) and
+/// `Provider::AwsLc`; a crate that names it turns the feature on itself.
 ///
 /// Only the per-segment AEAD moves: HKDF key derivation, the header and
 /// the buffering are the same code for both.
@@ -43,8 +40,8 @@
 #[non_exhaustive]
 pub enum Provider {
     /// `aes-gcm` and `chacha20poly1305` from RustCrypto: pure Rust,
-    /// portable, no C toolchain. [`backend::detect`](crate::backend::detect)
-    /// tells which of their CPU backends runs.
+    /// portable, no C toolchain. Each picks its CPU backend (AES-NI,
+    /// VAES, CLMUL, AVX2, NEON, or portable code) at run time.
     RustCrypto,
     /// AWS-LC's AES-GCM and ChaCha20-Poly1305 (assembly with its own CPU
     /// dispatch: stitched AES-NI/VAES and CLMUL/VPCLMULQDQ on x86-64),
@@ -56,7 +53,8 @@ pub enum Provider {
 }
 
 impl Provider {
-    /// Every provider compiled into this build, the default last.
+    /// Every provider compiled into this build, the default
+    /// ([`RustCrypto`](Self::RustCrypto)) first.
     pub const ALL: &'static [Provider] = &[
         Provider::RustCrypto,
         #[cfg(feature = "aws-lc")]
@@ -74,22 +72,14 @@ impl Provider {
 }
 
 impl Default for Provider {
-    /// `AwsLc` when compiled in, else
-    /// [`RustCrypto`](Self::RustCrypto).
+    /// [`RustCrypto`](Self::RustCrypto), whatever features are on.
     fn default() -> Self {
-        #[cfg(feature = "aws-lc")]
-        {
-            Provider::AwsLc
-        }
-        #[cfg(not(feature = "aws-lc"))]
-        {
-            Provider::RustCrypto
-        }
+        Provider::RustCrypto
     }
 }
 
 /// The providers write the same bytes: streams with the salt and nonce
-/// prefix injected (`profile::FIXED_RANDOM`) compared byte for byte, each
+/// prefix injected (`probe::FIXED_RANDOM`) compared byte for byte, each
 /// read back by every provider, with the segments counted to show that the
 /// chosen provider did the sealing and opening.
 #[cfg(test)]
@@ -98,9 +88,9 @@ mod tests {
     use std::io::{Read, Write};
 
     use super::Provider;
-    use crate::core::suite::USED;
-    use crate::profile::FIXED_RANDOM;
-    use crate::tink::{HkdfHash, TinkKey, TinkParams};
+    use crate::probe::FIXED_RANDOM;
+    use crate::probe::USED;
+    use crate::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
     use crate::{Algorithm, CipherReader, CipherWriter, Key, StreamKey};
 
     /// Segments sealed or opened by each provider since the last call.
@@ -183,7 +173,7 @@ mod tests {
 
     #[test]
     fn native_streams_are_identical_across_providers() {
-        for alg in Algorithm::ALL {
+        for &alg in Algorithm::ALL {
             let key = Key::new(alg, &vec![0x42; alg.key_len()]).unwrap();
             for cap in [1usize, 17, 4096, 8192, 65_536] {
                 for len in [0, 1, cap - 1, cap, cap + 1, 3 * cap + 5, 200_000] {
@@ -205,8 +195,8 @@ mod tests {
             (32, 1 << 20, HkdfHash::Sha256),
         ];
         for (dks, seg, hash) in sets {
-            let params = TinkParams::new(dks, seg, hash).unwrap();
-            let key = TinkKey::new(params, &[0x17; 32]).unwrap();
+            let params = AesGcmHkdfParams::new(dks, seg, hash).unwrap();
+            let key = AesGcmHkdfKey::new(params, &[0x17; 32]).unwrap();
             let (first, rest) = (params.first_segment_plaintext(), params.segment_plaintext());
             for len in [
                 0,
@@ -231,23 +221,22 @@ mod tests {
     }
 
     #[test]
-    fn the_default_is_the_fastest_compiled_in() {
-        let want = if cfg!(feature = "aws-lc") {
-            "aws-lc"
-        } else {
-            "rustcrypto"
-        };
-        assert_eq!(Provider::default().name(), want);
-        assert_eq!(Provider::ALL.last(), Some(&Provider::default()));
+    fn the_default_is_rustcrypto_whatever_the_features() {
+        assert_eq!(Provider::default(), Provider::RustCrypto);
+        assert_eq!(Provider::ALL.first(), Some(&Provider::default()));
+        assert_eq!(
+            Provider::ALL.len(),
+            if cfg!(feature = "aws-lc") { 2 } else { 1 }
+        );
         let key = Key::new(Algorithm::Aes128Gcm, &[1; 16]).unwrap();
         used();
         let w = CipherWriter::new(&key, Vec::new());
-        assert_eq!(w.provider(), Provider::default());
+        assert_eq!(w.provider(), Provider::RustCrypto);
         let sealed = w.finish().unwrap();
-        assert_eq!(used(), only(Provider::default(), 1));
+        assert_eq!(used(), only(Provider::RustCrypto, 1));
         let r = CipherReader::new(&key, &sealed[..]);
-        assert_eq!(r.provider(), Provider::default());
+        assert_eq!(r.provider(), Provider::RustCrypto);
         assert!(r.bytes().next().is_none());
-        assert_eq!(used(), only(Provider::default(), 1));
+        assert_eq!(used(), only(Provider::RustCrypto, 1));
     }
 }

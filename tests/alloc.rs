@@ -30,7 +30,7 @@ use std::alloc::System;
 use std::io::{self, Read, Write};
 
 use cipherio::format::{HEADER_LEN, Header};
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, Stats, StatsAlloc};
 
@@ -46,7 +46,7 @@ fn main() {
         forged_headers_cost_about_twice_what_arrived_on_every_thread_count(p);
         framed_record_lengths_allocate_nothing_they_ask(p);
         hostile_headers_allocate_no_segment_buffer(p);
-        for alg in Algorithm::ALL {
+        for &alg in Algorithm::ALL {
             writer_allocates_once_per_stream(p, alg);
             reader_allocates_once_per_stream(p, alg);
             large_reads_allocate_no_plaintext_buffer(p, alg);
@@ -133,8 +133,8 @@ fn memory_follows_the_bytes_that_arrived(p: Provider) {
         );
     }
 
-    let largest = TinkParams::new(32, (1 << 31) - 1, HkdfHash::Sha256).unwrap();
-    let tink = TinkKey::generate(largest).unwrap();
+    let largest = AesGcmHkdfParams::new(32, (1 << 31) - 1, HkdfHash::Sha256).unwrap();
+    let tink = AesGcmHkdfKey::generate(largest);
     let region = Region::new(GLOBAL);
     let mut w = CipherWriter::builder(&tink).provider(p).build(Vec::new());
     w.write_all(b"x").unwrap();
@@ -257,13 +257,13 @@ fn framed_record_lengths_allocate_nothing_they_ask(p: Provider) {
             "alloc: {p:?} framed, record size {size}, a record header asking {record_len} bytes: {held} bytes held, {err}"
         );
         if record_len > size {
-            assert_eq!(
-                Error::from_io(&err),
-                Some(&Error::SegmentTooLarge {
-                    size: u64::from(record_len),
-                    limit: u64::from(size)
-                }),
-                "{p:?}"
+            assert!(
+                matches!(
+                    Error::from_io(&err),
+                    Some(&Error::SegmentTooLarge { size: s, limit, .. })
+                        if s == u64::from(record_len) && limit == u64::from(size)
+                ),
+                "{p:?}: {err}"
             );
         } else {
             assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{p:?}");
@@ -318,13 +318,13 @@ fn hostile_headers_allocate_no_segment_buffer(p: Provider) {
         let err = r.read(&mut [0u8; 4096]).unwrap_err();
         let stats = region.change();
         drop(r);
-        assert_eq!(
-            Error::from_io(&err),
-            Some(&Error::SegmentTooLarge {
-                size: u64::from(size),
-                limit: 16 * MIB as u64
-            }),
-            "{p:?}"
+        assert!(
+            matches!(
+                Error::from_io(&err),
+                Some(&Error::SegmentTooLarge { size: s, limit, .. })
+                    if s == u64::from(size) && limit == 16 * MIB as u64
+            ),
+            "{p:?}: {err}"
         );
         // The 8 KiB read-ahead, the key copy, the error: nothing sized by
         // the header.
@@ -779,8 +779,8 @@ fn one_long_threaded_write_holds_about_2n_plus_1_segments(p: Provider, threads: 
 /// capacity, once.
 #[cfg(feature = "hazmat")]
 fn keystream_reader_allocates_its_buffer_only_for_small_reads() {
+    use cipher::{KeyIvInit, StreamCipher};
     use cipherio::hazmat::KeystreamReader;
-    use cipherio::hazmat::cipher::{KeyIvInit, StreamCipher};
 
     type Aes128Ctr = ctr::Ctr128BE<aes::Aes128>;
     let cipher = || Aes128Ctr::new(&[3; 16].into(), &[4; 16].into());

@@ -30,7 +30,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::{
     Algorithm, CipherReader, CipherWriter, Error, Key, Provider, ReaderBuilder, StreamKey,
 };
@@ -81,8 +81,8 @@ fn native_case(p: Provider, alg: Algorithm, seg: usize, len: usize) -> Case {
     }
 }
 
-fn tink_case(p: Provider, params: TinkParams, len: usize) -> Case {
-    let key = TinkKey::generate(params).unwrap();
+fn tink_case(p: Provider, params: AesGcmHkdfParams, len: usize) -> Case {
+    let key = AesGcmHkdfKey::generate(params);
     let pt = plaintext(len);
     let ct = seal(&key, p, params.segment_plaintext(), &pt);
     Case {
@@ -99,19 +99,19 @@ fn lengths(l: &Layout) -> Vec<usize> {
     l.lengths_around(&[1, 2, 3], &[l.plain_before(7) + 3])
 }
 
-fn tink_params() -> [TinkParams; 3] {
+fn tink_params() -> [AesGcmHkdfParams; 3] {
     [
         // The smallest segments Tink allows (one plaintext byte in the
         // first segment), a mid size, and a template.
-        TinkParams::new(16, 16 + 8 + T + 1, HkdfHash::Sha256).unwrap(),
-        TinkParams::new(32, 200, HkdfHash::Sha512).unwrap(),
-        TinkParams::AES128_GCM_HKDF_4KB,
+        AesGcmHkdfParams::new(16, 16 + 8 + T + 1, HkdfHash::Sha256).unwrap(),
+        AesGcmHkdfParams::new(32, 200, HkdfHash::Sha512).unwrap(),
+        AesGcmHkdfParams::AES128_GCM_HKDF_4KB,
     ]
 }
 
 fn cases(p: Provider) -> Vec<Case> {
     let mut v = Vec::new();
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         for seg in [1, 16, 100] {
             for len in lengths(&Layout::native(seg)) {
                 v.push(native_case(p, alg, seg, len));
@@ -149,7 +149,7 @@ fn patterns(l: &Layout) -> [Pattern; 6] {
 }
 
 /// Which error: the crate's, or an inner one by kind.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Failure {
     Crate(Error),
     Io(ErrorKind),
@@ -373,7 +373,7 @@ fn bufreader_caps(l: &Layout) -> [usize; 6] {
 
 fn file_cases(p: Provider) -> Vec<Case> {
     let mut v = Vec::new();
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         for len in [0, 100, 1000, 1001, 5 * 100 + 3] {
             v.push(native_case(p, alg, 100, len));
         }
@@ -383,7 +383,7 @@ fn file_cases(p: Provider) -> Vec<Case> {
     for len in [0, 183, 184, 185, 2000] {
         v.push(tink_case(p, params, len));
     }
-    v.push(tink_case(p, TinkParams::AES256_GCM_HKDF_4KB, 100_000));
+    v.push(tink_case(p, AesGcmHkdfParams::AES256_GCM_HKDF_4KB, 100_000));
     v
 }
 
@@ -558,7 +558,7 @@ fn segments_are_consumed_from_the_inner_buffer_not_read() {
         for case in [
             native_case(p, Algorithm::Aes128Gcm, 4096, 64 * 4096 + 100),
             native_case(p, Algorithm::ChaCha20Poly1305, 1000, 200 * 1000),
-            tink_case(p, TinkParams::AES256_GCM_HKDF_4KB, 300_000),
+            tink_case(p, AesGcmHkdfParams::AES256_GCM_HKDF_4KB, 300_000),
         ] {
             let l = case.layout;
             let s = l.rest + T;
@@ -692,7 +692,7 @@ fn check_damaged(ctx: &str, rb: &ReaderBuilder, l: &Layout, pt: &[u8], bad: &[u8
 /// its smallest segments.
 fn small_cases(p: Provider) -> Vec<Case> {
     let mut v = Vec::new();
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         v.push(native_case(p, alg, 16, 4 * 16 + 5));
         v.push(native_case(p, alg, 16, 4 * 16));
     }
@@ -1053,7 +1053,7 @@ proptest! {
     ) {
         let p = Provider::ALL[provider];
         let case = if tink {
-            let params = TinkParams::new(16, 16 + 8 + T + seg, HkdfHash::Sha256).unwrap();
+            let params = AesGcmHkdfParams::new(16, 16 + 8 + T + seg, HkdfHash::Sha256).unwrap();
             tink_case(p, params, len)
         } else {
             native_case(p, Algorithm::ALL[alg], seg, len)
@@ -1122,7 +1122,7 @@ fn read_all_retrying<R: Read>(ctx: &str, r: &mut CipherReader<R>, pat: Pattern) 
 fn segment_zero_opens_from_the_inner_buffer_after_a_failed_read() {
     for &p in Provider::ALL {
         let mut all = Vec::new();
-        for alg in Algorithm::ALL {
+        for &alg in Algorithm::ALL {
             all.push(native_case(p, alg, 16, 5 * 16 + 3));
         }
         for params in tink_params() {

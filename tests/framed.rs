@@ -8,12 +8,13 @@
 //!   non-final records too);
 //! - a 1,000-round-trip conversation over a real std and a real tokio
 //!   `TcpStream`, one connection, a flush per message, then a clean end;
-//! - every byte flip and every truncation of sample streams, and the
-//!   record-level attacks (reordered, dropped, duplicated, spliced records,
-//!   a second final record, trailing bytes, a changed length or flag, a
-//!   length over the segment size);
-//! - misbehaving inner I/O (1-byte, `Interrupted`, `WouldBlock` at every
-//!   call) with flushes: nothing lost, nothing sealed twice;
+//! - what only records have: a length changed by one, misuse the oracle
+//!   seals (two final records, no final record, a skipped counter), a
+//!   length over the segment size (every flip, cut and record-level attack
+//!   is in the tamper suite, `tests/tamper.rs`, with every other format);
+//! - misbehaving inner writers (1-byte, `Interrupted`, `WouldBlock` at
+//!   every call) with flushes: nothing lost, nothing sealed twice (the
+//!   reader's side is in `tests/misbehaving_io.rs`, with the other formats);
 //! - what a flush puts on the wire and what a peer reads of it at once.
 #![allow(clippy::unwrap_used)]
 
@@ -23,9 +24,10 @@ use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant};
 
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider, WriterBuilder};
+use common::format::Format;
 use common::{
-    Front, KIB, ReadMode, ScriptReader, ScriptWriter, assert_sticky, crate_error, data, decrypt_ok,
-    read_injecting_at_every_call, read_watching_everywhere,
+    Front, KIB, ReadMode, ScriptWriter, Upto, Want, crate_error, data, decrypt_ok,
+    read_watching_everywhere,
 };
 use proptest::prelude::*;
 
@@ -33,11 +35,9 @@ use proptest::prelude::*;
 // The oracle: from the format description only.
 // ---------------------------------------------------------------------
 
-// The fuzz crate's copy, shared: one oracle for the framed variant.
-#[path = "../fuzz/src/oracle_framed.rs"]
-mod oracle;
-
-use oracle::{HEADER_LEN, OVERHEAD, Parsed};
+// The framed variant's one oracle (the fuzz crate's file).
+use common::oracles::oracle_framed as oracle;
+use oracle::{HEADER_LEN, OVERHEAD};
 
 // ---------------------------------------------------------------------
 // Helpers.
@@ -266,16 +266,9 @@ fn msg(i: usize, side: usize) -> Vec<u8> {
 /// client sees the end.
 #[test]
 fn std_tcp_conversation() {
-    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::net::Shutdown;
     let key = Key::generate(Algorithm::Aes128Gcm);
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (server, _) = listener.accept().unwrap();
-    for s in [&client, &server] {
-        s.set_read_timeout(Some(TIMEOUT)).unwrap();
-        s.set_write_timeout(Some(TIMEOUT)).unwrap();
-        s.set_nodelay(true).unwrap();
-    }
+    let (client, server) = common::tcp_pair(TIMEOUT);
     let start = Instant::now();
     let server_thread = {
         let key = key.clone();
@@ -392,97 +385,28 @@ async fn tokio_tcp_conversation() {
 // 3. Damaged streams.
 // ---------------------------------------------------------------------
 
-/// A sample framed stream: its key bytes, plaintext, bytes and records.
-struct Sample {
-    name: String,
-    key: Key,
-    kb: Vec<u8>,
-    aad: Vec<u8>,
-    cap: usize,
-    pt: Vec<u8>,
-    ct: Vec<u8>,
-    recs: Vec<Parsed>,
-}
+// Flips, cuts, dropped, swapped, duplicated and spliced records, bytes
+// after the final record and wrong keys are in the tamper suite
+// (`tests/tamper.rs`), which attacks these streams with every other
+// format: `Format::all`'s framed ones. Here: what only records have.
 
-impl Sample {
-    fn new(alg: Algorithm, cap: usize, lens: &[usize], last: usize, aad: &[u8]) -> Sample {
-        let (key, kb) = key_for(alg, &[0x5c; 32]);
-        let pt = data(lens.iter().sum::<usize>() + last, 99);
-        let (pieces, rest) = cut(&pt, lens);
-        let ct = write_framed(Front::Std, framed(&key, cap, aad), &pieces, rest, 1000);
-        let recs = oracle::parse(&kb, aad, &ct).unwrap();
-        Sample {
-            name: format!("{alg} cap {cap} flushes {lens:?} last {last}"),
-            key,
-            kb,
-            aad: aad.to_vec(),
-            cap,
-            pt,
-            ct,
-            recs,
-        }
-    }
-
-    fn reader(&self) -> cipherio::ReaderBuilder {
-        CipherReader::builder(&self.key).associated_data(&self.aad)
-    }
-
-    /// Plaintext bytes in records `..j`.
-    fn before(&self, j: usize) -> usize {
-        self.recs[..j].iter().map(|r| r.pt.len()).sum()
-    }
-
-    /// The record whose bytes hold stream offset `p` (None: the header).
-    fn record_at(&self, p: usize) -> Option<usize> {
-        self.recs
-            .iter()
-            .position(|r| (r.offset..r.end()).contains(&p))
-    }
-
-    /// The stream with record `j`'s bytes.
-    fn rec_bytes(&self, j: usize) -> &[u8] {
-        &self.ct[self.recs[j].offset..self.recs[j].end()]
-    }
-
-    /// Reads `bad` on every front and provider in 4 KiB and in 1-byte
-    /// reads (the buffers watched for unreleased plaintext, the error
-    /// checked sticky; fronts and providers agree): the bytes released and
-    /// the error of each.
-    fn read_both(&self, ctx: &str, bad: &[u8]) -> [(usize, Error); 2] {
-        let ctx = format!("{}: {ctx}", self.name);
-        [4096, 1].map(|n| read_watching_everywhere(&ctx, &self.reader(), bad, &self.pt, n))
-    }
-
-    /// [`read_both`](Self::read_both), which must agree.
-    fn read_bad(&self, ctx: &str, bad: &[u8]) -> (usize, Error) {
-        let [a, b] = self.read_both(ctx, bad);
-        assert_eq!(
-            a, b,
-            "{}: {ctx}: 4 KiB and 1-byte reads disagree",
-            self.name
-        );
-        a
-    }
-}
-
-fn samples() -> Vec<Sample> {
-    vec![
-        // Records 5, 16, 16, 16, 8, final 3 (an empty flush in between).
-        Sample::new(Algorithm::Aes128Gcm, 16, &[5, 0, 16, 40], 3, b"ad"),
-        // Records 1, 7, an empty final one.
-        Sample::new(Algorithm::ChaCha20Poly1305, 7, &[1, 7], 0, b""),
-        // One final record.
-        Sample::new(Algorithm::Aes256Gcm, 32, &[], 20, b""),
-        // Records 16, 16, 1, a full final one of 16.
-        Sample::new(Algorithm::Aes128Gcm, 16, &[33], 16, b""),
-    ]
+/// The framed streams of the tamper suite, sealed once.
+fn samples() -> Vec<Format> {
+    Format::all()
+        .into_iter()
+        .filter(Format::is_framed)
+        .collect()
 }
 
 #[test]
 fn samples_have_the_expected_records() {
     let lens: Vec<Vec<(usize, bool)>> = samples()
         .iter()
-        .map(|s| s.recs.iter().map(|r| (r.pt.len(), r.last)).collect())
+        .map(|f| {
+            let ct = f.seal(Provider::default(), &data(f.lengths[0], 99)).ct;
+            let recs = oracle::parse(&f.raw, &f.aad, &ct).unwrap();
+            recs.iter().map(|r| (r.pt.len(), r.last)).collect()
+        })
         .collect();
     let f = |v: &[usize]| -> Vec<(usize, bool)> {
         v.iter()
@@ -496,222 +420,28 @@ fn samples_have_the_expected_records() {
     assert_eq!(lens[3], f(&[16, 16, 1, 16]));
 }
 
-/// Every byte of every sample flipped (three masks): a typed, sticky
-/// error; exactly the records before the damaged one released (none for
-/// a damaged header); a flip in a record's ciphertext or tag, or of its
-/// final flag, is `Authentication`; a length made larger than the
-/// segment size is `SegmentTooLarge`, whatever the read size.
-///
-/// FAILS (crate bug, see `record_over_the_segment_size_is_refused`): with
-/// 4 KiB reads, a record whose length was flipped above the segment size
-/// is opened (and fails as `Authentication`) instead of being refused as
-/// `SegmentTooLarge` when it follows another record in the read-ahead.
-/// The other checks run first, over every flip.
+/// A record's length changed by one either way (within the segment size),
+/// nothing recomputed: the record reads as longer or shorter and fails
+/// (`Authentication` or `Truncated`) after exactly the records before it.
 #[test]
-fn every_byte_flip_fails() {
-    let mut over_length = Vec::new();
-    for s in samples() {
-        for p in 0..s.ct.len() {
-            for mask in [0x01u8, 0x80, 0xff] {
-                let mut bad = s.ct.clone();
-                bad[p] ^= mask;
-                let ctx = format!("byte {p} ^ {mask:#04x}");
-                let [a, b] = s.read_both(&ctx, &bad);
-                let Some(j) = s.record_at(p) else {
-                    assert_eq!(a, b, "{}: {ctx}: read sizes disagree", s.name);
-                    assert_eq!(a.0, 0, "{}: {ctx}: header flip released", s.name);
-                    continue;
-                };
-                let r = &s.recs[j];
-                assert_eq!(a.0, s.before(j), "{}: {ctx}: {:?}", s.name, a.1);
-                assert_eq!(b.0, s.before(j), "{}: {ctx}: {:?}", s.name, b.1);
-                let new_len = u32::from_be_bytes(bad[r.offset..r.offset + 4].try_into().unwrap())
-                    & 0x7fff_ffff;
-                if p < r.offset + 4 && new_len as usize > s.cap {
-                    let want = Error::SegmentTooLarge {
-                        size: u64::from(new_len),
-                        limit: s.cap as u64,
-                    };
-                    for (reads, got) in [("4 KiB", &a.1), ("1-byte", &b.1)] {
-                        if *got != want {
-                            over_length.push(format!(
-                                "{}: {ctx} (length {new_len}), {reads} reads: {got:?}",
-                                s.name
-                            ));
-                        }
-                    }
-                    continue;
-                }
-                assert_eq!(a, b, "{}: {ctx}: read sizes disagree", s.name);
-                let e = a.1;
-                let in_header = p < r.offset + 4;
-                let flag_only = p == r.offset && mask == 0x80;
-                if !in_header || flag_only {
-                    assert_eq!(e, Error::Authentication, "{}: {ctx}", s.name);
-                } else {
-                    assert!(
-                        matches!(e, Error::Authentication | Error::Truncated),
-                        "{}: {ctx}: {e:?}",
-                        s.name
-                    );
-                }
-            }
-        }
-    }
-    assert!(
-        over_length.is_empty(),
-        "{} flips to a length over the segment size not refused as SegmentTooLarge:\n{}",
-        over_length.len(),
-        over_length.join("\n")
-    );
-}
-
-/// Every truncation of every sample (at every byte, between records
-/// too) is `Truncated`, never a clean end, after exactly the records
-/// wholly before the cut.
-#[test]
-fn every_truncation_fails() {
-    for s in samples() {
-        for cut in 0..s.ct.len() {
-            let ctx = format!("cut at {cut}");
-            let (released, e) = s.read_bad(&ctx, &s.ct[..cut]);
-            assert_eq!(e, Error::Truncated, "{}: {ctx}", s.name);
-            let whole = s.recs.iter().take_while(|r| r.end() <= cut).count();
-            assert_eq!(released, s.before(whole), "{}: {ctx}", s.name);
-        }
-    }
-}
-
-/// The record-level attacks, by editing bytes only (nothing recomputed).
-#[test]
-fn record_attacks_fail() {
-    for s in samples() {
-        let n = s.recs.len();
-        let head = &s.ct[..HEADER_LEN];
-        let join = |parts: &[&[u8]]| -> Vec<u8> { parts.concat() };
-        let recs: Vec<&[u8]> = (0..n).map(|j| s.rec_bytes(j)).collect();
-        let expect = |ctx: &str, bad: &[u8], want: &Error, released: usize| {
-            let (got, e) = s.read_bad(ctx, bad);
-            assert_eq!(&e, want, "{}: {ctx}", s.name);
-            assert_eq!(got, released, "{}: {ctx}: released", s.name);
-        };
-        // A second stream of the same plaintext, key and associated data.
-        let (pieces_len, last_len): (Vec<usize>, usize) = {
-            let l: Vec<usize> = s.recs.iter().map(|r| r.pt.len()).collect();
-            (l[..n - 1].to_vec(), l[n - 1])
-        };
-        let (pieces, rest) = cut(&s.pt, &pieces_len);
-        assert_eq!(rest.len(), last_len);
-        let other = write_framed(Front::Std, framed(&s.key, s.cap, &s.aad), &pieces, rest, 7);
-        let orecs = oracle::parse(&s.kb, &s.aad, &other).unwrap();
-        assert_eq!(orecs.len(), n, "{}: the same records", s.name);
-        let orec = |j: usize| &other[orecs[j].offset..orecs[j].end()];
-        let auth = Error::Authentication;
-
-        for j in 0..n {
-            // Spliced: record j of the other stream (another salt).
-            let mut v = recs.clone();
-            v[j] = orec(j);
-            let bad = join(&[&[head][..], &v].concat());
-            expect(&format!("record {j} spliced"), &bad, &auth, s.before(j));
-            // The other stream's header with this stream's records.
-            if j == 0 {
-                let bad = join(&[&[&other[..HEADER_LEN]][..], &recs].concat());
-                expect("header spliced", &bad, &auth, 0);
-            }
-            // Dropped.
-            if n > 1 {
-                let mut v = recs.clone();
-                v.remove(j);
-                let bad = join(&[&[head][..], &v].concat());
-                let want = if j + 1 == n {
-                    Error::Truncated
-                } else {
-                    auth.clone()
-                };
-                // Dropping the final record leaves a stream cut between
-                // records.
-                expect(&format!("record {j} dropped"), &bad, &want, s.before(j));
-            }
-            // Duplicated: the copy is at the wrong index (or, after the
-            // final record, trailing data).
-            let mut v = recs.clone();
-            v.insert(j, recs[j]);
-            let bad = join(&[&[head][..], &v].concat());
-            if j + 1 == n {
-                let (got, e) = s.read_bad("final record duplicated", &bad);
-                assert_eq!(e, Error::TrailingData, "{}", s.name);
-                assert!(
-                    got == s.before(j) || got == s.pt.len(),
-                    "{}: final record duplicated: released {got}",
-                    s.name
-                );
-            } else {
-                expect(
-                    &format!("record {j} duplicated"),
-                    &bad,
-                    &auth,
-                    s.before(j + 1),
-                );
-            }
-            // Reordered with the next one.
-            if j + 1 < n {
-                let mut v = recs.clone();
-                v.swap(j, j + 1);
-                let bad = join(&[&[head][..], &v].concat());
-                expect(
-                    &format!("records {j}, {} swapped", j + 1),
-                    &bad,
-                    &auth,
-                    s.before(j),
-                );
-            }
-            // The final flag flipped (set on a non-final record, cleared on
-            // the final one).
-            let mut bad = s.ct.clone();
-            bad[s.recs[j].offset] ^= 0x80;
-            expect(
-                &format!("record {j}'s flag flipped"),
-                &bad,
-                &auth,
-                s.before(j),
-            );
-            // The length changed by one either way.
+fn record_length_off_by_one_fails() {
+    for f in samples() {
+        let s = f.seal(Provider::default(), &data(f.lengths[0], 99));
+        let cap = f.layout.rest;
+        for j in 0..s.n() {
             for delta in [1i64, -1] {
-                let len = s.recs[j].pt.len() as i64 + delta;
-                if !(0..=s.cap as i64).contains(&len) {
+                let len = i64::try_from(s.before[j + 1] - s.before[j]).unwrap() + delta;
+                if !(0..=i64::try_from(cap).unwrap()).contains(&len) {
                     continue;
                 }
                 let mut bad = s.ct.clone();
-                let off = s.recs[j].offset;
+                let off = s.segs[j].start;
                 let v = u32::from_be_bytes(bad[off..off + 4].try_into().unwrap());
                 let v = if delta > 0 { v + 1 } else { v - 1 };
                 bad[off..off + 4].copy_from_slice(&v.to_be_bytes());
-                let (got, e) = s.read_bad(&format!("record {j}'s length {delta:+}"), &bad);
-                assert!(
-                    matches!(e, Error::Authentication | Error::Truncated),
-                    "{}: record {j}'s length {delta:+}: {e:?}",
-                    s.name
-                );
-                assert_eq!(got, s.before(j), "{}: length {delta:+}", s.name);
+                let what = format!("record {j}'s length {delta:+}");
+                s.fail(&what, &bad, &Want::CutOrAuth, Upto::Exactly(s.before[j]));
             }
-        }
-        // Trailing bytes after the final record: one byte, a record header,
-        // a whole record of the stream. The final record may be released
-        // before the bytes after it are seen.
-        for (what, tail) in [
-            ("one byte", vec![0u8]),
-            ("a record header", oracle::record_header(0, true).to_vec()),
-            ("record 0 again", recs[0].to_vec()),
-        ] {
-            let bad = [&s.ct[..], &tail].concat();
-            let (got, e) = s.read_bad(&format!("trailing {what}"), &bad);
-            assert_eq!(e, Error::TrailingData, "{}: trailing {what}", s.name);
-            assert!(
-                got == s.before(n - 1) || got == s.pt.len(),
-                "{}: trailing {what}: released {got}",
-                s.name
-            );
         }
     }
 }
@@ -803,13 +533,9 @@ fn oracle_sealed_misuse_fails() {
                     &pt,
                 );
                 assert!(start.elapsed() < Duration::from_secs(2), "slow refusal");
-                assert_eq!(
-                    e,
-                    Error::SegmentTooLarge {
-                        size: u64::from(v & 0x7fff_ffff),
-                        limit: 16
-                    },
-                    "length {v:#x} at {at}"
+                assert!(
+                    too_large(&e, u64::from(v & 0x7fff_ffff), 16),
+                    "length {v:#x} at {at}: {e:?}"
                 );
                 assert_eq!(got, if at == HEADER_LEN { 0 } else { 10 });
             }
@@ -823,13 +549,13 @@ fn oracle_sealed_misuse_fails() {
     bad.extend_from_slice(&[0u8; 30]);
     let (got, e) = read("2^31-1 under a 16 MiB header", &bad, &pt);
     assert_eq!(got, 0);
-    assert_eq!(
-        e,
-        Error::SegmentTooLarge {
-            size: 0x7fff_ffff,
-            limit: 16 << 20
-        }
-    );
+    assert!(too_large(&e, 0x7fff_ffff, 16 << 20), "{e:?}");
+}
+
+/// Whether `e` is `SegmentTooLarge` with this size and limit (a
+/// `#[non_exhaustive]` variant: matched, not built).
+fn too_large(e: &Error, want_size: u64, want_limit: u64) -> bool {
+    matches!(*e, Error::SegmentTooLarge { size, limit, .. } if size == want_size && limit == want_limit)
 }
 
 /// A properly sealed record longer than the header's segment size is
@@ -864,10 +590,6 @@ fn record_over_the_segment_size_is_refused() {
         },
     ];
     let ct = oracle::seal(&header, &kb, &[], &recs);
-    let want = Error::SegmentTooLarge {
-        size: 17,
-        limit: 16,
-    };
     for &front in Front::ALL {
         for buf_len in [1usize, 10, 16, 4096] {
             let ctx = format!("{front:?}, {buf_len}-byte reads");
@@ -881,7 +603,8 @@ fn record_over_the_segment_size_is_refused() {
                     Err(e) => break e,
                 }
             };
-            assert_eq!(crate_error(&ctx, &e), want, "{ctx}");
+            let e = crate_error(&ctx, &e);
+            assert!(too_large(&e, 17, 16), "{ctx}: {e:?}");
             assert_eq!(got.len(), 10, "{ctx}");
         }
     }
@@ -975,39 +698,8 @@ fn misbehaving_writer_with_flushes() {
     }
 }
 
-/// A framed stream read through both fronts over 1-byte inner reads and
-/// with one `Interrupted` or `WouldBlock` at every inner call position:
-/// the plaintext, whole, each error surfaced as itself at most once, no
-/// inner call lost or repeated.
-#[test]
-fn misbehaving_reader() {
-    let key = Key::generate(Algorithm::ChaCha20Poly1305);
-    let pt = data(5 + 16 + 40 + 7, 6);
-    let (pieces, last) = cut(&pt, &[5, 0, 16, 40]);
-    let ct = write_framed(Front::Std, framed(&key, 16, &[]), &pieces, last, 100);
-    for &front in Front::ALL {
-        for (kind, exactly_once) in [
-            (ErrorKind::Interrupted, false),
-            (ErrorKind::WouldBlock, true),
-        ] {
-            for max_per_call in [1usize, 7, usize::MAX] {
-                for (rcap, bufsize) in [(1, 1), (16, 5), (8192, 4096)] {
-                    let ctx = format!("{front:?}: max {max_per_call}, rcap {rcap}, buf {bufsize}");
-                    read_injecting_at_every_call(
-                        &ctx,
-                        &ct,
-                        &pt,
-                        max_per_call,
-                        bufsize,
-                        kind,
-                        exactly_once,
-                        |inner| front.reader_with_capacity(rcap, &key, inner),
-                    );
-                }
-            }
-        }
-    }
-}
+// The reader over misbehaving inner reads: `tests/misbehaving_io.rs`,
+// with the other formats.
 
 // ---------------------------------------------------------------------
 // 5. A flush delivers.
@@ -1116,14 +808,14 @@ fn flush_delivers() {
 }
 
 /// A framed stream has no random access: a seek (to anywhere but where
-/// the reader is) is refused with `InvalidParameters` (`InvalidInput`),
+/// the reader is) is refused with `NoRandomAccess` (`InvalidInput`),
 /// not sticky: reading goes on where it was, and `stream_position` still
 /// counts the bytes delivered. Once the header is read, the `seek` call
 /// itself fails; before, the refusal may come with the next read.
 /// `build_at` refuses a framed stream too.
 ///
 /// FAILS (crate bug): after 5 bytes read, `seek(Start(50))` returns
-/// `Ok(50)`; the next read fails with `InvalidParameters`; the read after
+/// `Ok(50)`; the next read fails with `NoRandomAccess`; the read after
 /// it delivers plaintext bytes 5..9 (right) but `stream_position()` then
 /// says 54 (the refused target plus 4), not 9. Likewise `Current(1)` →
 /// 10, `Start(0)` → 4; before the header (0 bytes read) `Start(50)` →
@@ -1155,7 +847,7 @@ fn seeking_a_framed_stream_is_refused() {
             r.read_exact(&mut got).unwrap();
             let refused = |e: &io::Error| {
                 e.kind() == ErrorKind::InvalidInput
-                    && matches!(Error::from_io(e), Some(Error::InvalidParameters(_)))
+                    && matches!(Error::from_io(e), Some(Error::NoRandomAccess))
             };
             match r.seek(pos) {
                 Err(e) => assert!(refused(&e), "{ctx}: {e}"),
@@ -1186,34 +878,4 @@ fn seeking_a_framed_stream_is_refused() {
     let e = CipherReader::builder(&key).build_at(&ct[..]).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-/// Errors of a damaged framed stream stay sticky through every front
-/// (also checked by every test above through `read_watching`); here with
-/// `fill_buf` first.
-#[test]
-fn damaged_record_error_is_sticky_through_fill_buf() {
-    let s = &samples()[0];
-    let mut bad = s.ct.clone();
-    let at = s.recs[2].offset + 6;
-    bad[at] ^= 1;
-    for &front in Front::ALL {
-        let mut r = front.build_reader(s.reader(), ScriptReader::new(&bad));
-        let mut got = Vec::new();
-        let e = loop {
-            match r.fill_buf() {
-                Ok([]) => panic!("clean end"),
-                Ok(b) => {
-                    let n = b.len();
-                    got.extend_from_slice(b);
-                    r.consume(n);
-                }
-                Err(e) => break e,
-            }
-        };
-        let ce = crate_error("fill_buf", &e);
-        assert_eq!(ce, Error::Authentication);
-        assert_eq!(got.len(), s.before(2));
-        assert_sticky("fill_buf", &mut r, &ce);
-    }
 }

@@ -7,7 +7,7 @@ mod common;
 
 use std::io::Write;
 
-use cipherio::tink::{TinkKey, TinkParams};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, StreamKey};
 use common::{Front, Layout, ScriptReader};
 
@@ -47,7 +47,7 @@ fn header_reads_ask_for_capacity<K: StreamKey>(key: &K, ct: &[u8], header_len: u
 #[test]
 fn native_header_reads_ask_for_the_capacity() {
     let pt: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let key = Key::generate(alg);
         let mut w = CipherWriter::with_capacity(64, &key, Vec::new());
         w.write_all(&pt).unwrap();
@@ -60,8 +60,8 @@ fn native_header_reads_ask_for_the_capacity() {
 #[test]
 fn tink_header_reads_ask_for_the_capacity() {
     let pt: Vec<u8> = (0..=255u8).rev().cycle().take(1000).collect();
-    let params = TinkParams::AES128_GCM_HKDF_4KB;
-    let key = TinkKey::new(params, &[0x42; 16]).unwrap();
+    let params = AesGcmHkdfParams::AES128_GCM_HKDF_4KB;
+    let key = AesGcmHkdfKey::new(params, &[0x42; 16]).unwrap();
     let mut w = CipherWriter::new(&key, Vec::new());
     w.write_all(&pt).unwrap();
     let ct = w.finish().unwrap();

@@ -10,7 +10,7 @@
 
 use std::io::{self, BufRead, Cursor, ErrorKind, Read, Seek, SeekFrom, Write};
 
-use cipherio::hazmat::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
+use cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use cipherio::hazmat::{KeystreamReader, KeystreamWriter};
 
 type Aes128Ctr = ctr::Ctr128BE<aes::Aes128>;

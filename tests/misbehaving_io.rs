@@ -5,6 +5,10 @@
 //! consumed nothing, `Ok(n)` consumed exactly `n`, never `Ok(0)` for a
 //! non-empty buffer) and that the bytes that reach the inner writer decrypt
 //! to exactly the plaintext: nothing lost, nothing sealed or sent twice.
+//! The reader's cases run over the native format, Tink's and the framed
+//! variant (`common::format`); the writer's over the native format (Tink's
+//! writer: `tests/tink_stream.rs`; the framed one's flushes:
+//! `tests/framed.rs`).
 //!
 //! The inner readers and writers are scripted here; no partial-io crate.
 #![allow(clippy::unwrap_used)]
@@ -14,7 +18,9 @@ mod common;
 use std::io::{self, BufRead, ErrorKind, Read};
 
 use cipherio::format::{HEADER_LEN, TAG_LEN};
-use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key};
+use cipherio::tink::{AesGcmHkdfParams, HkdfHash};
+use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider};
+use common::format::Format;
 use common::{
     Front, Layout, ScriptReader, ScriptWriter, WriteMode, crate_error_of as crate_error,
     read_injecting_at_every_call, read_retrying as read_all, write_retrying as drive,
@@ -59,7 +65,7 @@ const LEN: usize = 5 * SEG + 17;
 #[test]
 fn writer_over_one_byte_per_call_writer() {
     for &front in Front::ALL {
-        for alg in Algorithm::ALL {
+        for &alg in Algorithm::ALL {
             let key = Key::generate(alg);
             for len in [0, 1, SEG - 1, SEG, SEG + 1, 3 * SEG, LEN] {
                 let plain = data(len);
@@ -501,7 +507,7 @@ fn flush_pushes_every_sealed_segment_but_not_the_partial_one() {
 #[test]
 fn empty_stream_decrypts_to_empty() {
     for &front in Front::ALL {
-        for alg in Algorithm::ALL {
+        for &alg in Algorithm::ALL {
             let key = Key::generate(alg);
             let ct = front.writer(&key, Vec::new()).finish().unwrap();
             assert_eq!(ct.len(), HEADER_LEN + TAG_LEN);
@@ -552,23 +558,57 @@ fn drop_without_finish_writes_no_final_segment() {
 // ---------------------------------------------------------------------------
 // reader side
 
+/// The formats the reader-side cases run over: the native format in
+/// `SEG`-byte segments, and Tink AES-GCM-HKDF keys (40 + 64-byte segments;
+/// a 32-byte derived key with minimal 1 + 41-byte segments).
+fn reader_formats() -> Vec<Format> {
+    let mut v: Vec<Format> = Algorithm::ALL
+        .iter()
+        .map(|&alg| Format::native_with_segment(alg, 7, SEG))
+        .collect();
+    for (dks, css, hash) in [(16, 80, HkdfHash::Sha256), (32, 57, HkdfHash::Sha1)] {
+        v.push(Format::tink(
+            AesGcmHkdfParams::new(dks, css, hash).unwrap(),
+            7,
+        ));
+    }
+    v
+}
+
+/// A stream of `len` bytes in format `f`, and its plaintext.
+fn sealed(f: &Format, len: usize) -> (Vec<u8>, Vec<u8>) {
+    let plain = data(len);
+    let ct = f.seal(Provider::default(), &plain).ct;
+    (plain, ct)
+}
+
 #[test]
 fn reader_over_one_byte_per_call_reader() {
     for &front in Front::ALL {
-        for alg in Algorithm::ALL {
-            let key = Key::generate(alg);
-            for len in [0, 1, SEG - 1, SEG, SEG + 1, 2 * SEG, LEN] {
-                let plain = data(len);
-                let ct = encrypt(&key, SEG, &plain);
+        for f in reader_formats() {
+            let l = f.layout;
+            let lens = [
+                0,
+                1,
+                l.first - 1,
+                l.first,
+                l.first + 1,
+                l.first + l.rest,
+                l.first + 4 * l.rest + 17,
+            ];
+            for len in lens {
+                let (plain, ct) = sealed(&f, len);
                 for rcap in [1, 16, 8192] {
-                    for bufsize in [1, 7, SEG, 4096] {
+                    for bufsize in [1, 7, l.first, l.rest, 4096] {
                         let inner = ScriptReader::new(&ct).max_per_call(1);
-                        let mut r = front.reader_with_capacity(rcap, &key, inner);
+                        let mut r = front.build_reader(f.reader(b"").capacity(rcap), inner);
                         let (out, errors) = read_all(&mut r, bufsize);
-                        assert!(errors.is_empty());
-                        assert_eq!(out, plain, "{alg} len {len} rcap {rcap} buf {bufsize}");
+                        let ctx =
+                            format!("{front:?} {} len {len} rcap {rcap} buf {bufsize}", f.name);
+                        assert!(errors.is_empty(), "{ctx}");
+                        assert!(out == plain, "{ctx}");
                         // One byte per call, plus the call that reports the end.
-                        assert_eq!(r.get_ref().calls, ct.len() + 1);
+                        assert_eq!(r.get_ref().calls, ct.len() + 1, "{ctx}");
                     }
                 }
             }
@@ -576,27 +616,52 @@ fn reader_over_one_byte_per_call_reader() {
     }
 }
 
+/// Over 1-byte, 7-, 50-byte and whole inner reads, one `kind` error at
+/// every inner call position: the plaintext, whole, each error surfaced
+/// as itself (at most once where `exactly_once`), no inner call lost or
+/// repeated; in the native format, Tink's and the framed variant (records
+/// of a flushed stream).
 fn reader_inject_at_every_position(kind: ErrorKind, exactly_once: bool) {
-    let key = Key::generate(Algorithm::Aes128Gcm);
+    let formats = [
+        Format::native_with_segment(Algorithm::Aes128Gcm, 7, SEG),
+        Format::tink(AesGcmHkdfParams::new(16, 80, HkdfHash::Sha256).unwrap(), 8),
+        Format::framed(Algorithm::ChaCha20Poly1305, 16, &[5, 0, 16, 40], 7, b""),
+    ];
     for &front in Front::ALL {
-        for len in [LEN, 4 * SEG] {
-            let plain = data(len);
-            let ct = encrypt(&key, SEG, &plain);
-            for max_per_call in [usize::MAX, 50, 1] {
-                for (rcap, bufsize) in [(8192, 5), (8192, 4096), (16, SEG), (100, 1000)] {
-                    let ctx = format!(
-                        "{front:?}: len {len}, max {max_per_call}, rcap {rcap}, buf {bufsize}"
-                    );
-                    read_injecting_at_every_call(
-                        &ctx,
-                        &ct,
-                        &plain,
-                        max_per_call,
-                        bufsize,
-                        kind,
-                        exactly_once,
-                        |inner| front.reader_with_capacity(rcap, &key, inner),
-                    );
+        for f in &formats {
+            let l = f.layout;
+            // Several segments and a partial final one; a full final one.
+            let lens = if f.is_framed() {
+                f.lengths.clone()
+            } else {
+                vec![l.first + 4 * l.rest + 17, l.first + 3 * l.rest]
+            };
+            for len in lens {
+                let (plain, ct) = sealed(f, len);
+                for max_per_call in [usize::MAX, 50, 7, 1] {
+                    for (rcap, bufsize) in [
+                        (8192, 5),
+                        (8192, 4096),
+                        (16, l.rest),
+                        (100, 1000),
+                        (1, 1),
+                        (16, 5),
+                    ] {
+                        let ctx = format!(
+                            "{front:?} {}: len {len}, max {max_per_call}, rcap {rcap}, buf {bufsize}",
+                            f.name
+                        );
+                        read_injecting_at_every_call(
+                            &ctx,
+                            &ct,
+                            &plain,
+                            max_per_call,
+                            bufsize,
+                            kind,
+                            exactly_once,
+                            |inner| front.build_reader(f.reader(b"").capacity(rcap), inner),
+                        );
+                    }
                 }
             }
         }

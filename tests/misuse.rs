@@ -9,7 +9,7 @@ mod common;
 
 use std::io::{self, ErrorKind};
 
-use cipherio::tink::{TinkKey, TinkParams};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider};
 use common::front::Front;
 
@@ -47,16 +47,15 @@ fn consume_past_the_buffer_clamps_and_never_repeats_a_byte() {
 }
 
 fn invalid_capacity(e: &io::Error, cap: usize) {
-    let want = if cap == 4096 {
+    let named = match Error::from_io(e) {
         // A Tink key's error names the one capacity the key takes.
-        Error::CapacityForKey {
-            capacity: 4096,
-            required: 4080,
-        }
-    } else {
-        Error::InvalidCapacity(cap)
+        Some(&Error::CapacityForKey {
+            capacity, required, ..
+        }) => cap == 4096 && capacity == 4096 && required == 4080,
+        Some(&Error::InvalidCapacity(c)) => cap != 4096 && c == cap,
+        _ => false,
     };
-    assert_eq!(Error::from_io(e), Some(&want), "{e}");
+    assert!(named, "{e}");
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     if cap == 4096 {
         assert!(e.to_string().contains("use 4080"), "{e}");
@@ -69,7 +68,7 @@ fn invalid_capacity(e: &io::Error, cap: usize) {
 #[test]
 fn a_bad_writer_capacity_fails_the_first_call_whatever_it_is() {
     let key = Key::generate(Algorithm::ChaCha20Poly1305);
-    let tink = TinkKey::generate(TinkParams::AES128_GCM_HKDF_4KB).expect("tink key");
+    let tink = AesGcmHkdfKey::generate(AesGcmHkdfParams::AES128_GCM_HKDF_4KB);
     for &front in Front::ALL {
         for &p in Provider::ALL {
             let cases: Vec<(cipherio::WriterBuilder, usize)> = vec![

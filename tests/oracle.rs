@@ -1,6 +1,7 @@
-//! A naive one-shot oracle for the native v1 format, written only from the
-//! byte diagram in the crate documentation (src/lib.rs), using the AEAD,
-//! HKDF and SHA-256 crates directly and none of cipherio's internals.
+//! The native v1 format against its one-shot oracle (`fuzz/src/oracle.rs`,
+//! shared with the fuzz crate through `common::oracles`), written only from
+//! the byte diagram in the crate documentation, using the AEAD, HKDF and
+//! SHA-256 crates directly and none of cipherio's internals.
 //!
 //! The writer's output must be exactly what the oracle builds from the
 //! same salt and nonce prefix, the oracle must decrypt it, and the reader
@@ -9,229 +10,25 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::io::{self, BufRead, Read, Write};
 
-use aes_gcm::aead::{AeadCore, AeadInOut, KeyInit, Nonce, Tag};
-use aes_gcm::{Aes128Gcm, Aes256Gcm};
-use chacha20poly1305::ChaCha20Poly1305;
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key};
-use hkdf::Hkdf;
+use common::Trickle;
+use common::oracles::oracle::{self, HEADER_LEN, Seg, TAG_LEN, spec_id, spec_key_len};
 use proptest::prelude::*;
-use sha2::Sha256;
 
 // ---------------------------------------------------------------------
-// The oracle: constants and layout straight from the documentation.
+// The oracle: the native format's one oracle (`common::oracles::oracle`,
+// the fuzz crate's file), written from the documentation alone.
 // ---------------------------------------------------------------------
 
-const MAGIC: &[u8; 8] = b"cipherio";
-const VERSION: u8 = 0x01;
-const HEADER_LEN: usize = 53;
-const TAG_LEN: usize = 16;
-
-/// The documented algorithm identifier byte.
-fn spec_id(alg: Algorithm) -> u8 {
-    match alg {
-        Algorithm::Aes128Gcm => 0x01,
-        Algorithm::Aes256Gcm => 0x02,
-        Algorithm::ChaCha20Poly1305 => 0x03,
-        _ => panic!("{alg} is not in the v1 format description"),
-    }
-}
-
-/// The documented key length (caller's key and derived key) for an id.
-fn spec_key_len(id: u8) -> Option<usize> {
-    match id {
-        0x01 => Some(16),
-        0x02 | 0x03 => Some(32),
-        _ => None,
-    }
-}
-
-/// The AEAD named by an algorithm id, keyed with a derived stream key.
-enum SpecAead {
-    Aes128(Box<Aes128Gcm>),
-    Aes256(Box<Aes256Gcm>),
-    ChaCha(Box<ChaCha20Poly1305>),
-}
-
-fn seal_with<A: AeadInOut>(a: &A, nonce: &[u8; 12], pt: &[u8]) -> Vec<u8> {
-    let nonce = Nonce::<A>::try_from(&nonce[..]).unwrap();
-    let mut out = pt.to_vec();
-    let tag = a
-        .encrypt_inout_detached(&nonce, &[], out.as_mut_slice().into())
-        .unwrap();
-    out.extend_from_slice(&tag);
-    out
-}
-
-fn open_with<A: AeadInOut + AeadCore>(a: &A, nonce: &[u8; 12], sealed: &[u8]) -> Option<Vec<u8>> {
-    let nonce = Nonce::<A>::try_from(&nonce[..]).unwrap();
-    let body_len = sealed.len().checked_sub(TAG_LEN)?;
-    let tag = Tag::<A>::try_from(&sealed[body_len..]).unwrap();
-    let mut out = sealed[..body_len].to_vec();
-    a.decrypt_inout_detached(&nonce, &[], out.as_mut_slice().into(), &tag)
-        .ok()?;
-    Some(out)
-}
-
-impl SpecAead {
-    fn new(id: u8, key: &[u8]) -> SpecAead {
-        match id {
-            0x01 => SpecAead::Aes128(Box::new(Aes128Gcm::new_from_slice(key).unwrap())),
-            0x02 => SpecAead::Aes256(Box::new(Aes256Gcm::new_from_slice(key).unwrap())),
-            0x03 => SpecAead::ChaCha(Box::new(ChaCha20Poly1305::new_from_slice(key).unwrap())),
-            _ => unreachable!("checked by the caller"),
-        }
-    }
-
-    fn seal(&self, nonce: &[u8; 12], pt: &[u8]) -> Vec<u8> {
-        match self {
-            SpecAead::Aes128(a) => seal_with(&**a, nonce, pt),
-            SpecAead::Aes256(a) => seal_with(&**a, nonce, pt),
-            SpecAead::ChaCha(a) => seal_with(&**a, nonce, pt),
-        }
-    }
-
-    fn open(&self, nonce: &[u8; 12], sealed: &[u8]) -> Option<Vec<u8>> {
-        match self {
-            SpecAead::Aes128(a) => open_with(&**a, nonce, sealed),
-            SpecAead::Aes256(a) => open_with(&**a, nonce, sealed),
-            SpecAead::ChaCha(a) => open_with(&**a, nonce, sealed),
-        }
-    }
-}
-
-/// `magic ‖ version ‖ algorithm ‖ BE32(segment_size) ‖ salt ‖ nonce_prefix`.
-fn spec_header(id: u8, segment_size: u32, salt: &[u8; 32], prefix: &[u8; 7]) -> [u8; HEADER_LEN] {
-    let mut h = Vec::with_capacity(HEADER_LEN);
-    h.extend_from_slice(MAGIC);
-    h.push(VERSION);
-    h.push(id);
-    h.extend_from_slice(&segment_size.to_be_bytes());
-    h.extend_from_slice(salt);
-    h.extend_from_slice(prefix);
-    h.try_into().unwrap()
-}
-
-/// K = HKDF-SHA256(salt = header salt, ikm = key, info = header ‖ aad).
-fn spec_stream_aead(header: &[u8; HEADER_LEN], key: &[u8], aad: &[u8]) -> Option<SpecAead> {
-    let id = header[9];
-    let len = spec_key_len(id)?;
-    if key.len() != len {
-        return None;
-    }
-    let salt = &header[14..46];
-    let mut info = header.to_vec();
-    info.extend_from_slice(aad);
-    let mut derived = vec![0u8; len];
-    Hkdf::<Sha256>::new(Some(salt), key)
-        .expand(&info, &mut derived)
-        .unwrap();
-    Some(SpecAead::new(id, &derived))
-}
-
-/// `nonce_i = prefix (7) ‖ BE32(i) ‖ last`.
-fn spec_nonce(prefix: &[u8], counter: u32, last: bool) -> [u8; 12] {
-    let mut n = [0u8; 12];
-    n[..7].copy_from_slice(prefix);
-    n[7..11].copy_from_slice(&counter.to_be_bytes());
-    n[11] = if last { 0x01 } else { 0x00 };
-    n
-}
-
-/// One segment as sealed on the wire: any counter, any flag, any length,
-/// so that invalid streams can be built too.
-struct Seg<'a> {
-    counter: u32,
-    last: bool,
-    pt: &'a [u8],
-}
-
-/// The header followed by the given segments, each sealed by hand.
-fn oracle_seal_segments(
-    header: &[u8; HEADER_LEN],
-    key: &[u8],
-    aad: &[u8],
-    segs: &[Seg],
-) -> Vec<u8> {
-    let aead = spec_stream_aead(header, key, aad).unwrap();
-    let prefix = &header[46..53];
-    let mut out = header.to_vec();
-    for s in segs {
-        out.extend_from_slice(&aead.seal(&spec_nonce(prefix, s.counter, s.last), s.pt));
-    }
-    out
-}
-
-/// The valid stream for `plaintext`: full segments of `segment_size`
-/// bytes, a final one of `0..=segment_size` (0 only for the empty stream).
-fn oracle_encrypt(
-    alg: Algorithm,
-    key: &[u8],
-    aad: &[u8],
-    segment_size: u32,
-    salt: &[u8; 32],
-    prefix: &[u8; 7],
-    plaintext: &[u8],
-) -> Vec<u8> {
-    let header = spec_header(spec_id(alg), segment_size, salt, prefix);
-    let chunks: Vec<&[u8]> = if plaintext.is_empty() {
-        vec![&[]]
-    } else {
-        plaintext.chunks(segment_size as usize).collect()
-    };
-    let n = chunks.len();
-    let segs: Vec<Seg> = chunks
-        .into_iter()
-        .enumerate()
-        .map(|(i, pt)| Seg {
-            counter: u32::try_from(i).unwrap(),
-            last: i == n - 1,
-            pt,
-        })
-        .collect();
-    oracle_seal_segments(&header, key, aad, &segs)
-}
-
-/// Parses the header and opens every segment, with the whole input in
-/// hand: a segment is the final one exactly when the input ends at most a
-/// full sealed segment after its start.
+/// The plaintext of a valid stream, or `Err` for anything a reader must
+/// refuse.
 fn oracle_decrypt(key: &[u8], aad: &[u8], ciphertext: &[u8]) -> Result<Vec<u8>, ()> {
-    let header: [u8; HEADER_LEN] = ciphertext.get(..HEADER_LEN).ok_or(())?.try_into().unwrap();
-    if &header[..8] != MAGIC || header[8] != VERSION {
-        return Err(());
-    }
-    let segment_size = u32::from_be_bytes(header[10..14].try_into().unwrap()) as usize;
-    if segment_size == 0 {
-        return Err(());
-    }
-    let aead = spec_stream_aead(&header, key, aad).ok_or(())?;
-    let prefix = &header[46..53];
-    let full = segment_size + TAG_LEN;
-    let mut out = Vec::new();
-    let mut pos = HEADER_LEN;
-    let mut i: u64 = 0;
-    loop {
-        let counter = u32::try_from(i).map_err(|_| ())?;
-        let rest = &ciphertext[pos..];
-        if rest.len() > full {
-            let pt = aead
-                .open(&spec_nonce(prefix, counter, false), &rest[..full])
-                .ok_or(())?;
-            out.extend_from_slice(&pt);
-            pos += full;
-            i += 1;
-        } else {
-            if rest.len() < TAG_LEN || (rest.len() == TAG_LEN && i > 0) {
-                return Err(());
-            }
-            let pt = aead
-                .open(&spec_nonce(prefix, counter, true), rest)
-                .ok_or(())?;
-            out.extend_from_slice(&pt);
-            return Ok(out);
-        }
-    }
+    let d = oracle::decrypt(key, aad, ciphertext);
+    if d.valid { Ok(d.released) } else { Err(()) }
 }
 
 // ---------------------------------------------------------------------
@@ -344,7 +141,7 @@ proptest! {
         let salt: [u8; 32] = ct[14..46].try_into().unwrap();
         let prefix: [u8; 7] = ct[46..53].try_into().unwrap();
         let seg = u32::try_from(wcap).unwrap();
-        let expected = oracle_encrypt(alg, &key_bytes, &aad, seg, &salt, &prefix, &pt);
+        let expected = oracle::encrypt(alg, &key_bytes, &aad, seg, &salt, &prefix, &pt);
         prop_assert!(expected == ct, "writer output differs from the oracle's stream");
 
         let out = read_chunked(&key, &aad, rcap, &ct, &rsizes, bufread).unwrap();
@@ -373,7 +170,7 @@ proptest! {
             pt.truncate(pt.len() / seg as usize * seg as usize);
         }
         let (key, key_bytes) = key_for(alg, &seed);
-        let ct = oracle_encrypt(alg, &key_bytes, &aad, seg, &salt, &prefix, &pt);
+        let ct = oracle::encrypt(alg, &key_bytes, &aad, seg, &salt, &prefix, &pt);
         let segments = pt.len().div_ceil(seg as usize).max(1);
         prop_assert_eq!(ct.len(), HEADER_LEN + pt.len() + TAG_LEN * segments);
         prop_assert_eq!(oracle_decrypt(&key_bytes, &aad, &ct), Ok(pt.clone()));
@@ -457,7 +254,7 @@ fn known_answers_match_oracle_and_reader() {
     for kat in &KATS {
         let (key, key_bytes) = kat_key(kat.alg);
         let ct = unhex(kat.ciphertext);
-        let built = oracle_encrypt(
+        let built = oracle::encrypt(
             kat.alg,
             &key_bytes,
             kat.aad,
@@ -495,13 +292,13 @@ fn known_answers_match_oracle_and_reader() {
             &ct[..14],
             "magic, version, algorithm, segment size"
         );
-        let again = oracle_encrypt(
+        let again = oracle::encrypt(
             kat.alg,
             &key_bytes,
             kat.aad,
             kat.segment_size,
-            &wct[14..46].try_into().unwrap(),
-            &wct[46..53].try_into().unwrap(),
+            &wct[14..46],
+            &wct[46..53],
             kat.plaintext,
         );
         assert!(again == wct, "{}: writer differs from the oracle", kat.alg);
@@ -511,23 +308,6 @@ fn known_answers_match_oracle_and_reader() {
 // ---------------------------------------------------------------------
 // Invalid streams built by hand.
 // ---------------------------------------------------------------------
-
-/// An inner reader that hands out at most `max` bytes per call, so that
-/// a segment boundary can fall at the end of a call (the reader must then
-/// ask again before it knows what follows).
-struct Trickle<'a> {
-    data: &'a [u8],
-    max: usize,
-}
-
-impl Read for Trickle<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = buf.len().min(self.max).min(self.data.len());
-        buf[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
 
 /// One way of reading a stream: reader capacity, most bytes per inner
 /// read, caller's read sizes (cycled), and `read` or `fill_buf`.
@@ -560,7 +340,7 @@ fn assert_refused(
         let mut r = CipherReader::builder(key)
             .capacity(rcap)
             .associated_data(aad)
-            .build(Trickle { data: ct, max });
+            .build(Trickle::new(ct, max));
         let how = format!("rcap {rcap}, inner reads <= {max}, reads {sizes:?}, bufread {bufread}");
         let mut out = Vec::new();
         let err = loop {
@@ -613,17 +393,17 @@ fn hand_built_invalid_streams_are_refused() {
     let pt: &[u8] = b"abcdefghij"; // segments of 4: "abcd" "efgh" "ij"
     let (a, b, c) = (&pt[..4], &pt[4..8], &pt[8..]);
     let seg = |counter, last, pt| Seg { counter, last, pt };
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let (key, key_bytes) = key_for(alg, &[0x42; 32]);
-        let header = spec_header(spec_id(alg), 4, &kat_salt(), &kat_prefix());
-        let build = |segs: &[Seg]| oracle_seal_segments(&header, &key_bytes, aad, segs);
+        let header = oracle::header(alg, 4, &kat_salt(), &kat_prefix());
+        let build = |segs: &[Seg]| oracle::seal_segments(&header, &key_bytes, aad, segs);
 
         // The valid stream, to be sure the cases below differ only in
         // what they name.
         let valid = build(&[seg(0, false, a), seg(1, false, b), seg(2, true, c)]);
         assert_eq!(
             valid,
-            oracle_encrypt(alg, &key_bytes, aad, 4, &kat_salt(), &kat_prefix(), pt)
+            oracle::encrypt(alg, &key_bytes, aad, 4, &kat_salt(), &kat_prefix(), pt)
         );
         let out = read_chunked(&key, aad, 1, &valid, &[1], false).unwrap();
         assert_eq!(out, pt);

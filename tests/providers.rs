@@ -2,12 +2,11 @@
 //! opens with any provider (every pair of [`Provider::ALL`]), in both
 //! formats, for every algorithm, writer capacity, plaintext length around
 //! the segment boundaries, write chunking, reader capacity and read
-//! pattern; over slices, a real file and a TCP socket. And tamper
-//! detection holds across them: a stream sealed by provider A with any
-//! single byte flipped fails under provider B, releasing only the
-//! segments before the damaged one, and a failed open leaves no
-//! unverified plaintext in the caller's buffer (AWS-LC decrypts before it
-//! checks the tag; the wipe after a failed open is what this catches).
+//! pattern; over slices, a real file and a TCP socket. Tamper detection
+//! across them (a stream sealed by provider A, damaged, fails under
+//! provider B and leaves no unverified plaintext in the caller's buffer)
+//! is in the tamper suite (`tests/tamper.rs`), which seals and reads every
+//! damaged stream with every provider.
 //!
 //! Byte identity of the two providers' output needs the salt injected and
 //! is checked by the unit tests in `src/`; here only the public API is
@@ -26,13 +25,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::{
     Algorithm, CipherReader, CipherWriter, DEFAULT_CAPACITY, Error, Key, Provider, StreamKey,
 };
 use common::{
-    Front, Layout, MIB, ReadMode, Tamper, Upto, Want, WriteMode, crate_error, data, decrypt_ok,
-    pairs, read_in, read_watching_key, write_in,
+    Front, Layout, MIB, ReadMode, WriteMode, crate_error, data, decrypt_ok, pairs, read_in,
+    write_in,
 };
 
 /// Writer capacities (native segment sizes).
@@ -138,7 +137,7 @@ fn open_ok<K: StreamKey>(
 #[test]
 fn native_round_trips_across_providers() {
     let aad = b"providers";
-    for (ai, alg) in Algorithm::ALL.into_iter().enumerate() {
+    for (ai, alg) in Algorithm::ALL.iter().copied().enumerate() {
         let key = Key::generate(alg);
         for &wp in Provider::ALL {
             for (ci, cap) in WRITER_CAPS.into_iter().enumerate() {
@@ -181,7 +180,7 @@ fn native_one_mebibyte_across_providers() {
     let len = MIB + 3;
     let pt = plaintext(len, 5);
     let mut turn = 0;
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let key = Key::generate(alg);
         for cap in [4096, 8192, 65536] {
             let wmodes = write_modes(cap);
@@ -214,21 +213,21 @@ fn native_one_mebibyte_across_providers() {
 /// Tink parameter sets: Tink's AES128 4 KiB template (SHA256), AES256
 /// with SHA512 and an odd segment size, and the minimal segments for
 /// both key sizes.
-fn tink_sets() -> Vec<TinkParams> {
+fn tink_sets() -> Vec<AesGcmHkdfParams> {
     vec![
-        TinkParams::AES128_GCM_HKDF_4KB,
-        TinkParams::new(32, 4113, HkdfHash::Sha512).unwrap(),
-        TinkParams::new(16, 41, HkdfHash::Sha256).unwrap(),
-        TinkParams::new(32, 57, HkdfHash::Sha512).unwrap(),
-        TinkParams::new(16, 100, HkdfHash::Sha1).unwrap(),
+        AesGcmHkdfParams::AES128_GCM_HKDF_4KB,
+        AesGcmHkdfParams::new(32, 4113, HkdfHash::Sha512).unwrap(),
+        AesGcmHkdfParams::new(16, 41, HkdfHash::Sha256).unwrap(),
+        AesGcmHkdfParams::new(32, 57, HkdfHash::Sha512).unwrap(),
+        AesGcmHkdfParams::new(16, 100, HkdfHash::Sha1).unwrap(),
     ]
 }
 
-fn tink_key(p: TinkParams, seed: u8) -> TinkKey {
+fn tink_key(p: AesGcmHkdfParams, seed: u8) -> AesGcmHkdfKey {
     let raw: Vec<u8> = (0..p.derived_key_size())
         .map(|i| u8::try_from(i).unwrap().wrapping_mul(29) ^ seed)
         .collect();
-    TinkKey::new(p, &raw).unwrap()
+    AesGcmHkdfKey::new(p, &raw).unwrap()
 }
 
 #[test]
@@ -299,227 +298,8 @@ fn tink_one_mebibyte_across_providers() {
     }
 }
 
-// ---------------------------------------------------------------------
-// Tamper detection across providers.
-// ---------------------------------------------------------------------
-
-/// Positions to damage in a stream of `len` bytes: all of them for small
-/// streams; else the header, both ends of every segment's body, every tag
-/// byte, and a pseudo-random sample.
-fn positions(lay: &Layout, ct_len: usize, pt_len: usize) -> Vec<usize> {
-    if ct_len <= 400 {
-        return (0..ct_len).collect();
-    }
-    let mut v: Vec<usize> = (0..lay.header).collect();
-    for i in 0..lay.segments(pt_len) {
-        let start = lay.seg_start(i);
-        let end = lay.seg_range(ct_len, i).end;
-        let body_end = end - common::TAG;
-        v.extend(start..(start + 3).min(body_end));
-        v.extend(body_end.saturating_sub(3).max(start)..body_end);
-        v.extend(body_end..end);
-    }
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for _ in 0..64 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.push(usize::try_from(x % u64::try_from(ct_len).unwrap()).unwrap());
-    }
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
-/// Sealed by each provider, the intact stream opens under each reader
-/// provider on each front, and every chosen single-byte flip fails under
-/// each of them (in a read pattern chosen in turn, and `read_to_end`),
-/// releasing exactly the segments before the damaged one, with a sticky
-/// error: an authentication failure for a segment byte, some error of a
-/// damaged stream for a header byte.
-fn flips_fail_across<K: StreamKey>(
-    what: &str,
-    key: &K,
-    cap: Option<usize>,
-    lay: &Layout,
-    pt: &[u8],
-) {
-    let modes = [
-        ReadMode::ToEnd,
-        ReadMode::Chunks(2 * MIB),
-        ReadMode::Chunks(7),
-        ReadMode::FillBuf(5),
-    ];
-    let builder = CipherReader::builder(key);
-    for &wp in Provider::ALL {
-        let ct = seal(Front::Std, wp, key, cap, b"", pt, &WriteMode::Fixed(7));
-        for &front in Front::ALL {
-            for &rp in Provider::ALL {
-                let ctx = format!("{what}: sealed by {}", wp.name());
-                let mode = &ReadMode::ToEnd;
-                open_ok(&ctx, front, rp, key, DEFAULT_CAPACITY, b"", &ct, pt, mode);
-            }
-        }
-        for (k, pos) in positions(lay, ct.len(), pt.len()).into_iter().enumerate() {
-            // Header bytes get 0x01 (0x80 in the segment-size field would
-            // ask for megabyte segments); segment bytes every bit in turn.
-            let mask = if pos < lay.header {
-                0x01
-            } else {
-                1u8 << (pos % 8)
-            };
-            let mut bad = ct.clone();
-            bad[pos] ^= mask;
-            let mode = &modes[k % modes.len()];
-            let mut pats = vec![mode.clone()];
-            if *mode != ReadMode::ToEnd {
-                pats.push(ReadMode::ToEnd);
-            }
-            let ctx = format!(
-                "{what} len {}: sealed by {}, byte {pos} ^ {mask:#04x}",
-                pt.len(),
-                wp.name(),
-            );
-            let (want, before) = if pos < lay.header {
-                (Want::Damaged, 0)
-            } else {
-                let seg = lay.seg_of(pos);
-                (Want::Is(Error::Authentication), lay.plain_before(seg))
-            };
-            let tamper = Tamper {
-                ctx: &ctx,
-                builder: &builder,
-                layout: lay,
-                pt,
-            };
-            tamper.fail_in(
-                &[(DEFAULT_CAPACITY, usize::MAX)],
-                &pats,
-                &bad,
-                &want,
-                Upto::Exactly(before),
-            );
-        }
-    }
-}
-
-#[test]
-fn native_flips_fail_across_providers() {
-    for alg in Algorithm::ALL {
-        let key = Key::generate(alg);
-        // Small: every byte. Larger: sampled.
-        for (cap, len) in [
-            (16, 3 * 16 + 5),
-            (16, 3 * 16),
-            (16, 0),
-            (4096, 3 * 4096 + 5),
-        ] {
-            let pt = plaintext(len, cap);
-            flips_fail_across(
-                &format!("{alg} cap {cap}"),
-                &key,
-                Some(cap),
-                &Layout::native(cap),
-                &pt,
-            );
-        }
-    }
-}
-
-#[test]
-fn tink_flips_fail_across_providers() {
-    let sets = [
-        TinkParams::new(16, 48, HkdfHash::Sha256).unwrap(),
-        TinkParams::new(32, 64, HkdfHash::Sha512).unwrap(),
-        TinkParams::AES128_GCM_HKDF_4KB,
-    ];
-    for (si, params) in sets.into_iter().enumerate() {
-        let key = tink_key(params, 0x70 + u8::try_from(si).unwrap());
-        let lay = Layout::of_tink(&params);
-        for len in [lay.first + 2 * lay.rest + 5, lay.first + lay.rest, 0] {
-            let pt = plaintext(len, si);
-            flips_fail_across(&format!("{params:?}"), &key, None, &lay, &pt);
-        }
-    }
-}
-
-/// Sealed by `wp`, `bad` read (through [`common::read_watching_key`]: every
-/// front and reader provider, into buffers filled with 0xAA) fails with
-/// an authentication error having released the `released` bytes before
-/// the damaged segment, and leaves no plaintext past the returned bytes,
-/// nor in the buffer of the read that fails: AWS-LC writes the damaged
-/// segment's unverified plaintext into it before it checks the tag.
-fn fails_watched<K: StreamKey>(
-    ctx: &str,
-    key: &K,
-    bad: &[u8],
-    pt: &[u8],
-    buf_len: usize,
-    released: usize,
-) {
-    let (done, err) = read_watching_key(ctx, key, bad, pt, buf_len);
-    assert_eq!(err, Error::Authentication, "{ctx}");
-    assert_eq!(done, released, "{ctx}");
-}
-
-/// A segment whose tag is damaged (its ciphertext intact, so an open that
-/// decrypts first produces its exact plaintext) releases nothing of it:
-/// not through the return value, not in the caller's buffer. Reads of a
-/// segment or more decrypt straight into that buffer.
-#[test]
-fn failed_open_leaves_no_unverified_plaintext_in_the_callers_buffer() {
-    const SEG: usize = 64;
-    let lay = Layout::native(SEG);
-    for alg in Algorithm::ALL {
-        let key = Key::generate(alg);
-        let pt = plaintext(3 * SEG + 5, 2);
-        for &wp in Provider::ALL {
-            let ct = seal(
-                Front::Std,
-                wp,
-                &key,
-                Some(SEG),
-                b"",
-                &pt,
-                &WriteMode::AllAtOnce,
-            );
-            for i in 0..lay.segments(pt.len()) {
-                let end = lay.seg_range(ct.len(), i).end;
-                for pos in [end - 1, end - common::TAG, lay.seg_start(i)] {
-                    let mut bad = ct.clone();
-                    bad[pos] ^= 0x04;
-                    for buf_len in [SEG, 2 * SEG + 1, 8 * SEG, SEG - 1] {
-                        let ctx = format!(
-                            "{alg}: sealed by {}, segment {i} byte {pos} damaged, in reads of \
-                             {buf_len}",
-                            wp.name(),
-                        );
-                        fails_watched(&ctx, &key, &bad, &pt, buf_len, lay.plain_before(i));
-                    }
-                }
-            }
-        }
-    }
-    let params = TinkParams::new(16, 80, HkdfHash::Sha256).unwrap();
-    let lay = Layout::of_tink(&params);
-    let key = tink_key(params, 3);
-    let pt = plaintext(lay.first + 2 * lay.rest + 5, 4);
-    for &wp in Provider::ALL {
-        let ct = seal(Front::Std, wp, &key, None, b"", &pt, &WriteMode::AllAtOnce);
-        for i in 0..lay.segments(pt.len()) {
-            let end = lay.seg_range(ct.len(), i).end;
-            let mut bad = ct.clone();
-            bad[end - 1] ^= 0x04;
-            for buf_len in [lay.first, lay.rest, 4 * lay.rest, lay.first - 1] {
-                let ctx = format!(
-                    "Tink: sealed by {}, tag of segment {i} damaged, in reads of {buf_len}",
-                    wp.name(),
-                );
-                fails_watched(&ctx, &key, &bad, &pt, buf_len, lay.plain_before(i));
-            }
-        }
-    }
-}
+// Tamper detection across providers: the tamper suite (`tests/tamper.rs`)
+// seals with every provider and reads with every provider.
 
 // ---------------------------------------------------------------------
 // Over real I/O.
@@ -589,11 +369,11 @@ fn through_file<K: StreamKey>(what: &str, key: &K, cap: Option<usize>, seg: usiz
 #[test]
 fn real_file_across_providers() {
     let pt = plaintext(300_000 + 7, 11);
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let key = Key::generate(alg);
         through_file(&format!("{alg}"), &key, Some(4096), 4096, &pt);
     }
-    let params = TinkParams::AES128_GCM_HKDF_4KB;
+    let params = AesGcmHkdfParams::AES128_GCM_HKDF_4KB;
     let key = tink_key(params, 0x21);
     through_file("Tink", &key, None, params.segment_plaintext(), &pt);
 }
@@ -663,11 +443,11 @@ fn through_tcp<K: StreamKey + Clone + Send + 'static>(
 #[test]
 fn tcp_across_providers() {
     let pt = plaintext(200_000 + 3, 13);
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let key = Key::generate(alg);
         through_tcp(&format!("{alg}"), &key, Some(8192), 8192, &pt);
     }
-    let params = TinkParams::new(32, 4113, HkdfHash::Sha512).unwrap();
+    let params = AesGcmHkdfParams::new(32, 4113, HkdfHash::Sha512).unwrap();
     let key = tink_key(params, 0x31);
     through_tcp("Tink", &key, None, params.segment_plaintext(), &pt);
 }
@@ -676,23 +456,15 @@ fn tcp_across_providers() {
 // Which provider a stream reports.
 // ---------------------------------------------------------------------
 
+/// Features only add: the default is RustCrypto in every build, the
+/// `aws-lc` feature adds `Provider::AwsLc` after it.
 #[test]
-fn default_provider_is_aws_lc_exactly_when_the_feature_is_on() {
+fn default_provider_is_rustcrypto_whatever_the_features() {
+    assert_eq!(Provider::default(), Provider::RustCrypto);
     #[cfg(feature = "aws-lc")]
-    {
-        assert_eq!(Provider::default(), Provider::AwsLc);
-        assert_eq!(Provider::ALL, &[Provider::RustCrypto, Provider::AwsLc]);
-    }
+    assert_eq!(Provider::ALL, &[Provider::RustCrypto, Provider::AwsLc]);
     #[cfg(not(feature = "aws-lc"))]
-    {
-        assert_eq!(Provider::default(), Provider::RustCrypto);
-        assert_eq!(Provider::ALL, &[Provider::RustCrypto]);
-    }
-    assert_eq!(
-        Provider::ALL.last(),
-        Some(&Provider::default()),
-        "default last"
-    );
+    assert_eq!(Provider::ALL, &[Provider::RustCrypto]);
     assert_eq!(Provider::RustCrypto.name(), "rustcrypto");
     #[cfg(feature = "aws-lc")]
     assert_eq!(Provider::AwsLc.name(), "aws-lc");
@@ -701,7 +473,7 @@ fn default_provider_is_aws_lc_exactly_when_the_feature_is_on() {
 #[test]
 fn writer_and_reader_report_the_builders_provider() {
     let key = Key::generate(Algorithm::Aes256Gcm);
-    let tkey = tink_key(TinkParams::AES256_GCM_HKDF_4KB, 1);
+    let tkey = tink_key(AesGcmHkdfParams::AES256_GCM_HKDF_4KB, 1);
     let d = Provider::default();
     // Every constructor without a choice gives the default.
     assert_eq!(CipherWriter::new(&key, Vec::new()).provider(), d);

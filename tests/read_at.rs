@@ -9,7 +9,7 @@ mod common;
 use std::io::{ErrorKind, Write};
 use std::sync::Arc;
 
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, StreamKey};
 use common::layout::Layout;
 use common::{crate_error_of, data, pairs};
@@ -63,7 +63,7 @@ fn check_all<K: StreamKey>(key: &K, l: &Layout, cap: Option<usize>, lens: &[usiz
 
 #[test]
 fn positional_reads_match_the_plaintext_native() {
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let key = Key::generate(alg);
         for seg in [1usize, 17, 4096] {
             let l = Layout::native(seg);
@@ -85,12 +85,12 @@ fn positional_reads_match_the_plaintext_native() {
 #[test]
 fn positional_reads_match_the_plaintext_tink() {
     for params in [
-        TinkParams::AES128_GCM_HKDF_4KB,
-        TinkParams::AES256_GCM_HKDF_4KB,
-        TinkParams::new(16, 24 + 16 + 1, HkdfHash::Sha256).unwrap(),
-        TinkParams::new(32, 300, HkdfHash::Sha1).unwrap(),
+        AesGcmHkdfParams::AES128_GCM_HKDF_4KB,
+        AesGcmHkdfParams::AES256_GCM_HKDF_4KB,
+        AesGcmHkdfParams::new(16, 24 + 16 + 1, HkdfHash::Sha256).unwrap(),
+        AesGcmHkdfParams::new(32, 300, HkdfHash::Sha1).unwrap(),
     ] {
-        let key = TinkKey::generate(params).unwrap();
+        let key = AesGcmHkdfKey::generate(params);
         let l = Layout::of_tink(&params);
         let (first, rest) = (l.plain(0), l.plain(1));
         let lens = [0, 1, first, first + 1, first + rest, first + 2 * rest + 3];

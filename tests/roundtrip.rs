@@ -122,7 +122,7 @@ const READ_CAPS: [usize; 4] = [1, 7, DEFAULT_CAPACITY, MIB + 3];
 /// every reader capacity.
 fn sweep(wcap: usize, k: usize) {
     let mut rot = 0usize;
-    for (ai, alg) in Algorithm::ALL.into_iter().enumerate() {
+    for (ai, alg) in Algorithm::ALL.iter().copied().enumerate() {
         let key = Key::generate(alg);
         for len in lengths(wcap, k) {
             let pt = data(len, (ai * 1000 + len) as u64);
@@ -216,7 +216,7 @@ fn readers_of_any_capacity_read_any_writer() {
 
 #[test]
 fn io_copy_round_trip() {
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let key = Key::generate(alg);
         for (len, wcap) in [
             (0, 64),
@@ -243,7 +243,7 @@ fn io_copy_round_trip() {
 fn associated_data_round_trip() {
     let aad: &[u8] = b"backup-2026-11-30.tar";
     for &front in Front::ALL {
-        for alg in Algorithm::ALL {
+        for &alg in Algorithm::ALL {
             let key = Key::generate(alg);
             for (len, wcap) in [(0, 10), (10, 10), (25, 10), (20_000, DEFAULT_CAPACITY)] {
                 let pt = data(len, 11);
@@ -317,7 +317,7 @@ fn to_hex(bytes: &[u8], upper: bool) -> String {
 
 #[test]
 fn key_from_hex_round_trip() {
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let key = Key::generate(alg);
         assert_eq!(key.algorithm(), alg);
         assert_eq!(key.as_bytes().len(), alg.key_len());
@@ -372,7 +372,7 @@ fn file_round_trip() {
     // Several MiB in 1 MiB segments through a real file, every algorithm.
     let len = 4 * MIB + 12_345;
     let pt = data(len, 99);
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let key = Key::generate(alg);
         let path = temp_path(&format!("{}", alg.id()));
         let file = std::fs::File::create(&path.0).unwrap();

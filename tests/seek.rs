@@ -38,7 +38,7 @@ use std::io::{self, BufRead, BufReader, Cursor, ErrorKind, Read, Seek, SeekFrom,
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider, ReaderBuilder};
 use proptest::prelude::*;
 
@@ -59,20 +59,20 @@ const CAPACITIES: [usize; 4] = [1, 7, 100, 64 * KIB];
 /// Every Tink parameter set the tests use: the four named ones and small
 /// custom ones (first segment of one plaintext byte, odd sizes, every
 /// HKDF hash).
-fn tink_params() -> Vec<TinkParams> {
+fn tink_params() -> Vec<AesGcmHkdfParams> {
     vec![
-        TinkParams::AES128_GCM_HKDF_4KB,
-        TinkParams::AES256_GCM_HKDF_4KB,
-        TinkParams::AES128_GCM_HKDF_1MB,
-        TinkParams::AES256_GCM_HKDF_1MB,
-        TinkParams::new(16, 16 + 8 + TAG + 1, HkdfHash::Sha256).unwrap(),
-        TinkParams::new(32, 32 + 8 + TAG + 1, HkdfHash::Sha512).unwrap(),
-        TinkParams::new(16, 16 + 8 + TAG + 24, HkdfHash::Sha256).unwrap(),
-        TinkParams::new(16, 48, HkdfHash::Sha256).unwrap(),
-        TinkParams::new(32, 64, HkdfHash::Sha512).unwrap(),
-        TinkParams::new(16, 100, HkdfHash::Sha1).unwrap(),
-        TinkParams::new(32, 200, HkdfHash::Sha512).unwrap(),
-        TinkParams::new(32, 4113, HkdfHash::Sha512).unwrap(),
+        AesGcmHkdfParams::AES128_GCM_HKDF_4KB,
+        AesGcmHkdfParams::AES256_GCM_HKDF_4KB,
+        AesGcmHkdfParams::AES128_GCM_HKDF_1MB,
+        AesGcmHkdfParams::AES256_GCM_HKDF_1MB,
+        AesGcmHkdfParams::new(16, 16 + 8 + TAG + 1, HkdfHash::Sha256).unwrap(),
+        AesGcmHkdfParams::new(32, 32 + 8 + TAG + 1, HkdfHash::Sha512).unwrap(),
+        AesGcmHkdfParams::new(16, 16 + 8 + TAG + 24, HkdfHash::Sha256).unwrap(),
+        AesGcmHkdfParams::new(16, 48, HkdfHash::Sha256).unwrap(),
+        AesGcmHkdfParams::new(32, 64, HkdfHash::Sha512).unwrap(),
+        AesGcmHkdfParams::new(16, 100, HkdfHash::Sha1).unwrap(),
+        AesGcmHkdfParams::new(32, 200, HkdfHash::Sha512).unwrap(),
+        AesGcmHkdfParams::new(32, 4113, HkdfHash::Sha512).unwrap(),
     ]
 }
 
@@ -84,7 +84,7 @@ fn tink_params() -> Vec<TinkParams> {
 #[derive(Clone, Copy, Debug)]
 enum Fmt {
     Native(Algorithm, usize),
-    Tink(TinkParams),
+    Tink(AesGcmHkdfParams),
 }
 
 impl Fmt {
@@ -111,19 +111,21 @@ impl Fmt {
         let mut v: Vec<Fmt> = ALGS.iter().map(|&a| Fmt::Native(a, 17)).collect();
         v.push(Fmt::Native(Algorithm::ChaCha20Poly1305, 1));
         v.push(Fmt::Tink(
-            TinkParams::new(16, 16 + 8 + TAG + 1, HkdfHash::Sha256).unwrap(),
+            AesGcmHkdfParams::new(16, 16 + 8 + TAG + 1, HkdfHash::Sha256).unwrap(),
         ));
         v.push(Fmt::Tink(
-            TinkParams::new(32, 64, HkdfHash::Sha512).unwrap(),
+            AesGcmHkdfParams::new(32, 64, HkdfHash::Sha512).unwrap(),
         ));
-        v.push(Fmt::Tink(TinkParams::new(16, 100, HkdfHash::Sha1).unwrap()));
+        v.push(Fmt::Tink(
+            AesGcmHkdfParams::new(16, 100, HkdfHash::Sha1).unwrap(),
+        ));
         v
     }
 
     fn key(&self) -> AnyKey {
         match self {
             Fmt::Native(a, s) => AnyKey::Native(Key::generate(*a), *s),
-            Fmt::Tink(p) => AnyKey::Tink(TinkKey::generate(*p).unwrap()),
+            Fmt::Tink(p) => AnyKey::Tink(AesGcmHkdfKey::generate(*p)),
         }
     }
 
@@ -144,7 +146,7 @@ impl Fmt {
 
 enum AnyKey {
     Native(Key, usize),
-    Tink(TinkKey),
+    Tink(AesGcmHkdfKey),
 }
 
 impl AnyKey {
@@ -1051,8 +1053,8 @@ fn count_formats() -> Vec<Fmt> {
         Fmt::Native(Algorithm::Aes128Gcm, 17),
         Fmt::Native(Algorithm::ChaCha20Poly1305, 4 * KIB),
         Fmt::Native(Algorithm::Aes256Gcm, 64 * KIB),
-        Fmt::Tink(TinkParams::AES128_GCM_HKDF_4KB),
-        Fmt::Tink(TinkParams::new(32, 64, HkdfHash::Sha512).unwrap()),
+        Fmt::Tink(AesGcmHkdfParams::AES128_GCM_HKDF_4KB),
+        Fmt::Tink(AesGcmHkdfParams::new(32, 64, HkdfHash::Sha512).unwrap()),
     ]
 }
 
@@ -1346,8 +1348,8 @@ fn seek_far_past_the_end() {
         Fmt::Native(Algorithm::Aes128Gcm, 1),
         Fmt::Native(Algorithm::Aes128Gcm, 17),
         Fmt::Native(Algorithm::ChaCha20Poly1305, 64 * KIB),
-        Fmt::Tink(TinkParams::new(16, 16 + 8 + TAG + 1, HkdfHash::Sha256).unwrap()),
-        Fmt::Tink(TinkParams::AES128_GCM_HKDF_4KB),
+        Fmt::Tink(AesGcmHkdfParams::new(16, 16 + 8 + TAG + 1, HkdfHash::Sha256).unwrap()),
+        Fmt::Tink(AesGcmHkdfParams::AES128_GCM_HKDF_4KB),
     ] {
         let l = fmt.layout();
         for (wp, rp) in pairs() {
@@ -1395,7 +1397,7 @@ fn seek_far_past_the_end() {
 fn read_after_plaintext_len_at_the_next_segment() {
     for fmt in [
         Fmt::Native(Algorithm::Aes128Gcm, 17),
-        Fmt::Tink(TinkParams::new(16, 16 + 8 + TAG + 24, HkdfHash::Sha256).unwrap()),
+        Fmt::Tink(AesGcmHkdfParams::new(16, 16 + 8 + TAG + 24, HkdfHash::Sha256).unwrap()),
     ] {
         let l = fmt.layout();
         let s = Sealed::new(fmt, attack_len(&l), 53, Provider::ALL[0]);
@@ -1438,7 +1440,7 @@ fn read_after_plaintext_len_at_the_next_segment() {
 /// position must be 156 in between, as without the extension.
 #[test]
 fn position_after_a_read_before_a_deferred_error() {
-    let fmt = Fmt::Tink(TinkParams::new(16, 46, HkdfHash::Sha512).unwrap());
+    let fmt = Fmt::Tink(AesGcmHkdfParams::new(16, 46, HkdfHash::Sha512).unwrap());
     for (wp, rp) in pairs() {
         let s = Sealed::new(fmt, 176, 59, wp);
         for append in [1usize, 16, 17] {
@@ -1501,8 +1503,8 @@ fn a_position_the_file_system_refuses_is_past_the_end() {
 #[test]
 fn seeking_back_into_an_unconfirmed_final_segment_still_checks_what_follows() {
     let raw: Vec<u8> = (0..32u8).map(|i| i.wrapping_mul(37) ^ 0x5C).collect();
-    let key = TinkKey::new(
-        TinkParams::new(16, 61, HkdfHash::Sha256).unwrap(),
+    let key = AesGcmHkdfKey::new(
+        AesGcmHkdfParams::new(16, 61, HkdfHash::Sha256).unwrap(),
         &raw[..16],
     )
     .unwrap();

@@ -206,7 +206,7 @@ struct Model {
 }
 
 fn draw(g: &mut Rng, front: Front) -> Model {
-    let alg = g.pick(&Algorithm::ALL);
+    let alg = g.pick(Algorithm::ALL);
     let segment = g.pick(&SEGMENTS);
     let len = length(g, segment);
     let key = Key::generate(alg);

@@ -13,7 +13,7 @@
 mod common;
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
@@ -25,15 +25,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A connected pair: (client, accepted), both with read/write timeouts.
 fn pair() -> (TcpStream, TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (server, _) = listener.accept().unwrap();
-    for s in [&client, &server] {
-        s.set_read_timeout(Some(TIMEOUT)).unwrap();
-        s.set_write_timeout(Some(TIMEOUT)).unwrap();
-        s.set_nodelay(true).unwrap();
-    }
-    (client, server)
+    common::tcp_pair(TIMEOUT)
 }
 
 const SEG: usize = 1024;

@@ -23,7 +23,7 @@ mod common;
 
 use std::io::{self, ErrorKind};
 
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::{
     Algorithm, CipherReader, CipherWriter, Error, Key, Provider, ReaderBuilder, StreamKey,
 };
@@ -295,8 +295,8 @@ fn bytes_after_a_full_final_segment_fail_as_on_one_thread() {
 
 #[test]
 fn damaged_tink_streams_fail_as_on_one_thread() {
-    let params = TinkParams::new(16, 1024, HkdfHash::Sha256).unwrap();
-    let key = TinkKey::generate(params).unwrap();
+    let params = AesGcmHkdfParams::new(16, 1024, HkdfHash::Sha256).unwrap();
+    let key = AesGcmHkdfKey::generate(params);
     let l = Layout::of_tink(&params);
     let pt = data(l.plain_before(30) + 100, 11);
     let ct = encrypt(
@@ -547,7 +547,7 @@ fn readers_on_threads_over_misbehaving_inner_readers() {
 #[test]
 fn zero_threads_are_refused() {
     let key = Key::generate(Algorithm::Aes128Gcm);
-    let want = Error::InvalidParameters("threads must be at least 1");
+    let want = Error::ZeroThreads;
     for &front in Front::ALL {
         let mut w = front.build_writer(CipherWriter::builder(&key).threads(0), Vec::new());
         let e = w.write_all(b"x").unwrap_err();

@@ -3,14 +3,16 @@
 //! `tests/data/make_tink_vectors.py`). Every positive vector decrypts to its
 //! plaintext under several read patterns, every negative one fails, and the
 //! two quirks follow the documented policy; for both of Tink's streaming
-//! key types, AES-GCM-HKDF (`TinkKey`) and AES-CTR-HMAC (`AesCtrHmacKey`). (The byte-exact reproduction of
+//! key types, AES-GCM-HKDF (`AesGcmHkdfKey`) and AES-CTR-HMAC (`AesCtrHmacKey`). (The byte-exact reproduction of
 //! the deterministic vectors needs the salt and nonce prefix injected, which
 //! the public API does not allow: it is a unit test in src/tink.rs.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read};
 
-use cipherio::tink::{AesCtrHmacKey, AesCtrHmacParams, HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{
+    AesCtrHmacKey, AesCtrHmacParams, AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash, HmacHash,
+};
 use cipherio::{CipherReader, Error, StreamKey};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -45,15 +47,15 @@ fn key_of(p: &Value, hex: &str) -> AnyKey {
     );
     match s(p, "alg") {
         "AES_GCM_HKDF_STREAMING" => {
-            let params = TinkParams::new(dks, css, hash("hkdf_hash")).unwrap();
-            Box::new(TinkKey::from_hex(params, hex).unwrap())
+            let params = AesGcmHkdfParams::new(dks, css, hash("hkdf_hash")).unwrap();
+            Box::new(AesGcmHkdfKey::from_hex(params, hex).unwrap())
         }
         "AES_CTR_HMAC_STREAMING" => {
             let params = AesCtrHmacParams::new(
                 dks,
                 css,
                 hash("hkdf_hash"),
-                hash("hmac_hash"),
+                HmacHash::from_name(s(p, "hmac_hash")).unwrap(),
                 num(p, "tag_size"),
             )
             .unwrap();

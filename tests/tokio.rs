@@ -3,7 +3,7 @@
 //! shut down once.
 //!
 //! Every check is made over both key types (a native [`Key`] and a
-//! [`TinkKey`]) and every provider in [`Provider::ALL`], with associated
+//! [`AesGcmHkdfKey`]) and every provider in [`Provider::ALL`], with associated
 //! data, so that the builders' options are seen to reach the async fronts.
 //! Writer outputs are checked against the format: the exact length (header
 //! plus one tag per segment plus the plaintext; a segment sealed twice adds
@@ -29,7 +29,7 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::tokio::{AsyncCipherReader, AsyncCipherWriter};
 use cipherio::{
     Algorithm, CipherReader, CipherWriter, Error, Key, Provider, ReaderBuilder, WriterBuilder,
@@ -56,7 +56,7 @@ const SEG: usize = 1024;
 #[derive(Clone, Debug)]
 enum AnyKey {
     Native(Key),
-    Tink(TinkKey),
+    Tink(AesGcmHkdfKey),
 }
 
 /// One key (and wire format), one provider, `seg`-byte segments, and
@@ -84,9 +84,9 @@ impl Case {
                     aad: b"tokio tests".to_vec(),
                 });
             }
-            let params = TinkParams::new(16, seg + TAG_LEN, HkdfHash::Sha256).unwrap();
+            let params = AesGcmHkdfParams::new(16, seg + TAG_LEN, HkdfHash::Sha256).unwrap();
             cases.push(Case {
-                key: AnyKey::Tink(TinkKey::generate(params).unwrap()),
+                key: AnyKey::Tink(AesGcmHkdfKey::generate(params)),
                 provider,
                 lay: Layout::of_tink(&params),
                 aad: b"tokio tests".to_vec(),
@@ -444,8 +444,8 @@ async fn constructors_and_builders_round_trip_with_both_key_types() {
     assert_eq!(read_all(&mut r, 64 * 1024).await.unwrap(), plain);
 
     // Tink key: new and with_capacity(the key's segment size).
-    let params = TinkParams::AES256_GCM_HKDF_4KB;
-    let tkey = TinkKey::generate(params).unwrap();
+    let params = AesGcmHkdfParams::AES256_GCM_HKDF_4KB;
+    let tkey = AesGcmHkdfKey::generate(params);
     let tlay = Layout::of_tink(&params);
     let mut w = AsyncCipherWriter::new(&tkey, Vec::new());
     w.write_all(&plain).await.unwrap();

@@ -31,12 +31,16 @@
 //! scanned here.)
 #![allow(unsafe_code, clippy::unwrap_used)]
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 
 use cipherio::format::{HEADER_LEN, Header};
+use cipherio::segments::{SegmentOpener, SegmentSealer};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider};
+use common::Trickle;
 use hkdf::Hkdf;
 use sha2::Sha256;
 
@@ -150,7 +154,7 @@ fn main() {
 
 fn secrets_are_wiped(p: Provider) {
     let pt = plaintext();
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let kb = &KEY[..alg.key_len()];
         // The caller's key, and every copy a writer and reader make of it.
         let hits = freed_blocks_holding(kb, || {
@@ -181,7 +185,7 @@ fn secrets_are_wiped(p: Provider) {
     // describes: ChaCha20-Poly1305 (RustCrypto) keeps it as raw bytes in
     // its boxed state, and an AES key schedule starts with it; under
     // AWS-LC only cipherio's own copy of it is in Rust memory.
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let kb = &KEY[..alg.key_len()];
         let key = Key::new(alg, kb).unwrap();
         let ct = seal(&key, p, &pt);
@@ -195,18 +199,28 @@ fn secrets_are_wiped(p: Provider) {
             assert!(open_bytewise(&key, p, &ct) == pt, "{p:?} {alg}");
         });
         assert_eq!(hits, 0, "{p:?} {alg}: derived key left in freed memory");
-    }
-}
 
-/// An inner reader that delivers one byte per read.
-struct Trickle<'a>(&'a [u8]);
-
-impl Read for Trickle<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = buf.len().min(self.0.len()).min(1);
-        buf[..n].copy_from_slice(&self.0[..n]);
-        self.0 = &self.0[n..];
-        Ok(n)
+        // Segments by index: the stream key a sealer and an opener share
+        // (and their clones) is wiped with the last of them.
+        let hits = freed_blocks_holding(derived, || {
+            let sealer = SegmentSealer::from_header_with(&key, &ct, b"ad", p).unwrap();
+            let opener = SegmentOpener::new_with(&key, &ct, b"ad", p).unwrap();
+            let (mut again, mut out) = (Vec::new(), Vec::new());
+            sealer
+                .clone()
+                .seal_segments(0, &pt[..64], false, &mut again)
+                .unwrap();
+            opener
+                .clone()
+                .open_segments(0, &again, false, &mut out)
+                .unwrap();
+            assert!(out[..] == pt[..64], "{p:?} {alg}");
+            drop((sealer, opener));
+        });
+        assert_eq!(
+            hits, 0,
+            "{p:?} {alg}: segments left the derived key in freed memory"
+        );
     }
 }
 
@@ -229,7 +243,7 @@ fn allocation_failure_is_an_error(p: Provider) {
             .capacity(cap)
             .associated_data(b"ad")
             .provider(p)
-            .build(Trickle(&ct[..]));
+            .build(Trickle::new(&ct[..], 1));
         let err = r.read(&mut [0u8; 1]);
         LIMIT.store(0, SeqCst);
         assert_eq!(r.provider(), p, "a reader built for {p:?}");
@@ -247,8 +261,8 @@ fn allocation_failure_is_an_error(p: Provider) {
 /// with and without `from_buf_read`.
 #[cfg(feature = "hazmat")]
 fn keystream_reader_plaintext_is_wiped() {
+    use cipher::{KeyIvInit, StreamCipher};
     use cipherio::hazmat::KeystreamReader;
-    use cipherio::hazmat::cipher::{KeyIvInit, StreamCipher};
 
     type Aes128Ctr = ctr::Ctr128BE<aes::Aes128>;
     let cipher = || Aes128Ctr::new(&[5; 16].into(), &[6; 16].into());

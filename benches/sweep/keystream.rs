@@ -31,7 +31,7 @@ use std::cell::RefCell;
 use std::hint::black_box;
 use std::io::{self, Read, Write};
 
-use cipherio::hazmat::cipher::{KeyIvInit, StreamCipher};
+use cipher::{KeyIvInit, StreamCipher};
 use cipherio::hazmat::{KeystreamReader, KeystreamWriter};
 use criterion::{BenchmarkId, Criterion};
 

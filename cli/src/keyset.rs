@@ -8,7 +8,9 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine;
-use cipherio::tink::{AesCtrHmacKey, AesCtrHmacParams, HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{
+    AesCtrHmacKey, AesCtrHmacParams, AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash, HmacHash,
+};
 use serde_json::Value;
 use zeroize::Zeroizing;
 
@@ -179,8 +181,8 @@ fn decode_key(e: &Entry) -> Result<Candidate> {
     let hkdf = hash(hkdf)?;
     let lib = |e: cipherio::Error| anyhow!(plain(&e));
     if gcm {
-        let p = TinkParams::new(dks, css, hkdf).map_err(lib)?;
-        let key = TinkKey::new(p, &raw).map_err(lib)?;
+        let p = AesGcmHkdfParams::new(dks, css, hkdf).map_err(lib)?;
+        let key = AesGcmHkdfKey::new(p, &raw).map_err(lib)?;
         Ok(Candidate {
             label: format!(
                 "Tink key {} (AES{}-GCM-HKDF, {css}-byte segments, HKDF-{hkdf})",
@@ -201,7 +203,8 @@ fn decode_key(e: &Entry) -> Result<Candidate> {
                 _ => {}
             }
         }
-        let h = hash(h)?;
+        // The HMAC hash by the same Tink hash type.
+        let h = HmacHash::from_name(hash(h)?.name()).ok_or_else(|| anyhow!("no such HMAC hash"))?;
         let p = AesCtrHmacParams::new(dks, css, hkdf, h, usize::try_from(tag)?).map_err(lib)?;
         let key = AesCtrHmacKey::new(p, &raw).map_err(lib)?;
         Ok(Candidate {

@@ -9,7 +9,9 @@ use std::fs;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 
 use base64::Engine;
-use cipherio::tink::{AesCtrHmacKey, AesCtrHmacParams, HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{
+    AesCtrHmacKey, AesCtrHmacParams, AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash, HmacHash,
+};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Key};
 use common::*;
 use predicates::prelude::*;
@@ -172,13 +174,13 @@ fn tink_keysets_work_both_ways_with_the_library() {
     let s = Scratch::new();
     let gcm_raw = data(16, 5);
     let ctr_raw = data(32, 6);
-    let gcm = TinkKey::new(
-        TinkParams::new(16, 4096, HkdfHash::Sha256).expect("params"),
+    let gcm = AesGcmHkdfKey::new(
+        AesGcmHkdfParams::new(16, 4096, HkdfHash::Sha256).expect("params"),
         &gcm_raw,
     )
     .expect("key");
     let ctr = AesCtrHmacKey::new(
-        AesCtrHmacParams::new(32, 8192, HkdfHash::Sha256, HkdfHash::Sha256, 32).expect("params"),
+        AesCtrHmacParams::new(32, 8192, HkdfHash::Sha256, HmacHash::Sha256, 32).expect("params"),
         &ctr_raw,
     )
     .expect("key");

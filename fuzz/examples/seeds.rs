@@ -114,7 +114,7 @@ fn main() {
 
     // header: each algorithm, and the first bytes of the error paths.
     let h = dir("header");
-    for alg in Algorithm::ALL {
+    for &alg in Algorithm::ALL {
         let bytes = oracle::header(alg, 4096, &[7; 32], &[9; 7]);
         write(&h, &format!("valid-{}", oracle::spec_id(alg)), &bytes);
     }

@@ -8,6 +8,8 @@ pub mod header;
 pub mod open;
 pub mod oracle;
 pub mod oracle_framed;
+#[cfg(test)]
+mod oracle_kats;
 pub mod oracle_tink;
 pub mod oracle_tink_ctr;
 pub mod roundtrip;
@@ -148,8 +150,8 @@ mod tests {
             .join("regressions")
             .join("threads-room-livelock");
         let data = fs::read(path).expect("regression input");
-        let input = crate::threads::Input::arbitrary_take_rest(Unstructured::new(&data))
-            .expect("an input");
+        let input =
+            crate::threads::Input::arbitrary_take_rest(Unstructured::new(&data)).expect("an input");
         crate::threads::check(&input);
     }
 

@@ -3,7 +3,7 @@
 //! [`CONFIG_LEN`] bytes.
 
 use cipherio::format::{HEADER_LEN, TAG_LEN};
-use cipherio::tink::{AesCtrHmacKey, HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesCtrHmacKey, AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::{Algorithm, CipherReader, Error, Key, StreamKey};
 
 use crate::aio::{self, AsyncInner, Script};
@@ -128,14 +128,14 @@ pub fn tink_params(data: &[u8]) -> oracle_tink::Params {
 
 /// The Tink key the `open_tink` corpus is sealed with, and its parameters
 /// as cipherio's type.
-pub fn tink_key(p: &oracle_tink::Params, wrong: bool) -> TinkKey {
+pub fn tink_key(p: &oracle_tink::Params, wrong: bool) -> AesGcmHkdfKey {
     let hash = match p.hash {
         1 => HkdfHash::Sha1,
         256 => HkdfHash::Sha256,
         _ => HkdfHash::Sha512,
     };
-    let params = TinkParams::new(p.key_size, p.segment, hash).expect("valid parameters");
-    TinkKey::new(params, &tink_raw_key(p.key_size, wrong)).expect("long enough")
+    let params = AesGcmHkdfParams::new(p.key_size, p.segment, hash).expect("valid parameters");
+    AesGcmHkdfKey::new(params, &tink_raw_key(p.key_size, wrong)).expect("long enough")
 }
 
 /// The raw key bytes of the Tink corpora; `wrong` flips a bit.
@@ -293,11 +293,12 @@ fn read_both<K: StreamKey>(
 }
 
 /// The outcome the oracle calls for: `refused` (an error before any
-/// plaintext), else all of a valid stream, else an error after a prefix of
-/// what authenticates.
-fn compare(end: &Result<(), Error>, out: &[u8], want: &oracle::Decrypted, refused: Option<Error>) {
+/// plaintext, in its `Debug` form: struct-like variants are
+/// `#[non_exhaustive]` and cannot be built here), else all of a valid
+/// stream, else an error after a prefix of what authenticates.
+fn compare(end: &Result<(), Error>, out: &[u8], want: &oracle::Decrypted, refused: Option<String>) {
     if let Some(e) = refused {
-        assert_eq!(end, &Err(e));
+        assert_eq!(format!("{end:?}"), format!("Err({e})"));
         assert!(out.is_empty());
     } else if want.valid {
         assert_eq!(end, &Ok(()), "a valid stream was refused");
@@ -320,11 +321,12 @@ fn compare(end: &Result<(), Error>, out: &[u8], want: &oracle::Decrypted, refuse
     }
 }
 
-/// The configuration's own errors, which come before any header check.
-fn refused_by_config(cfg: &Config) -> Option<Error> {
+/// The configuration's own errors, which come before any header check, in
+/// their `Debug` form.
+fn refused_by_config(cfg: &Config) -> Option<String> {
     match cfg.capacity {
-        0 => Some(Error::InvalidCapacity(0)),
-        usize::MAX => Some(Error::Allocation(usize::MAX)),
+        0 => Some(format!("{:?}", Error::InvalidCapacity(0))),
+        usize::MAX => Some(format!("{:?}", Error::Allocation(usize::MAX))),
         _ => None,
     }
 }
@@ -397,14 +399,14 @@ pub fn check_run(data: &[u8]) -> Run {
     let sealed = cfg.max_segment + TAG_LEN;
     let want = oracle::decrypt(key.as_bytes(), &cfg.aad, stream);
     let refused = refused_by_config(&cfg).or(match want.segment_size {
-        Some(size) if size as usize > cfg.max_segment => Some(Error::SegmentTooLarge {
-            size: u64::from(size),
-            limit: cfg.max_segment as u64,
-        }),
-        Some(_) if cfg.wrong_key => Some(Error::AlgorithmMismatch {
-            stream: header_alg.expect("well-formed header"),
-            key: alg,
-        }),
+        Some(size) if size as usize > cfg.max_segment => Some(format!(
+            "SegmentTooLarge {{ size: {size}, limit: {} }}",
+            cfg.max_segment
+        )),
+        Some(_) if cfg.wrong_key => Some(format!(
+            "AlgorithmMismatch {{ stream: {:?}, key: {alg:?} }}",
+            header_alg.expect("well-formed header")
+        )),
         _ => None,
     });
     read_both(&key, &cfg, stream, HEADER_LEN, sealed, |end, out| {
@@ -462,7 +464,9 @@ fn tink_read_both<K: StreamKey>(
 ) -> Run {
     let h = u8::try_from(header_len).expect("at most 40");
     let refused = refused_by_config(cfg).or(match stream.first() {
-        Some(&found) if found != h => Some(Error::HeaderLength { expected: h, found }),
+        Some(&found) if found != h => {
+            Some(format!("HeaderLength {{ expected: {h}, found: {found} }}"))
+        }
         _ => None,
     });
     read_both(key, cfg, stream, header_len, segment, |end, out| {

@@ -7,7 +7,9 @@ use std::pin::{Pin, pin};
 use std::task::Poll;
 
 use arbitrary::Arbitrary;
-use cipherio::tink::{AesCtrHmacKey, AesCtrHmacParams, HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{
+    AesCtrHmacKey, AesCtrHmacParams, AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash, HmacHash,
+};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider, StreamKey};
 use tokio::io::AsyncWrite;
 
@@ -597,6 +599,11 @@ fn hash(h: u16) -> HkdfHash {
     }
 }
 
+/// The HMAC hash of the same name as [`hash`]'s.
+fn hmac_hash(h: u16) -> HmacHash {
+    HmacHash::from_name(hash(h).name()).expect("the same three names")
+}
+
 /// The same as [`check`] for a Tink key (the writer at its default
 /// capacity, the key's segment size), against the Tink oracle.
 ///
@@ -619,9 +626,10 @@ pub fn check_tink_run(input: &TinkInput) -> Trip {
         segment: 1 + key_size + 7 + 17 + usize::from(input.segment % 512),
         hash: [1, 256, 512][usize::from(input.params >> 1) % 3],
     };
-    let params = TinkParams::new(p.key_size, p.segment, hash(p.hash)).expect("valid parameters");
+    let params =
+        AesGcmHkdfParams::new(p.key_size, p.segment, hash(p.hash)).expect("valid parameters");
     let raw = &input.key[..key_size + usize::from(input.extra % 17)];
-    let key = TinkKey::new(params, raw).expect("long enough");
+    let key = AesGcmHkdfKey::new(params, raw).expect("long enough");
     tink_trips(
         &key,
         &input.run,
@@ -712,8 +720,14 @@ pub fn ctr_params(flags: u8, tag: u8, extra: u16) -> oracle_tink_ctr::Params {
 ///
 /// If Tink would refuse them.
 pub fn ctr_key_params(p: &oracle_tink_ctr::Params) -> AesCtrHmacParams {
-    AesCtrHmacParams::new(p.key_size, p.segment, hash(p.hkdf), hash(p.hmac), p.tag)
-        .expect("valid parameters")
+    AesCtrHmacParams::new(
+        p.key_size,
+        p.segment,
+        hash(p.hkdf),
+        hmac_hash(p.hmac),
+        p.tag,
+    )
+    .expect("valid parameters")
 }
 
 /// The same as [`check_tink`] for a Tink AES-CTR-HMAC key, against

@@ -56,13 +56,13 @@
 //! plaintext at the model position (never wrong data), `Ok(0)` only at or
 //! past the end; a successful `plaintext_len` (and `SeekFrom::End`) uses
 //! the true length; after the first stream error (a `cipherio::Error`
-//! other than `InvalidParameters`) every op fails with that same error (or
+//! other than a refused call, as `InvalidSeek`) every op fails with that same error (or
 //! an injected one); a stream cut short or extended never reads to a clean
 //! end.
 
 use std::io::{SeekFrom, Write};
 
-use cipherio::tink::{HkdfHash, TinkKey, TinkParams};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, ReaderBuilder};
 
 use crate::seek_model::{self, Case, Faults, Inner, KINDS, Pattern};
@@ -136,7 +136,7 @@ impl FaultCfg {
 /// A decoded input.
 #[derive(Clone, Debug)]
 pub struct Input {
-    pub tink: Option<TinkParams>,
+    pub tink: Option<AesGcmHkdfParams>,
     pub alg: Algorithm,
     pub segment: usize,
     pub capacity: usize,
@@ -168,7 +168,7 @@ impl Input {
             let hash =
                 [HkdfHash::Sha1, HkdfHash::Sha256, HkdfHash::Sha512][usize::from(f >> 1) % 3];
             let min = 1 + dks + 7 + 16 + 1;
-            TinkParams::new(dks, min + seg % 512, hash).expect("valid Tink parameters")
+            AesGcmHkdfParams::new(dks, min + seg % 512, hash).expect("valid Tink parameters")
         });
         let r = u16_at(3);
         let faulty = b(11) & 0x80 != 0;
@@ -252,14 +252,16 @@ impl Input {
 /// A key of the input's format (fixed bytes: the oracle is the plaintext).
 enum AnyKey {
     Native(Key, usize),
-    Tink(TinkKey),
+    Tink(AesGcmHkdfKey),
 }
 
 impl AnyKey {
     fn of(input: &Input) -> AnyKey {
         let raw: Vec<u8> = (0..32u8).map(|i| i.wrapping_mul(37) ^ 0x5C).collect();
         match input.tink {
-            Some(p) => AnyKey::Tink(TinkKey::new(p, &raw[..p.derived_key_size()]).expect("key")),
+            Some(p) => {
+                AnyKey::Tink(AesGcmHkdfKey::new(p, &raw[..p.derived_key_size()]).expect("key"))
+            }
             None => AnyKey::Native(
                 Key::new(input.alg, &raw[..input.alg.key_len()]).expect("key"),
                 input.segment,

@@ -35,7 +35,8 @@
 //!
 //! On a damaged stream: every byte released is still the plaintext's at
 //! the model position, a length given is the true one, and after the
-//! first stream error (a cipherio error but `InvalidParameters`) every op
+//! first stream error (a cipherio error but a refused call: `InvalidSeek`,
+//! `NoRandomAccess`, `SourceMovedBack`, `ZeroThreads`) every op
 //! fails, with that error or an injected one; a stream cut or extended
 //! never reads to a clean end.
 
@@ -455,10 +456,18 @@ pub fn std_front(
     }
 }
 
-/// Whether `e` is the stream's failure (sticky), not a refused seek.
+/// Whether `e` is the stream's failure (sticky), not a refused call (a
+/// seek to a negative position or on a framed stream, a misplaced inner
+/// reader, a bad configuration).
 fn stream_error(e: &io::Error) -> Option<Error> {
     match Error::from_io(e) {
-        Some(Error::InvalidParameters(_)) | None => None,
+        Some(
+            Error::InvalidSeek
+            | Error::NoRandomAccess
+            | Error::SourceMovedBack
+            | Error::ZeroThreads,
+        )
+        | None => None,
         Some(ce) => Some(ce.clone()),
     }
 }

@@ -131,14 +131,21 @@ pub fn check(input: &Input) {
     assert_eq!(many.len(), one.len(), "stream length on {threads} threads");
     assert_eq!(flushed_many, flushed_one, "bytes out after each flush");
     let (back, end) = input.read(&key, &many, 1);
-    assert_eq!(end, Ok(()), "the threaded writer's stream, read on one thread");
+    assert_eq!(
+        end,
+        Ok(()),
+        "the threaded writer's stream, read on one thread"
+    );
     assert!(back == pt, "the threaded writer's stream reads back");
 
     for ct in [one.clone(), input.mutation.apply(&one)] {
         let (got_one, end_one) = input.read(&key, &ct, 1);
         let (got_many, end_many) = input.read(&key, &ct, threads);
         assert_eq!(end_many, end_one, "the end on {threads} threads");
-        assert!(got_many == got_one, "the plaintext released on {threads} threads");
+        assert!(
+            got_many == got_one,
+            "the plaintext released on {threads} threads"
+        );
         if ct == one {
             assert_eq!(end_one, Ok(()));
             assert!(got_one == pt);

@@ -9,7 +9,8 @@ use std::task::{Context, Poll, ready};
 use ::tokio::io::{AsyncBufRead, AsyncRead, AsyncSeek, ReadBuf};
 
 use super::sync::SyncIo;
-use crate::core::opener::{Opener, Step};
+use crate::core::opener::Opener;
+use crate::core::step::Step;
 use crate::drive::read::{self as drive, Source};
 use crate::{CipherReader, Provider, ReaderBuilder, StreamKey};
 

@@ -20,6 +20,7 @@ use crate::{CipherWriter, Provider, StreamKey, WriterBuilder};
 /// Complete the stream with `shutdown().await`
 /// ([`poll_shutdown`](AsyncWrite::poll_shutdown), which then shuts `W` down) or [`finish`](Self::finish) (which returns
 /// `W` open). Dropping the writer before either never completes the stream.
+#[must_use = "an AsyncCipherWriter must be completed with `shutdown` or `finish`; dropping it leaves a truncated stream"]
 pub struct AsyncCipherWriter<W> {
     pub(crate) engine: Sealer,
     inner: W,
@@ -41,7 +42,7 @@ impl WriterBuilder {
 
 impl<W: AsyncWrite + Unpin> AsyncCipherWriter<W> {
     /// A writer with the default 8 KiB segments (a Tink key's segment
-    /// size with a [`TinkKey`](crate::tink::TinkKey)) and no associated data.
+    /// size with an [`AesGcmHkdfKey`](crate::tink::AesGcmHkdfKey)) and no associated data.
     pub fn new<K: StreamKey>(key: &K, inner: W) -> Self {
         CipherWriter::builder(key).build_async(inner)
     }

@@ -14,7 +14,7 @@ use sha1::Sha1;
 use sha2::{Sha256, Sha512};
 
 use crate::Provider;
-use crate::core::kdf::HkdfHash;
+use crate::tink::HmacHash;
 
 /// Bytes of the AES-CTR IV: nonce prefix ‖ BE32(i) ‖ last flag ‖ BE32(0).
 pub(crate) const CTR_IV_LEN: usize = 16;
@@ -63,7 +63,7 @@ impl CtrHmac {
         provider: Provider,
         aes_key: &[u8],
         hmac_key: &[u8],
-        hash: HkdfHash,
+        hash: HmacHash,
         tag_len: usize,
     ) -> CtrHmac {
         let (ctr, mac) = match provider {
@@ -74,9 +74,9 @@ impl CtrHmac {
                     CtrKey::Aes256(keyed(aes_key))
                 };
                 let mac = match hash {
-                    HkdfHash::Sha1 => MacKey::Sha1(keyed(hmac_key)),
-                    HkdfHash::Sha256 => MacKey::Sha256(keyed(hmac_key)),
-                    HkdfHash::Sha512 => MacKey::Sha512(keyed(hmac_key)),
+                    HmacHash::Sha1 => MacKey::Sha1(keyed(hmac_key)),
+                    HmacHash::Sha256 => MacKey::Sha256(keyed(hmac_key)),
+                    HmacHash::Sha512 => MacKey::Sha512(keyed(hmac_key)),
                 };
                 (ctr, mac)
             }
@@ -95,9 +95,9 @@ impl CtrHmac {
                     .and_then(cipher::EncryptingKey::ctr)
                     .unwrap_or_else(|_| panic!("AWS-LC could not set up AES-CTR (out of memory?)"));
                 let alg = match hash {
-                    HkdfHash::Sha1 => hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
-                    HkdfHash::Sha256 => hmac::HMAC_SHA256,
-                    HkdfHash::Sha512 => hmac::HMAC_SHA512,
+                    HmacHash::Sha1 => hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
+                    HmacHash::Sha256 => hmac::HMAC_SHA256,
+                    HmacHash::Sha512 => hmac::HMAC_SHA512,
                 };
                 (
                     CtrKey::AwsLc(ctr),
@@ -113,8 +113,8 @@ impl CtrHmac {
         self.tag_len
     }
 
-    /// Whether AWS-LC does the work (tests count it).
-    #[cfg(all(test, feature = "aws-lc"))]
+    /// Whether AWS-LC does the work (the tests count it).
+    #[cfg(feature = "aws-lc")]
     pub(crate) fn is_aws_lc(&self) -> bool {
         matches!(self.ctr, CtrKey::AwsLc(_))
     }

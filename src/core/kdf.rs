@@ -8,7 +8,11 @@ use sha2::{Sha256, Sha512};
 use zeroize::Zeroizing;
 
 /// The hash function of the HKDF that derives each stream's key.
+///
+/// `#[non_exhaustive]`: Tink may allow another hash; a `match` needs a
+/// wildcard arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum HkdfHash {
     /// HKDF-SHA1 (Tink allows it; Tink's own test vectors use it).
     Sha1,

@@ -1,4 +1,6 @@
-//! Segment sizes and offset arithmetic of a stream.
+//! Segment sizes and offset arithmetic of a stream, and its units as a
+//! type: [`Units::Fixed`] segments have offsets ([`Fixed`] alone has the
+//! arithmetic), [`Units::Framed`] records do not.
 //!
 //! A stream is a header of `header` bytes, then segments: segment 0 holds
 //! up to `first` plaintext bytes, every later one up to `rest`, each sealed
@@ -6,6 +8,8 @@
 //! decides the numbers (the native format: `first == rest`; Tink's: the
 //! first segment is shorter by the header); the engine and the fronts
 //! compute everything else from them.
+
+use crate::Error;
 
 /// The segment layout of one stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,9 +59,6 @@ pub(crate) fn record_at(data: &[u8]) -> Option<([u8; RECORD_HEADER_LEN], usize, 
     Some((h, usize::try_from(len).unwrap_or(usize::MAX), last))
 }
 
-// The offset arithmetic is for random access (seeking, positional reads),
-// which builds on it; today only its tests call it.
-#[allow(dead_code)]
 impl Layout {
     /// Plaintext capacity of segment `index`.
     pub(crate) fn plain(&self, index: u64) -> usize {
@@ -76,6 +77,89 @@ impl Layout {
         record + self.first.max(self.rest) + self.tag
     }
 
+    /// Plaintext bytes of the longest run of whole segments from segment
+    /// `next` on, at most `count` of them, that fits in `max` bytes.
+    pub(crate) fn run_len(&self, next: u64, count: u64, max: usize) -> usize {
+        let (mut total, mut count) = (0usize, count);
+        if next == 0 && count > 0 {
+            if self.first > max {
+                return 0;
+            }
+            (total, count) = (self.first, count - 1);
+        }
+        let whole = ((max - total) / self.rest.max(1)) as u64;
+        total + usize::try_from(count.min(whole)).unwrap_or(0) * self.rest
+    }
+
+    /// The kind of units this layout has.
+    pub(crate) fn units(self) -> Units {
+        if self.framed {
+            Units::Framed(Framed(self))
+        } else {
+            Units::Fixed(Fixed(self))
+        }
+    }
+}
+
+/// The refusal of random access (seeking, the length query, positional
+/// reads) on a framed stream, whose records have no computable offsets.
+pub(crate) const NO_RANDOM_ACCESS: Error = Error::NoRandomAccess;
+
+/// A stream's units, of one of two kinds: fixed-size segments, whose
+/// offsets follow from their index, or framed records, whose lengths only
+/// their own headers say. Offset arithmetic (seeking, the length query,
+/// positional reads) exists only on [`Fixed`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Units {
+    /// Fixed-size segments.
+    Fixed(Fixed),
+    /// Records of any length up to the layout's `rest`.
+    Framed(Framed),
+}
+
+impl Units {
+    /// The layout, whichever the kind.
+    #[inline]
+    pub(crate) fn layout(&self) -> &Layout {
+        match self {
+            Units::Fixed(Fixed(l)) | Units::Framed(Framed(l)) => l,
+        }
+    }
+
+    /// The fixed-size layout, if the units are segments.
+    #[inline]
+    pub(crate) fn fixed(&self) -> Option<&Fixed> {
+        match self {
+            Units::Fixed(f) => Some(f),
+            Units::Framed(_) => None,
+        }
+    }
+}
+
+/// A layout of fixed-size segments (made only by [`Layout::units`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fixed(Layout);
+
+/// A layout of framed records (made only by [`Layout::units`]): no offset
+/// arithmetic holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Framed(Layout);
+
+impl std::ops::Deref for Fixed {
+    type Target = Layout;
+    fn deref(&self) -> &Layout {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Framed {
+    type Target = Layout;
+    fn deref(&self) -> &Layout {
+        &self.0
+    }
+}
+
+impl Fixed {
     /// Offset in the stream (header included) where segment `index`
     /// starts; `None` past 2^64 (a position no source can hold).
     pub(crate) fn segment_offset(&self, index: u64) -> Option<u64> {
@@ -100,20 +184,6 @@ impl Layout {
         }
         let q = p - first;
         (1 + q / rest, within(q % rest))
-    }
-
-    /// Plaintext bytes of the longest run of whole segments from segment
-    /// `next` on, at most `count` of them, that fits in `max` bytes.
-    pub(crate) fn run_len(&self, next: u64, count: u64, max: usize) -> usize {
-        let (mut total, mut count) = (0usize, count);
-        if next == 0 && count > 0 {
-            if self.first > max {
-                return 0;
-            }
-            (total, count) = (self.first, count - 1);
-        }
-        let whole = ((max - total) / self.rest.max(1)) as u64;
-        total + usize::try_from(count.min(whole)).unwrap_or(0) * self.rest
     }
 
     /// Plaintext offset where segment `index` starts.
@@ -149,6 +219,8 @@ impl Layout {
     /// The plaintext length of a well-formed stream of `len` bytes, or
     /// `None` when no stream of this layout has that length. (A length
     /// alone is never trusted: only an opened final segment proves one.)
+    /// The tests check [`last_segment`](Self::last_segment) against it.
+    #[cfg(test)]
     pub(crate) fn plaintext_len(&self, len: u64) -> Option<u64> {
         let (tag, first, rest) = (self.tag as u64, self.first as u64, self.rest as u64);
         let body = len.checked_sub(self.header as u64)?;
@@ -192,7 +264,7 @@ mod tests {
     /// The arithmetic against a stream built segment by segment.
     #[test]
     fn offsets_agree_with_a_walk_over_the_segments() {
-        for l in [NATIVE, TINK] {
+        for l in [NATIVE, TINK].map(Fixed) {
             let mut offset = l.header as u64;
             let mut plain = 0u64;
             for i in 0..50u64 {

@@ -1,7 +1,8 @@
 //! Planning a pipelined write: how the write is cut into shares of
 //! segments, how large the output slots are, and whether the run's last
 //! job copies the write's tail into the buffer. A function of plain
-//! numbers ([`plan`]); the sealer runs the plan on the threads.
+//! numbers ([`plan`]); the sealer makes it a job that the drive loop runs
+//! on the threads.
 
 use crate::core::layout::{Layout, RECORD_HEADER_LEN};
 use crate::threads;

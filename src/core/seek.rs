@@ -1,6 +1,9 @@
-//! Random access on the opener: seeking to a plaintext position and the
-//! authenticated length, as steps like every other (a seekable front
-//! answers [`Step::Seek`] and [`Step::Length`] with its inner reader).
+//! [`Position`]: where the reader is, in plaintext and in the inner
+//! source, and the sub-machine of random access on it: seeking to a
+//! plaintext position and the authenticated length query, as steps like
+//! every other (a seekable front answers [`Step::Seek`] and
+//! [`Step::Length`] with its inner reader). Only a fixed-size layout
+//! ([`Fixed`]) has the offsets these need.
 //!
 //! The rules it owns:
 //! - **A seek costs nothing until the next read**, which opens exactly the
@@ -8,64 +11,248 @@
 //!   and drops the bytes before it.
 //! - **Only an opened final segment proves a length.** The length query
 //!   takes the source's raw length only to find which segment would be the
-//!   last, opens it as final, and caches the result; a truncated, extended
-//!   or tampered source fails it with the usual typed error. `SeekFrom::End`
-//!   uses it; no position is ever computed from unauthenticated bytes.
+//!   last, which the opener then opens as final; the result is cached. A
+//!   truncated, extended or tampered source fails it with the usual typed
+//!   error. `SeekFrom::End` uses it; no position is ever computed from
+//!   unauthenticated bytes.
 //! - **Past the end reads `Ok(0)` only once the true end is known**: a read
 //!   that finds the input's end where a segment should start asks for the
 //!   authenticated length first.
 
 use crate::Error;
-use crate::core::opener::{Opener, Stage, Step};
-use crate::core::plain::Held;
-use crate::core::unit::{self, Place};
-use crate::profile::Stream;
+use crate::core::layout::Fixed;
+use crate::core::plain::{Held, Plain};
+use crate::core::step::Step;
 
 /// Where the length query is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Query {
+enum Query {
     /// Not running.
     Idle,
-    /// [`Step::Length`] asked; waiting for [`Opener::set_raw_len`].
+    /// [`Step::Length`] asked; waiting for the source's raw length.
     Asked,
     /// Reading the would-be final segment: its index and sealed length.
     Reading { index: u64, sealed: usize },
 }
 
-impl Opener {
+/// What the last seek left to settle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Landing {
+    /// No seek, or a segment opened since the last one.
+    Steady,
+    /// A seek moved the reader and no segment has opened since.
+    Repositioned,
+    /// After a seek, a read found the input's end where a segment should
+    /// start: the authenticated length decides whether that is the end.
+    Ending,
+}
+
+/// A seek not carried out yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pending {
+    /// The plaintext position to go to.
+    pub(crate) to: u64,
+    /// The position before the seek (restored if the stream refuses it).
+    before: u64,
+}
+
+/// Where a reposition put the reader, for the opener to carry out on its
+/// stage, its segment index and its read-ahead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Landed {
+    /// Nothing more to read (the index of the next segment, when the
+    /// plaintext buffer holds the one before it).
+    End(Option<u64>),
+    /// The read-ahead starts with the segment already, and the inner
+    /// reader is right after it.
+    Stay,
+    /// Reading goes on from segment `next`, after the inner reader moved
+    /// to it (`from`; `None`: no source holds it, the input is at its
+    /// end). `final_len`: the segment held before it is the final one,
+    /// giving this length once nothing follows it.
+    From {
+        next: u64,
+        from: Option<u64>,
+        final_len: Option<u64>,
+    },
+}
+
+/// What the length query needs next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QueryStep {
+    /// Hand this step to the front.
+    Ask(Step),
+    /// The segment `index`, `sealed` bytes long, ends the source and is
+    /// whole in the read-ahead: open it as the final one.
+    Open { index: u64, sealed: usize },
+}
+
+/// The caller's position, the inner reader's, and the seek and length
+/// query in progress.
+pub(crate) struct Position {
+    /// The caller's plaintext position (what `read`/`consume` delivered,
+    /// or where a seek put it).
+    pos: u64,
+    /// Where the inner reader is, from the stream's start (its bytes read,
+    /// shown and consumed, or where a [`Step::Seek`] put it).
+    inner_at: u64,
+    /// Before the next inner read, move the inner reader here.
+    move_inner: Option<u64>,
+    pending: Option<Pending>,
+    /// Plaintext bytes to drop from the next segment opened (a seek into
+    /// the middle of a segment).
+    skip: usize,
+    landing: Landing,
+    /// The authenticated plaintext length, once known.
+    auth_len: Option<u64>,
+    query: Query,
+}
+
+impl Position {
+    /// At the stream's start, nothing known.
+    pub(crate) const fn new() -> Position {
+        Position {
+            pos: 0,
+            inner_at: 0,
+            move_inner: None,
+            pending: None,
+            skip: 0,
+            landing: Landing::Steady,
+            auth_len: None,
+            query: Query::Idle,
+        }
+    }
+
     /// The caller's plaintext position.
-    pub(crate) fn position(&self) -> u64 {
+    #[inline]
+    pub(crate) fn pos(&self) -> u64 {
         self.pos
     }
 
     /// The authenticated plaintext length, once a final segment opened.
+    #[inline]
     pub(crate) fn auth_len(&self) -> Option<u64> {
         self.auth_len
     }
 
+    /// What the last seek left to settle.
+    #[inline]
+    pub(crate) fn landing(&self) -> Landing {
+        self.landing
+    }
+
+    /// The caller took `n` plaintext bytes.
+    #[inline]
+    pub(crate) fn delivered(&mut self, n: usize) {
+        self.pos += n as u64;
+    }
+
+    /// The inner reader gave `n` bytes (read, or used in its buffer).
+    #[inline]
+    pub(crate) fn inner_read(&mut self, n: usize) {
+        self.inner_at += n as u64;
+    }
+
+    /// A segment opened at the reader's position: a seek's reposition is
+    /// carried out.
+    #[inline]
+    pub(crate) fn opened(&mut self) {
+        self.landing = Landing::Steady;
+    }
+
+    /// The plaintext bytes before the position in the next segment opened
+    /// (taken: the segment after it starts at its start).
+    #[inline]
+    pub(crate) fn take_skip(&mut self) -> usize {
+        std::mem::take(&mut self.skip)
+    }
+
+    /// Whether the next segment opened starts before the position.
+    #[inline]
+    pub(crate) fn skips(&self) -> bool {
+        self.skip > 0
+    }
+
+    /// The inner reader must move before its next read.
+    #[inline]
+    pub(crate) fn moves_inner(&self) -> bool {
+        self.move_inner.is_some()
+    }
+
+    /// The step that brings more input: a read, or first the move of the
+    /// inner reader that a seek left.
+    #[inline]
+    pub(crate) fn input_step(&self) -> Step {
+        match self.move_inner {
+            Some(offset) => Step::Seek(offset),
+            None => Step::Read,
+        }
+    }
+
+    /// A read after a seek found the input's end where segment `next`
+    /// should start: `true` (and the authenticated length decides) unless
+    /// no seek is in play or that is the first segment.
+    pub(crate) fn ends_here(&mut self, next: u64) -> bool {
+        if self.landing == Landing::Steady || next == 0 {
+            return false;
+        }
+        self.landing = Landing::Ending;
+        true
+    }
+
+    /// The length query has come back for an [`Ending`](Landing::Ending):
+    /// whether the position is at or past the authenticated end (else a
+    /// segment that the length says exists is not there).
+    pub(crate) fn settle_ending(&mut self) -> bool {
+        self.landing = Landing::Repositioned;
+        self.auth_len.is_some_and(|len| self.pos >= len)
+    }
+
+    /// A full-length final segment proved the stream `len` bytes long
+    /// (nothing follows it), unless a length is known already.
+    pub(crate) fn confirm_len(&mut self, len: u64) {
+        self.auth_len = self.auth_len.or(Some(len));
+    }
+
+    /// The final segment opened with the input at its end: the stream is
+    /// `len` bytes long.
+    pub(crate) fn set_auth_len(&mut self, len: Option<u64>) {
+        self.auth_len = len;
+    }
+
     /// Moves the caller's position to plaintext offset `p` (any value, past
     /// the end too); the next read carries it out.
-    ///
-    /// # Errors
-    ///
-    /// The sticky error of a failed stream.
-    pub(crate) fn seek_to(&mut self, p: u64) -> Result<(), Error> {
-        if let Stage::Failed(e) = &self.stage {
-            return Err(e.clone());
-        }
-        self.no_random_access()?;
+    pub(crate) fn seek_to(&mut self, p: u64) {
         if p != self.pos || self.pending.is_some() {
-            if self.pending.is_none() {
-                self.before_seek = self.pos;
-            }
-            self.pending = Some(p);
+            let before = self.pending.map_or(self.pos, |s| s.before);
+            self.pending = Some(Pending { to: p, before });
             self.pos = p;
         }
-        Ok(())
+    }
+
+    /// The seek not carried out yet.
+    #[inline]
+    pub(crate) fn pending(&self) -> Option<Pending> {
+        self.pending
+    }
+
+    /// The pending seek is carried out now (`Ok`) or refused (`Err`: the
+    /// position goes back to where the reads left it).
+    pub(crate) fn take_pending(&mut self, carried: bool) {
+        if let (Some(s), false) = (self.pending.take(), carried) {
+            self.pos = s.before;
+        }
+    }
+
+    /// Whether a length query is under way (cut short by a read, it is
+    /// dropped and starts over when asked again).
+    #[inline]
+    pub(crate) fn querying(&self) -> bool {
+        self.query != Query::Idle
     }
 
     /// Where a seek lands, in plaintext offsets (`End` needs the
-    /// authenticated length: run [`length`](Self::length) first).
+    /// authenticated length).
     ///
     /// # Errors
     ///
@@ -77,9 +264,7 @@ impl Opener {
             SeekFrom::Current(d) => self.pos.checked_add_signed(d),
             SeekFrom::End(d) => self.auth_len.and_then(|l| l.checked_add_signed(d)),
         }
-        .ok_or(Error::InvalidParameters(
-            "seek to a negative or overflowing position",
-        ))
+        .ok_or(Error::InvalidSeek)
     }
 
     /// Where the stream starts in the inner source, from the inner
@@ -91,334 +276,154 @@ impl Opener {
     pub(crate) fn stream_base(&self, inner_pos: u64) -> Result<u64, Error> {
         inner_pos
             .checked_sub(self.inner_at)
-            .ok_or(Error::InvalidParameters(
-                "the inner reader was moved behind the stream's start",
-            ))
-    }
-
-    /// The inner seek a [`Step::Seek`] or [`Step::Length`] asks of a front
-    /// whose stream starts at inner offset `base`.
-    ///
-    /// # Errors
-    ///
-    /// A position past 2^64.
-    pub(crate) fn inner_seek_for(
-        &self,
-        step: &Step,
-        base: u64,
-    ) -> Result<std::io::SeekFrom, Error> {
-        match *step {
-            Step::Seek(offset) => base
-                .checked_add(offset)
-                .map(std::io::SeekFrom::Start)
-                .ok_or(Error::InvalidParameters("seek position past 2^64")),
-            Step::Length => Ok(std::io::SeekFrom::End(0)),
-            _ => unreachable!("not a seek step"),
-        }
-    }
-
-    /// What the inner seek of [`inner_seek_for`](Self::inner_seek_for)
-    /// gave. A position the source refuses as invalid (a `File` past its
-    /// file system's largest size) is past its end, which the
-    /// authenticated length decides; other errors pass through.
-    ///
-    /// # Errors
-    ///
-    /// The inner error; [`set_raw_len`](Self::set_raw_len)'s.
-    pub(crate) fn inner_sought(
-        &mut self,
-        step: &Step,
-        base: u64,
-        result: std::io::Result<u64>,
-    ) -> std::io::Result<()> {
-        match (*step, result) {
-            (Step::Seek(offset), Ok(_)) => self.sought(offset),
-            (Step::Seek(_), Err(e)) if e.kind() == std::io::ErrorKind::InvalidInput => {
-                self.seek_refused();
-            }
-            // A source that ends before the stream started is empty.
-            (Step::Length, Ok(end)) => self.set_raw_len(end.saturating_sub(base))?,
-            (_, Err(e)) => return Err(e),
-            _ => unreachable!("not a seek step"),
-        }
-        Ok(())
+            .ok_or(Error::SourceMovedBack)
     }
 
     /// The front moved the inner reader to `offset` (after
     /// [`Step::Seek`]).
-    fn sought(&mut self, offset: u64) {
-        self.seek_inner = None;
+    pub(crate) fn sought(&mut self, offset: u64) {
+        self.move_inner = None;
         self.inner_at = offset;
     }
 
     /// The inner reader refused to move to the offset of [`Step::Seek`]
-    /// as invalid (a `File` past the largest size its file system has):
-    /// no source holds that segment, so this is past its end, which only
-    /// the authenticated length confirms. The inner reader did not move.
-    fn seek_refused(&mut self) {
-        self.seek_inner = None;
-        self.input.clear();
-        self.eof = true;
+    /// as invalid: it did not move (the caller takes the input to be at
+    /// its end).
+    pub(crate) fn seek_refused(&mut self) {
+        self.move_inner = None;
     }
 
-    /// Work that a seek or a length query left for the next read:
-    /// `Some(step)` to hand to the front, `None` to go on reading. A seek
-    /// not carried out yet comes first: it replaces whatever the old
-    /// position still had in flight (an end check, a length query's
-    /// read-ahead).
-    #[inline]
-    pub(super) fn seek_step(&mut self) -> Result<Option<Step>, Error> {
-        // A sticky error comes first (before plaintext buffered earlier: a
-        // failed length query leaves it there).
-        if let Stage::Failed(e) = &self.stage {
-            return Err(e.clone());
-        }
-        if let Some(p) = self.pending {
-            if let Stage::Start { .. } = self.stage {
-                // The header first, from where the stream starts.
-                if !self.read_header()? {
-                    return Ok(Some(Step::Read));
-                }
-            }
-            self.pending = None;
-            if let Err(e) = self.no_random_access() {
-                // Asked before the header said the stream is framed: the
-                // position stays where the reads left it.
-                self.pos = self.before_seek;
-                return Err(e);
-            }
-            self.reposition(p);
-        }
-        if !self.ending {
-            if self.query != Query::Idle {
-                // A length query that was cut short holds the read-ahead
-                // (or left the inner reader at the source's end): reading
-                // goes on from the caller's position, and the query starts
-                // over when asked again.
-                self.reposition(self.pos);
-            }
-            return Ok(None);
-        }
-        // A read at this position found the input's end where a segment
-        // should start: the authenticated length says whether it is the end.
-        let step = self.length()?;
-        if step != Step::Done(0) {
-            return Ok(Some(step));
-        }
-        self.ending = false;
-        if self.auth_len.is_some_and(|len| self.pos >= len) {
-            self.stage = Stage::Done;
-            return Ok(Some(Step::Done(0)));
-        }
-        // A segment that the authenticated length says exists is not
-        // there (the source changed under the reader).
-        Err(self.fail(Error::Truncated))
-    }
-
-    /// A framed stream's records have no computable offsets: seeking and
-    /// the length query are refused (not sticky: reading goes on).
-    fn no_random_access(&mut self) -> Result<(), Error> {
-        if self.stream.as_ref().is_some_and(|s| s.layout.framed) {
-            return Err(Error::InvalidParameters(
-                "a framed stream has no random access",
-            ));
-        }
-        Ok(())
-    }
-
-    /// Sets the reader up to deliver plaintext from offset `p`: from the
-    /// plaintext buffer if it holds that segment, from the read-ahead if
-    /// it starts with it, else from the segment's offset in the source.
-    fn reposition(&mut self, p: u64) {
-        let Some(Stream { layout, .. }) = &self.stream else {
-            unreachable!("positioned after the header")
-        };
-        let layout = *layout;
+    /// Sets the position to plaintext offset `p`: from the plaintext
+    /// buffer if it holds that segment, from the read-ahead if it starts
+    /// with it (`held_ahead` bytes are read ahead; `next`: the segment they
+    /// start with, in the body), else from the segment's offset in the
+    /// source. Whatever the old position had in flight is void: its end
+    /// check, and a length query's read-ahead.
+    pub(crate) fn land(
+        &mut self,
+        p: u64,
+        layout: &Fixed,
+        plain: &mut Plain,
+        held_ahead: usize,
+        next: Option<u64>,
+    ) -> Landed {
         self.pos = p;
         self.skip = 0;
-        // What the old position had in flight is void: its end check, and
-        // a length query's read-ahead (the query starts over if asked again).
-        self.ending = false;
+        if self.landing == Landing::Ending {
+            self.landing = Landing::Repositioned;
+        }
         self.query = Query::Idle;
         if self.auth_len.is_some_and(|len| p >= len) {
             // At or past the authenticated end: nothing more to read.
-            self.plain.hide();
-            self.stage = Stage::Done;
-            return;
+            plain.hide();
+            return Landed::End(None);
         }
         let (index, off) = layout.segment_of(p);
-        if let Some(Held { last, .. }) = self.plain.show(index, off) {
-            self.next = index + 1;
-            if last && self.auth_len.is_some() {
-                self.stage = Stage::Done;
-                return;
-            }
-            // A final segment whose end is not confirmed yet stays final:
-            // the next reads check what follows it. Either way reading goes
-            // on right after the segment held, whatever the read-ahead and
-            // the inner reader were doing meanwhile (a length query).
-            self.stage = if last { Stage::Final } else { Stage::Body };
-            match layout.segment_offset(index + 1) {
-                Some(offset) => self.restart_input(offset),
-                None => {
-                    self.input.clear();
-                    self.eof = true;
-                }
-            }
-            return;
+        if let Some(held) = plain.show(index, off) {
+            return self.land_held(held, layout);
         }
-        self.plain.hide();
+        plain.hide();
         self.skip = off;
-        self.repositioned = true;
+        self.landing = Landing::Repositioned;
         let Some(offset) = layout.segment_offset(index) else {
             // Beyond any source: past the end, which only the
             // authenticated length can confirm.
-            self.stage = Stage::Body;
-            self.next = index;
-            self.input.clear();
-            self.eof = true;
-            self.ending = true;
-            return;
+            self.landing = Landing::Ending;
+            return Landed::From {
+                next: index,
+                from: None,
+                final_len: None,
+            };
         };
-        let in_step = self.seek_inner.is_none()
-            && self.inner_at.checked_sub(self.input.available() as u64) == Some(offset);
-        if matches!(self.stage, Stage::Body) && index == self.next && in_step {
-            // The read-ahead starts with this segment already, and the
-            // inner reader is right after it.
-            return;
+        let in_step = self.move_inner.is_none()
+            && self.inner_at.checked_sub(held_ahead as u64) == Some(offset);
+        if next == Some(index) && in_step {
+            return Landed::Stay;
         }
-        self.stage = Stage::Body;
-        self.next = index;
-        self.restart_input(offset);
+        self.move_inner = Some(offset);
+        Landed::From {
+            next: index,
+            from: Some(offset),
+            final_len: None,
+        }
     }
 
-    /// Forgets the read-ahead; the next inner read comes from `offset`.
-    fn restart_input(&mut self, offset: u64) {
-        self.input.clear();
-        self.eof = false;
-        self.short = false;
-        self.failed_in_place = None;
-        self.seek_inner = Some(offset);
+    /// [`land`](Self::land) in the segment `held` by the plaintext buffer.
+    fn land_held(&mut self, held: Held, layout: &Fixed) -> Landed {
+        let Held { index, len, last } = held;
+        if last && self.auth_len.is_some() {
+            return Landed::End(Some(index + 1));
+        }
+        // A final segment whose end is not confirmed yet stays final: the
+        // next reads check what follows it. Either way reading goes on
+        // right after the segment held, whatever the read-ahead and the
+        // inner reader were doing meanwhile (a length query).
+        let final_len = last.then(|| layout.plain_offset(index) + len as u64);
+        let from = layout.segment_offset(index + 1);
+        self.move_inner = from.or(self.move_inner);
+        Landed::From {
+            next: index + 1,
+            from,
+            final_len,
+        }
     }
 
-    /// One step of the length query: `Done(0)` once
-    /// [`auth_len`](Self::auth_len) is known.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Truncated`] for a source whose length no stream has, or
-    /// whose last segment opens only as a non-final one;
-    /// [`Error::Authentication`] for one whose last segment does not open;
-    /// the stream's other typed errors. All sticky.
-    pub(crate) fn length(&mut self) -> Result<Step, Error> {
-        loop {
-            if let Stage::Failed(e) = &self.stage {
-                return Err(e.clone());
+    /// One step of the length query, once the header is read: what to ask
+    /// of the front, or the segment to open as the final one.
+    pub(crate) fn query_step(&mut self, missing: impl FnOnce(usize) -> bool) -> QueryStep {
+        match self.query {
+            Query::Idle | Query::Asked => {
+                // The front moves the inner reader to its end; until the
+                // length comes back (the front may be interrupted in
+                // between), reads must first move it back to where the
+                // read-ahead ends.
+                self.move_inner.get_or_insert(self.inner_at);
+                self.query = Query::Asked;
+                QueryStep::Ask(Step::Length)
             }
-            if self.auth_len.is_some() {
-                return Ok(Step::Done(0));
-            }
-            if let Stage::Start { .. } = self.stage
-                && !self.read_header()?
-            {
-                return Ok(Step::Read);
-            }
-            self.no_random_access()?;
-            match self.query {
-                Query::Idle | Query::Asked => {
-                    // The front moves the inner reader to its end; until
-                    // the length comes back (the front may be interrupted
-                    // in between), reads must first move it back to where
-                    // the read-ahead ends.
-                    self.seek_inner.get_or_insert(self.inner_at);
-                    self.query = Query::Asked;
-                    return Ok(Step::Length);
+            Query::Reading { index, sealed } => {
+                if let Some(offset) = self.move_inner {
+                    return QueryStep::Ask(Step::Seek(offset));
                 }
-                Query::Reading { index, sealed } => {
-                    if let Some(offset) = self.seek_inner {
-                        return Ok(Step::Seek(offset));
-                    }
-                    if self.input.available() < sealed && !self.eof {
-                        self.need = sealed;
-                        return Ok(Step::Read);
-                    }
-                    self.open_last(index, sealed)?;
+                if missing(sealed) {
+                    return QueryStep::Ask(Step::Read);
                 }
+                self.query = Query::Idle;
+                QueryStep::Open { index, sealed }
             }
         }
     }
 
     /// The source is `raw` bytes long from the stream's start (after
-    /// [`Step::Length`]; the inner reader is at its end).
+    /// [`Step::Length`]; the inner reader is at its end): the offset of
+    /// the segment that would be the last, which the next reads bring.
     ///
     /// # Errors
     ///
-    /// [`Error::Truncated`] (sticky) when no stream has that length.
-    fn set_raw_len(&mut self, raw: u64) -> Result<(), Error> {
+    /// [`Error::Truncated`] when no stream has that length.
+    pub(crate) fn measured(&mut self, raw: u64, layout: &Fixed) -> Result<u64, Error> {
         self.inner_at = raw;
-        let Some(Stream { layout, .. }) = &self.stream else {
-            unreachable!("the length is asked after the header")
-        };
-        let Some((index, sealed)) = layout.last_segment(raw) else {
-            return Err(self.fail(Error::Truncated));
-        };
+        let (index, sealed) = layout.last_segment(raw).ok_or(Error::Truncated)?;
         let offset = layout
             .segment_offset(index)
             .unwrap_or_else(|| unreachable!("the last segment of a source lies in it"));
-        self.restart_input(offset);
+        self.move_inner = Some(offset);
         self.query = Query::Reading { index, sealed };
-        Ok(())
+        Ok(offset)
     }
 
-    /// Opens segment `index`, `sealed` bytes at the end of the source, as
-    /// the final one into the plaintext buffer, and records the length.
-    fn open_last(&mut self, index: u64, sealed: usize) -> Result<(), Error> {
-        self.query = Query::Idle;
-        if self.input.available() != sealed {
-            // The source changed length while it was read.
-            return Err(self.fail(Error::Truncated));
-        }
-        let len = sealed.saturating_sub(self.layout_tag());
-        let out = match self.plain.open_into(len) {
-            Ok(out) => out,
-            Err(e) => return Err(self.fail(e)),
-        };
-        let Some(Stream { suite, layout }) = &self.stream else {
-            unreachable!("the length is asked after the header")
-        };
-        let mut tries = 0;
-        let r = unit::open_segment(
-            suite,
-            layout,
-            index,
-            self.input.data(),
-            out,
-            Place::Ends,
-            &mut tries,
-        );
-        let start = layout.plain_offset(index);
-        #[cfg(test)]
-        {
-            self.counts.opens += tries;
-        }
-        let opened = r.map_err(|e| self.fail(e))?;
-        self.input.clear();
-        let held = Held {
-            index,
-            len: opened.len,
-            last: true,
-        };
-        self.plain.opened(held, opened.len, opened.len);
-        self.auth_len = Some(start + opened.len as u64);
-        // The read-ahead no longer follows the caller: the next read
-        // repositions (from the plaintext buffer, if it lands in the
-        // segment opened here).
-        self.pending = Some(self.pos);
-        Ok(())
-    }
-
-    /// The tag length of the stream's layout.
-    fn layout_tag(&self) -> usize {
-        self.stream.as_ref().map_or(0, |s| s.layout.tag)
+    /// The final segment opened: the stream is `len` bytes long. The
+    /// read-ahead no longer follows the caller: the next read repositions
+    /// (from the plaintext buffer, if it lands in the segment opened).
+    pub(crate) fn proven(&mut self, len: u64) {
+        self.auth_len = Some(len);
+        self.pending = Some(Pending {
+            to: self.pos,
+            before: self.pos,
+        });
     }
 }
+
+#[cfg(test)]
+#[path = "seek_tests.rs"]
+mod tests;

@@ -1,8 +1,10 @@
-//! How one fixed-size segment of a stream is opened: the rules of the final
-//! flag, in one function that the streaming reader, its length and seek
-//! queries and `CipherReaderAt` all call.
+//! How one unit of a stream is opened: a fixed-size segment by the rules
+//! of the final flag, in one function that the streaming reader, its
+//! length and seek queries and `CipherReaderAt` all call
+//! ([`open_segment`]); a framed record, by its own header, in one function
+//! that the one-thread reader and the workers' runs call ([`open_record`]).
 //!
-//! The rules it owns:
+//! The rules of a segment:
 //! - A segment that more input follows opens as final or not, the likelier
 //!   flag first (a full-length segment may be either).
 //! - A segment that ends the source must open as the final one. If it is
@@ -19,8 +21,16 @@
 use zeroize::Zeroize;
 
 use crate::Error;
-use crate::core::layout::Layout;
+use crate::core::layout::{Fixed, RECORD_HEADER_LEN, Units, record_at};
 use crate::core::suite::Suite;
+
+/// What a stream's header set up to open its units.
+pub(crate) struct Setup {
+    /// Opens the stream's units.
+    pub(crate) suite: Suite,
+    /// Fixed-size segments or framed records, and their sizes.
+    pub(crate) units: Units,
+}
 
 /// Where a segment lies in what the reader has seen of the source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +66,7 @@ pub(crate) struct Opened {
 #[inline]
 pub(crate) fn open_segment(
     suite: &Suite,
-    layout: &Layout,
+    layout: &Fixed,
     index: u64,
     sealed: &[u8],
     out: &mut [u8],
@@ -98,4 +108,30 @@ pub(crate) fn open_segment(
         return Err(Error::EmptyFinalSegment);
     }
     Ok(Opened { len, last })
+}
+
+/// Opens the framed record at the start of `data` (whole there: its record
+/// header, then its sealed plaintext) as unit `index` into `out` (at least
+/// its plaintext length): the record header is the AAD and its final flag
+/// goes into the nonce, so a header changed in any bit fails to open.
+/// Returns what opened and the record's length in `data`. Whether a final
+/// record ends the input is the caller's to check.
+///
+/// # Errors
+///
+/// [`Error::Authentication`] (`out` then holds no plaintext);
+/// [`Error::Truncated`] if `data` holds no whole record.
+#[inline]
+pub(crate) fn open_record(
+    suite: &Suite,
+    tag: usize,
+    index: u64,
+    data: &[u8],
+    out: &mut [u8],
+) -> Result<(Opened, usize), Error> {
+    let (h, len, last) = record_at(data).ok_or(Error::Truncated)?;
+    let total = RECORD_HEADER_LEN + len + tag;
+    let sealed = data.get(RECORD_HEADER_LEN..total).ok_or(Error::Truncated)?;
+    suite.open_at(index, last, &h, sealed, &mut out[..len])?;
+    Ok((Opened { len, last }, total))
 }

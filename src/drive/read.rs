@@ -4,7 +4,8 @@
 
 use std::io;
 
-use crate::core::opener::{Opener, Step};
+use crate::core::opener::Opener;
+use crate::core::step::Step;
 
 /// What the read loop asks of an inner reader. Each method stops at the
 /// inner reader's first error and returns it.

@@ -5,18 +5,26 @@
 use std::io::{self, Write};
 
 use crate::Error;
-use crate::core::sealer::Sealer;
+use crate::core::sealer::{PipeJob, Sealer};
+
+/// One call to `inner`, retrying `Interrupted`: how many bytes of
+/// `bytes` it took. `Ok(0)` from `inner` is [`Error::WriteZero`].
+fn write_once<W: Write>(inner: &mut W, bytes: &[u8]) -> io::Result<usize> {
+    loop {
+        match inner.write(bytes) {
+            Ok(0) => return Err(Error::WriteZero.into()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
+}
 
 /// Moves the engine's sealed output to `inner`, retrying `Interrupted`.
 /// `Ok(0)` from `inner` is [`Error::WriteZero`].
 pub(crate) fn drain<W: Write>(engine: &mut Sealer, inner: &mut W) -> io::Result<()> {
     while !engine.output().is_empty() {
-        match inner.write(engine.output()) {
-            Ok(0) => return Err(Error::WriteZero.into()),
-            Ok(n) => engine.consume_output(n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+        let n = write_once(inner, engine.output())?;
+        engine.consume_output(n);
     }
     Ok(())
 }
@@ -39,34 +47,28 @@ pub(crate) fn write<W: Write>(engine: &mut Sealer, inner: &mut W, buf: &[u8]) ->
     drain(engine, inner)?;
     let mut taken = 0;
     while taken < buf.len() {
-        // With threads, whole segments go to `inner` as they are sealed;
-        // when it takes none, the run stops and its error is kept (it is
-        // not called again in this call, as below).
+        let rest = &buf[taken..];
         let mut stopped = None;
-        let mut to_inner = |bytes: &[u8]| loop {
-            match inner.write(bytes) {
-                Ok(0) => {
-                    stopped = Some(Error::WriteZero.into());
-                    return 0;
-                }
-                Ok(n) => return n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    stopped = Some(e);
-                    return 0;
-                }
-            }
+        let step = match pipe(engine, inner, rest, &mut stopped) {
+            Some(piped) => piped,
+            None => engine.write(rest).map(|n| (n, false)),
         };
-        match engine.write(&buf[taken..], Some(&mut to_inner)) {
-            Ok(n) => taken += n,
+        match step {
+            Ok((n, false)) => taken += n,
+            Ok((n, true)) => {
+                // The segments sealed are non-final: the bytes after them
+                // are taken now, as after any drain that failed; the error
+                // comes back with the next call.
+                taken += n;
+                taken += engine.hold(&buf[taken..]);
+                return match stopped {
+                    Some(e) if taken == 0 => Err(e),
+                    _ => Ok(taken),
+                };
+            }
             Err(e) if taken == 0 => return Err(e.into()),
             // The error comes back with the next call.
             Err(_) => return Ok(taken),
-        }
-        if let Some(e) = stopped {
-            // The engine took the bytes after the last segment sealed; the
-            // error comes back with the next call.
-            return if taken > 0 { Ok(taken) } else { Err(e) };
         }
         if drain(engine, inner).is_err() {
             // The segment just sealed is non-final: the bytes after it are
@@ -76,6 +78,43 @@ pub(crate) fn write<W: Write>(engine: &mut Sealer, inner: &mut W, buf: &[u8]) ->
         }
     }
     Ok(taken)
+}
+
+/// With threads, the pipelined step of a write of `rest`, when it applies
+/// ([`Sealer::plan_pipe`]): the run goes to the workers, and each sealed
+/// share to `inner` as soon as it and those before it are ready. When
+/// `inner` takes none, the run stops and its error is kept in `stopped`
+/// (`inner` is not called again in this call). Returns what
+/// [`Sealer::settle`] says: the bytes of `rest` taken and whether the run
+/// stopped. A panic of `inner` goes on once the engine is settled.
+fn pipe<W: Write>(
+    engine: &mut Sealer,
+    inner: &mut W,
+    rest: &[u8],
+    stopped: &mut Option<io::Error>,
+) -> Option<Result<(usize, bool), Error>> {
+    let PipeJob {
+        workers,
+        slots,
+        shares,
+    } = match engine.plan_pipe(rest)? {
+        Ok(job) => job,
+        Err(e) => return Some(Err(e)),
+    };
+    let to_inner = |bytes: &[u8]| {
+        write_once(inner, bytes).unwrap_or_else(|e| {
+            *stopped = Some(e);
+            0
+        })
+    };
+    let piped = workers.pipeline(shares.jobs(), slots, |u, out| shares.run(u, out), to_inner);
+    let mut ran = shares.finish(piped);
+    let panic = ran.take_panic();
+    let settled = engine.settle(ran);
+    if let Some(p) = panic {
+        std::panic::resume_unwind(p);
+    }
+    Some(settled)
 }
 
 /// `Write::flush`: writes out every sealed byte (framed: what is buffered

@@ -25,9 +25,13 @@
 //! # The adapters
 //!
 //! Both are generic over any `C:` [`StreamCipher`] (`ctr::Ctr128BE<aes::Aes128>`,
-//! `chacha20::ChaCha20`, …; the [`cipher`] crate they are built on is
-//! re-exported here, so its traits are the version these types need) and
-//! buffer like [`std::io::BufWriter`] / [`std::io::BufReader`], with the
+//! `chacha20::ChaCha20`, …) of the `cipher` crate's 0.5 series, the one
+//! `ctr` 0.10 and `chacha20` 0.10 implement; bring the traits from the
+//! cipher's own crate (`ctr::cipher::KeyIvInit`). `cipher` is not
+//! re-exported: it is not yet 1.0, and a re-export would make its whole
+//! API part of this crate's. Moving the adapters to a later `cipher`
+//! series is a breaking change of the `hazmat` feature, made in a minor
+//! release while this crate is 0.x. The adapters buffer like [`std::io::BufWriter`] / [`std::io::BufReader`], with the
 //! crate's usual constructors: `new(cipher, inner)` (an 8 KiB buffer,
 //! [`DEFAULT_CAPACITY`]) and `with_capacity(capacity, cipher, inner)`.
 //! Encrypting and decrypting are the same operation, so either adapter does
@@ -87,7 +91,8 @@
 //!
 //! ```
 //! use std::io::{Cursor, Read, Seek, SeekFrom, Write};
-//! use cipherio::hazmat::{KeystreamReader, KeystreamWriter, cipher::KeyIvInit};
+//! use cipherio::hazmat::{KeystreamReader, KeystreamWriter};
+//! use ctr::cipher::KeyIvInit;
 //!
 //! type Aes128Ctr = ctr::Ctr128BE<aes::Aes128>;
 //! let (key, iv) = ([0x42; 16], [0x24; 16]);
@@ -115,8 +120,6 @@ use std::ops::{Deref, DerefMut};
 
 use cipher::{StreamCipher, StreamCipherSeek};
 use zeroize::{Zeroize, Zeroizing};
-
-pub use cipher;
 
 mod read;
 mod write;

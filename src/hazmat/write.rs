@@ -32,6 +32,7 @@ use crate::DEFAULT_CAPACITY;
 ///
 /// **Call [`flush`](Write::flush) or [`finish`](Self::finish)**: dropping
 /// the writer discards what is still buffered (it writes nothing in `drop`).
+#[must_use = "a KeystreamWriter must be flushed or finished; dropping it discards what it buffers"]
 pub struct KeystreamWriter<C, W> {
     inner: W,
     cipher: C,

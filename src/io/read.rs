@@ -6,7 +6,8 @@
 use std::fmt;
 use std::io::{self, BufRead, Read, Seek, SeekFrom};
 
-use crate::core::opener::{Opener, Step};
+use crate::core::opener::Opener;
+use crate::core::step::Step;
 use crate::drive::read::{self as drive, Source};
 use crate::format::DEFAULT_MAX_SEGMENT_SIZE;
 use crate::profile::{DEFAULT_CAPACITY, Profile};
@@ -31,7 +32,7 @@ impl<R> Copy for InnerBuf<R> {}
 /// Decrypts a cipherio stream read from `R`.
 ///
 /// Built with a [`Key`](crate::Key) it reads the native format, with a
-/// [`TinkKey`](crate::tink::TinkKey) Tink's streaming AEAD format.
+/// [`AesGcmHkdfKey`](crate::tink::AesGcmHkdfKey) Tink's streaming AEAD format.
 ///
 /// Plaintext is released only after the segment holding it has
 /// authenticated, and the stream must end with its final segment, exactly.
@@ -105,6 +106,7 @@ impl<R> Copy for InnerSeek<R> {}
 /// the largest segment a header may ask for. Its `Debug` shows the
 /// associated data's length, not its bytes.
 #[derive(Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct ReaderBuilder {
     pub(super) key: Profile,
     capacity: usize,
@@ -147,7 +149,7 @@ impl ReaderBuilder {
     }
 
     /// Which library opens the segments (default: [`Provider::default`],
-    /// AWS-LC when the `aws-lc` feature is on). Any provider reads what
+    /// RustCrypto whatever features are on). Any provider reads what
     /// any other wrote.
     pub fn provider(mut self, provider: Provider) -> Self {
         self.provider = provider;
@@ -183,7 +185,7 @@ impl ReaderBuilder {
     /// Memory: the read-ahead grows to the capacity plus a batch of sealed
     /// segments, and small reads add a batch of plaintext: about `2 n + 1`
     /// segments (`max(segment, 64 KiB)` each). `threads(0)` makes every
-    /// call fail with [`Error::InvalidParameters`](crate::Error::InvalidParameters).
+    /// call fail with [`Error::ZeroThreads`](crate::Error::ZeroThreads).
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;
         self
@@ -491,182 +493,5 @@ impl<R: fmt::Debug> fmt::Debug for CipherReader<R> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use std::io::{Read, Write};
-
-    use crate::{Algorithm, CipherWriter, Key};
-
-    use super::*;
-    use crate::format::TAG_LEN;
-
-    /// Over a source that fills every read (a slice, a file), the
-    /// read-ahead moves at most the part of one segment that the header's
-    /// read brought: every later read ends on a segment boundary, so the
-    /// ciphertext is copied once, by the inner reader, not again by
-    /// compaction.
-    #[test]
-    fn full_reads_end_on_segment_boundaries() {
-        let key = Key::generate(Algorithm::Aes128Gcm);
-        let plain: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
-        for seg in [4096, 8192, 65536, 1 << 20] {
-            let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
-            w.write_all(&plain).unwrap();
-            let ct = w.finish().unwrap();
-            for cap in [4096, 8192, 65536, 1 << 20] {
-                for buf in [100, 8192, 1 << 21] {
-                    let mut r = CipherReader::with_capacity(cap, &key, &ct[..]);
-                    let mut out = Vec::new();
-                    let mut b = vec![0; buf];
-                    loop {
-                        let n = r.read(&mut b).unwrap();
-                        if n == 0 {
-                            break;
-                        }
-                        out.extend_from_slice(&b[..n]);
-                    }
-                    assert!(out == plain);
-                    assert!(
-                        r.engine.counts.moved <= seg + TAG_LEN,
-                        "seg {seg} cap {cap} buf {buf}: {} bytes moved",
-                        r.engine.counts.moved
-                    );
-                }
-            }
-        }
-    }
-
-    /// A stream whose final segment is full-length costs one open per
-    /// segment when the input's end is already known (a slice read whole),
-    /// not a failed non-final trial on top: that trial is a full GHASH pass.
-    #[test]
-    fn a_full_final_segment_is_opened_once_when_the_end_is_known() {
-        let key = Key::generate(Algorithm::Aes256Gcm);
-        for segments in [1, 2, 5] {
-            let plain = vec![7u8; segments * 4096];
-            let mut w = CipherWriter::with_capacity(4096, &key, Vec::new());
-            w.write_all(&plain).unwrap();
-            let ct = w.finish().unwrap();
-            let mut r = CipherReader::with_capacity(1 << 20, &key, &ct[..]);
-            let mut out = Vec::new();
-            r.read_to_end(&mut out).unwrap();
-            assert_eq!(out, plain);
-            assert_eq!(r.engine.counts.opens, segments, "{segments} segments");
-        }
-    }
-
-    /// Behind a `BufReader` whose buffer holds k sealed segments, every
-    /// segment opens in place once: the segment that ends each window is
-    /// not left to the copying path (which tried it as final first after
-    /// the short read, a failed pass per window: 241 opens for 129
-    /// segments at k = 1).
-    #[test]
-    fn segments_ending_the_inner_window_open_once() {
-        let key = Key::generate(Algorithm::Aes128Gcm);
-        let plain = vec![3u8; 128 * 8192 + 1];
-        let mut w = CipherWriter::with_capacity(8192, &key, Vec::new());
-        w.write_all(&plain).unwrap();
-        let ct = w.finish().unwrap();
-        for k in 1..=8 {
-            let inner = io::BufReader::with_capacity(k * (8192 + TAG_LEN), &ct[..]);
-            let mut r = CipherReader::builder(&key)
-                .capacity(65536)
-                .build_from_buf_read(inner);
-            let mut out = Vec::new();
-            r.read_to_end(&mut out).unwrap();
-            assert!(out == plain, "k {k}");
-            assert!(
-                r.engine.counts.opens <= 129 + 1,
-                "k {k}: {} opens for 129 segments",
-                r.engine.counts.opens
-            );
-        }
-    }
-
-    /// Over a slice, a stream whose final segment is full-length costs one
-    /// failed pass on top of one open per segment: that segment is tried
-    /// in place as non-final once, then settled by the copying path, not
-    /// tried in place again after the segments before it were delivered.
-    #[test]
-    fn a_full_final_segment_fails_in_place_at_most_once() {
-        let key = Key::generate(Algorithm::Aes256Gcm);
-        for segments in [1, 2, 5] {
-            let plain = vec![7u8; segments * 4096];
-            let mut w = CipherWriter::with_capacity(4096, &key, Vec::new());
-            w.write_all(&plain).unwrap();
-            let ct = w.finish().unwrap();
-            for buf in [4096, 3 * 4096, 1 << 20] {
-                let mut r = CipherReader::builder(&key)
-                    .capacity(4096)
-                    .build_from_buf_read(&ct[..]);
-                let mut out = Vec::new();
-                let mut b = vec![0u8; buf];
-                loop {
-                    match r.read(&mut b).unwrap() {
-                        0 => break,
-                        n => out.extend_from_slice(&b[..n]),
-                    }
-                }
-                assert_eq!(out, plain);
-                assert!(
-                    r.engine.counts.opens <= segments + 1,
-                    "{segments} segments, reads of {buf}: {} opens",
-                    r.engine.counts.opens
-                );
-            }
-        }
-    }
-
-    /// Random access, counted: a read after a seek opens exactly the
-    /// segment holding the position (two when it crosses into the next),
-    /// the length query opens the final segment once, and a read in the
-    /// final segment after `SeekFrom::End` opens nothing more.
-    #[test]
-    fn seeks_open_exactly_the_segments_they_need() {
-        use std::io::{Cursor, Seek, SeekFrom};
-        let key = Key::generate(Algorithm::Aes128Gcm);
-        let seg = 4096;
-        let plain: Vec<u8> = (0..20 * seg + 100)
-            .map(|i| u8::try_from(i % 251).unwrap())
-            .collect();
-        let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
-        w.write_all(&plain).unwrap();
-        let ct = w.finish().unwrap();
-        for cap in [1024, 8192, 1 << 20] {
-            let mut r = CipherReader::with_capacity(cap, &key, Cursor::new(ct.clone()));
-            let mut b = [0u8; 100];
-            for (at, opens) in [(5 * seg + 7, 1), (2 * seg - 50, 2), (17 * seg, 1), (3, 1)] {
-                let before = r.engine.counts.opens;
-                r.seek(SeekFrom::Start(at as u64)).unwrap();
-                assert_eq!(r.engine.counts.opens, before, "a seek alone opens nothing");
-                r.read_exact(&mut b).unwrap();
-                assert_eq!(&b[..], &plain[at..at + 100], "cap {cap} at {at}");
-                assert_eq!(
-                    r.engine.counts.opens - before,
-                    opens,
-                    "cap {cap}: read at {at}"
-                );
-                assert_eq!(r.stream_position().unwrap(), at as u64 + 100);
-            }
-            let before = r.engine.counts.opens;
-            assert_eq!(r.plaintext_len().unwrap(), plain.len() as u64);
-            assert_eq!(r.plaintext_len().unwrap(), plain.len() as u64);
-            assert_eq!(
-                r.engine.counts.opens - before,
-                1,
-                "cap {cap}: the length query, once"
-            );
-            let end = r.seek(SeekFrom::End(-60)).unwrap();
-            r.read_exact(&mut b[..60]).unwrap();
-            assert_eq!(&b[..60], &plain[usize::try_from(end).unwrap()..]);
-            assert_eq!(
-                r.engine.counts.opens - before,
-                1,
-                "cap {cap}: the tail came from the opened final segment"
-            );
-            assert_eq!(r.read(&mut b).unwrap(), 0);
-            r.seek(SeekFrom::Start(1 << 40)).unwrap();
-            assert_eq!(r.read(&mut b).unwrap(), 0, "past the authenticated end");
-        }
-    }
-}
+#[path = "read_tests.rs"]
+mod tests;

@@ -7,7 +7,7 @@ use std::fmt;
 use std::io;
 use std::sync::Mutex;
 
-use crate::core::layout::Layout;
+use crate::core::layout::{Fixed, NO_RANDOM_ACCESS, Units};
 use crate::core::suite::Suite;
 use crate::core::unit::{self, Place};
 use crate::core::window::Window;
@@ -164,7 +164,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct CipherReaderAt<S> {
     source: S,
     suite: Suite,
-    layout: Layout,
+    layout: Fixed,
     provider: Provider,
     /// Index and sealed length of the final segment.
     last: (u64, usize),
@@ -200,9 +200,9 @@ impl ReaderBuilder {
             self.provider,
         )?
         .ok_or(Error::Truncated)?;
-        if layout.framed {
-            return Err(Error::InvalidParameters("a framed stream has no random access").into());
-        }
+        let Units::Fixed(layout) = layout.units() else {
+            return Err(NO_RANDOM_ACCESS.into());
+        };
         let raw = source.source_len()?;
         let (index, sealed) = layout.last_segment(raw).ok_or(Error::Truncated)?;
         // The final segment, by the rules every reader applies to the

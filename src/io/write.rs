@@ -15,7 +15,7 @@ use crate::{Provider, StreamKey};
 /// The buffer is one plaintext segment: its size (8 KiB by default, set
 /// with [`with_capacity`](Self::with_capacity)) goes into the header, and any
 /// [`CipherReader`](crate::CipherReader) reads the stream whatever its own
-/// buffer size. Built with a [`TinkKey`](crate::tink::TinkKey) instead of a
+/// buffer size. Built with an [`AesGcmHkdfKey`](crate::tink::AesGcmHkdfKey) instead of a
 /// [`Key`](crate::Key), it writes Tink's format, whose segment size is the
 /// key's.
 ///
@@ -57,6 +57,7 @@ use crate::{Provider, StreamKey};
 /// makes every call fail with [`Error::InvalidCapacity`](crate::Error::InvalidCapacity); with a Tink key,
 /// any capacity but the key's segment plaintext size (the default), with
 /// [`Error::CapacityForKey`](crate::Error::CapacityForKey).
+#[must_use = "a CipherWriter must be finished with `finish`; dropping it leaves a truncated stream"]
 pub struct CipherWriter<W: Write> {
     pub(crate) engine: Sealer,
     inner: W,
@@ -76,6 +77,7 @@ pub struct CipherWriter<W: Write> {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct WriterBuilder {
     key: Profile,
     capacity: Option<usize>,
@@ -90,8 +92,8 @@ impl WriterBuilder {
     /// every reader with default settings reads the stream). An
     /// out-of-range value makes every call fail, the first one included, with
     /// [`Error::InvalidCapacity`](crate::Error::InvalidCapacity) ([`io::ErrorKind::InvalidInput`]). With a
-    /// [`TinkKey`](crate::tink::TinkKey) the segment size is the key's
-    /// ([`segment_plaintext`](crate::tink::TinkParams::segment_plaintext)
+    /// [`AesGcmHkdfKey`](crate::tink::AesGcmHkdfKey) the segment size is the key's
+    /// ([`segment_plaintext`](crate::tink::AesGcmHkdfParams::segment_plaintext)
     /// bytes), the default here, and any other value is
     /// [`Error::CapacityForKey`](crate::Error::CapacityForKey), naming that size.
     ///
@@ -120,15 +122,15 @@ impl WriterBuilder {
     /// header and the 16-byte tag), each flush's size visible on the wire,
     /// no random access (records have no computable offsets), and one
     /// plaintext has many encodings (one per way of flushing it). With a
-    /// [`TinkKey`](crate::tink::TinkKey), which writes Tink's format, every
-    /// call fails with [`Error::InvalidParameters`](crate::Error::InvalidParameters).
+    /// [`AesGcmHkdfKey`](crate::tink::AesGcmHkdfKey), which writes Tink's format, every
+    /// call fails with [`Error::FramedTinkKey`](crate::Error::FramedTinkKey).
     pub fn framed(mut self) -> Self {
         self.framed = true;
         self
     }
 
     /// Which library seals the segments (default: [`Provider::default`],
-    /// AWS-LC when the `aws-lc` feature is on). The bytes written are the
+    /// RustCrypto whatever features are on). The bytes written are the
     /// same whichever it is.
     pub fn provider(mut self, provider: Provider) -> Self {
         self.provider = provider;
@@ -176,7 +178,7 @@ impl WriterBuilder {
     /// Memory: a batch of plaintext and `n + 1` sealed shares, about
     /// `2 n + 1` segments (`(2 n + 1) · max(capacity, 64 KiB)` bytes),
     /// grown as data is written. `threads(0)` makes every call fail with
-    /// [`Error::InvalidParameters`](crate::Error::InvalidParameters).
+    /// [`Error::ZeroThreads`](crate::Error::ZeroThreads).
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;
         self
@@ -235,13 +237,13 @@ impl CipherWriter<io::Sink> {
 
 impl<W: Write> CipherWriter<W> {
     /// A writer with the default 8 KiB buffer (a Tink key's segment size
-    /// with a [`TinkKey`](crate::tink::TinkKey)) and no associated data.
+    /// with an [`AesGcmHkdfKey`](crate::tink::AesGcmHkdfKey)) and no associated data.
     pub fn new<K: StreamKey>(key: &K, inner: W) -> Self {
         CipherWriter::builder(key).build(inner)
     }
 
     /// A writer whose segments hold `capacity` plaintext bytes each. (With
-    /// a [`TinkKey`](crate::tink::TinkKey) the key sets the segment size:
+    /// an [`AesGcmHkdfKey`](crate::tink::AesGcmHkdfKey) the key sets the segment size:
     /// use [`new`](Self::new).)
     pub fn with_capacity<K: StreamKey>(capacity: usize, key: &K, inner: W) -> Self {
         CipherWriter::builder(key).capacity(capacity).build(inner)
@@ -408,8 +410,12 @@ mod tests {
                 while let Err(e) = w.try_finish() {
                     assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
                 }
-                let segments = len.div_ceil(seg).max(1) as u64;
-                assert_eq!(w.engine.counts.sealed, segments, "len {len} chunk {chunk}");
+                let segments = len.div_ceil(seg).max(1);
+                assert_eq!(
+                    w.engine.counts.sealed.get(),
+                    segments,
+                    "len {len} chunk {chunk}"
+                );
                 let mut back = Vec::new();
                 crate::CipherReader::new(&key, &w.get_ref().out[..])
                     .read_to_end(&mut back)
@@ -430,16 +436,17 @@ mod tests {
         let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
         w.write_all(&[7u8; 10 * 64 + 5]).unwrap();
         assert_eq!(
-            w.engine.counts.copied, 5,
+            w.engine.counts.copied.get(),
+            5,
             "only the 5-byte tail goes through the buffer"
         );
         // Exactly a segment on an empty buffer is held back (copied) ...
         let mut w = CipherWriter::with_capacity(seg, &key, Vec::new());
         w.write_all(&[7u8; 64]).unwrap();
-        assert_eq!(w.engine.counts.copied, 64);
+        assert_eq!(w.engine.counts.copied.get(), 64);
         // ... and small writes are copied, byte for byte.
         w.write_all(&[7u8; 3]).unwrap();
-        assert_eq!(w.engine.counts.copied, 67);
+        assert_eq!(w.engine.counts.copied.get(), 67);
         let ct = w.finish().unwrap();
         let mut out = Vec::new();
         crate::CipherReader::new(&key, &ct[..])
@@ -468,7 +475,7 @@ mod tests {
         .unwrap();
         for &p in Provider::ALL {
             let fixed: Vec<u8> = (0x20..0x40u8).chain(0xa0..0xa7).collect();
-            crate::profile::FIXED_RANDOM.with(|f| *f.borrow_mut() = Some(fixed));
+            crate::probe::FIXED_RANDOM.with(|f| *f.borrow_mut() = Some(fixed));
             let mut w = CipherWriter::builder(&key)
                 .capacity(8)
                 .associated_data(b"cipherio framed kat")
@@ -484,7 +491,7 @@ mod tests {
             );
             w.write_all(b" world!").unwrap();
             let out = w.finish().unwrap();
-            crate::profile::FIXED_RANDOM.with(|f| *f.borrow_mut() = None);
+            crate::probe::FIXED_RANDOM.with(|f| *f.borrow_mut() = None);
             assert_eq!(hex::encode(out), want, "{p:?}");
         }
     }

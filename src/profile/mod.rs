@@ -28,7 +28,7 @@ pub enum Profile {
     /// The native v1 format.
     Native(Key),
     /// Tink's AES-GCM-HKDF streaming format.
-    Tink(crate::tink::TinkKey),
+    Tink(crate::tink::AesGcmHkdfKey),
     /// Tink's AES-CTR-HMAC streaming format.
     TinkCtrHmac(crate::tink::AesCtrHmacKey),
 }
@@ -51,9 +51,7 @@ pub(crate) fn begin_write(
 ) -> Result<(Vec<u8>, Stream), Error> {
     match profile {
         Profile::Native(key) => native::native_write(key, aad, capacity, provider, framed),
-        Profile::Tink(_) | Profile::TinkCtrHmac(_) if framed => Err(Error::InvalidParameters(
-            "framing is a native-format option; a Tink key writes Tink's format",
-        )),
+        Profile::Tink(_) | Profile::TinkCtrHmac(_) if framed => Err(Error::FramedTinkKey),
         Profile::Tink(key) => tink::tink_write(key, aad, capacity, provider),
         Profile::TinkCtrHmac(key) => tink::tink_write(key, aad, capacity, provider),
     }
@@ -117,19 +115,9 @@ impl Profile {
     }
 }
 
-#[cfg(test)]
-thread_local! {
-    /// Bytes that replace the next streams' random salt and nonce prefix
-    /// on this thread (tests that reproduce known ciphertexts).
-    pub(crate) static FIXED_RANDOM: std::cell::RefCell<Option<Vec<u8>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
 /// Fills `buf` with fresh randomness for a salt and nonce prefix.
 fn fresh(buf: &mut [u8]) -> Result<(), Error> {
-    #[cfg(test)]
-    if let Some(fixed) = FIXED_RANDOM.with(|f| f.borrow().clone()) {
-        buf.copy_from_slice(&fixed[..buf.len()]);
+    if crate::probe::fixed_random(buf) {
         return Ok(());
     }
     getrandom::fill(buf).map_err(|_| Error::Random)

@@ -8,7 +8,7 @@ use crate::core::ctr_hmac::HMAC_KEY_LEN;
 use crate::core::kdf::derive_key;
 use crate::core::layout::Layout;
 use crate::core::suite::{NONCE_PREFIX_LEN, Suite};
-use crate::tink::{AesCtrHmacKey, TinkKey};
+use crate::tink::{AesCtrHmacKey, AesGcmHkdfKey};
 use crate::{Error, Provider};
 
 /// What a Tink key type decides: the sizes, and the suite from the salt.
@@ -29,7 +29,7 @@ pub(crate) trait TinkFormat {
     ) -> Suite;
 }
 
-impl TinkFormat for TinkKey {
+impl TinkFormat for AesGcmHkdfKey {
     fn header_len(&self) -> usize {
         self.params().header_len()
     }

@@ -7,7 +7,10 @@
 //! cut a run of them into [`Piece`]s, each with its own index, plaintext
 //! and output slice (never a nonce carried from one piece to the next),
 //! and [`Workers::run`] hands the pieces out in whole batches: one
-//! contiguous share per thread, the calling thread working on the first.
+//! contiguous share per thread, each claimed from a shared counter by
+//! whichever thread gets to run first, the calling thread included (a
+//! pool thread the system has not scheduled takes fewer or none, and the
+//! caller never waits for a share nobody started).
 //! The engine then reads the results in order, so the stream's rules
 //! (release in order, the final segment last, the first failure wins)
 //! stay where they were.
@@ -35,19 +38,22 @@
 //! | module | owns |
 //! |---|---|
 //! | `pool` | [`Workers`]: the pool's threads, started, kept awake after a run, joined |
-//! | `run` | batch runs of [`Piece`]s, one share per thread ([`Workers::run`]), and their size ([`batch_segments`]) |
+//! | `run` | batch runs of [`Piece`]s, shares claimed by whichever thread runs ([`Workers::run`]), and their size ([`batch_segments`]) |
 //! | `pipeline` | the writer's pipeline ([`Workers::pipeline`]): what it returns ([`Piped`](pipeline::Piped), [`gather`]) |
 //! | `line` | what the threads of one pipeline share, and what each does in it |
 //! | `pace` | the caller's share of a pipeline's units, from its measured times |
 //! | `wait` | spinning, yielding, parking: how a thread waits for another |
 //!
-//! The engine (`crate::core`) calls [`Workers::run`] and
-//! [`Workers::pipeline`] with jobs of its own: nothing here knows what a
-//! segment, a key or a stream format is.
+//! The engine (`crate::core`) calls [`Workers::run`] with jobs of its own,
+//! and the writer's drive loop (`crate::drive::write`) calls
+//! [`Workers::pipeline`] with a job the sealer planned: nothing here
+//! knows what a segment, a key or a stream format is.
 
 mod line;
 mod pace;
 mod pipeline;
+#[cfg(test)]
+mod pipeline_tests;
 mod pool;
 mod run;
 #[cfg(test)]
@@ -56,8 +62,6 @@ mod stream_tests;
 mod tests;
 mod wait;
 
-pub(crate) use pipeline::gather;
-#[cfg(test)]
-pub(crate) use pool::INJECT_PANIC;
+pub(crate) use pipeline::{Piped, gather};
 pub(crate) use pool::Workers;
 pub(crate) use run::{Piece, batch_segments};

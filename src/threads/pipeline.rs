@@ -38,10 +38,7 @@ impl Workers {
         job: impl Fn(usize, &mut [u8]) -> Result<usize, Error> + Sync,
         deliver: impl FnMut(&[u8]) -> usize,
     ) -> Piped {
-        #[cfg(test)]
-        let inject = self.inject_panic;
-        #[cfg(not(test))]
-        let inject = false;
+        let inject = self.inject_panic.armed().is_some();
         let mut line = Line {
             ready: slots.iter().map(|_| AtomicUsize::new(0)).collect(),
             slots: slots

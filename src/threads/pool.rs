@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::pace::Pace;
 use super::wait;
+use crate::probe::{self, Alive, Count, Fault};
 
 /// How long a pool thread stays awake after a run, for the next one
 /// ([`Workers::linger`]).
@@ -29,22 +30,15 @@ pub(crate) struct Workers {
     /// machine's CPUs (more would spin on cores the others need).
     pub(super) lingering: usize,
     /// Pool threads kept awake so far (tests that runs linger).
-    #[cfg(test)]
-    pub(crate) lingered: usize,
+    pub(crate) lingered: Count,
+    /// Shares of batch runs the caller's thread claimed so far (tests
+    /// that the caller takes the shares no pool thread started).
+    pub(crate) caller_shares: Count,
     /// Make jobs panic (tests of the panic path): on the pool threads in
-    /// [`run`](Self::run), on every thread in [`pipeline`](Self::pipeline).
-    #[cfg(test)]
-    pub(crate) inject_panic: bool,
+    /// [`run`](Self::run) (each as it starts), on every thread in [`pipeline`](Self::pipeline).
+    pub(crate) inject_panic: Fault,
     /// Pool threads running (tests that none outlives the workers).
-    #[cfg(test)]
-    pub(super) alive: std::sync::Arc<AtomicUsize>,
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Workers made on this thread panic in their pool threads' jobs
-    /// (tests of the panic path through the fronts).
-    pub(crate) static INJECT_PANIC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    pub(super) alive: Alive,
 }
 
 impl Workers {
@@ -59,12 +53,10 @@ impl Workers {
             pace: Pace::default(),
             generation: std::sync::Arc::default(),
             lingering: 0,
-            #[cfg(test)]
-            lingered: 0,
-            #[cfg(test)]
-            inject_panic: INJECT_PANIC.with(std::cell::Cell::get),
-            #[cfg(test)]
-            alive: std::sync::Arc::default(),
+            lingered: Count::default(),
+            caller_shares: Count::default(),
+            inject_panic: probe::worker_panic(),
+            alive: Alive::default(),
         }
     }
 
@@ -79,7 +71,6 @@ impl Workers {
     pub(super) fn pool(&mut self) -> Option<&rayon_core::ThreadPool> {
         if self.pool.is_none() {
             let handles = &mut self.handles;
-            #[cfg(test)]
             let alive = &self.alive;
             let built = rayon_core::ThreadPoolBuilder::new()
                 .num_threads(self.threads - 1)
@@ -92,14 +83,11 @@ impl Workers {
                     if let Some(size) = thread.stack_size() {
                         b = b.stack_size(size);
                     }
-                    #[cfg(test)]
-                    let alive = std::sync::Arc::clone(alive);
+                    let alive = alive.clone();
                     handles.push(b.spawn(move || {
-                        #[cfg(test)]
-                        alive.fetch_add(1, Ordering::SeqCst);
+                        alive.enter();
                         thread.run();
-                        #[cfg(test)]
-                        alive.fetch_sub(1, Ordering::SeqCst);
+                        alive.leave();
                     })?);
                     Ok(())
                 })
@@ -137,10 +125,7 @@ impl Workers {
             return;
         };
         let g = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        #[cfg(test)]
-        {
-            self.lingered += self.lingering;
-        }
+        self.lingered.add(self.lingering);
         for _ in 0..self.lingering {
             let generation = std::sync::Arc::clone(&self.generation);
             pool.spawn(move || {

@@ -1,8 +1,9 @@
-//! Batch runs: the pieces of a run cut into one contiguous share per
-//! thread, the caller's thread working on the first, all done when
-//! [`Workers::run`] returns.
+//! Batch runs: the pieces of a run cut into shares that whichever thread
+//! is running claims from a shared counter, the caller's thread included,
+//! all done when [`Workers::run`] returns.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::pool::Workers;
@@ -42,10 +43,60 @@ pub(crate) struct Piece<'a> {
     pub(crate) result: Result<(), Error>,
 }
 
+/// What the threads of one batch run share: its shares, the next one
+/// unclaimed, and how the claimed ones went.
+struct Claims<'s, 'a> {
+    /// The shares; each is locked once, by the thread that claimed it
+    /// (never contended: the counter hands each index out once).
+    shares: Vec<Mutex<&'s mut [Piece<'a>]>>,
+    /// The index of the next unclaimed share.
+    next: AtomicUsize,
+    /// Shares claimed by a pool thread and not yet done.
+    running: AtomicUsize,
+    /// A job panicked.
+    panicked: AtomicBool,
+}
+
+impl Claims<'_, '_> {
+    /// Claims shares one after the other and runs `job` on their pieces
+    /// until none is left; returns how many this thread took.
+    fn take_all(&self, job: &(impl Fn(&mut Piece<'_>) + Sync), on_pool: bool) -> usize {
+        let mut taken = 0;
+        loop {
+            if on_pool {
+                self.running.fetch_add(1, Ordering::AcqRel);
+            }
+            let i = self.next.fetch_add(1, Ordering::AcqRel);
+            if let Some(share) = self.shares.get(i) {
+                taken += 1;
+                let mut share = share.lock().unwrap_or_else(|e| e.into_inner());
+                self.guarded(|| share.iter_mut().for_each(job));
+            }
+            if on_pool {
+                self.running.fetch_sub(1, Ordering::AcqRel);
+            }
+            if i >= self.shares.len() {
+                return taken;
+            }
+        }
+    }
+
+    /// Runs `f`; a panic in it is recorded, not unwound.
+    fn guarded(&self, f: impl FnOnce()) {
+        if catch_unwind(AssertUnwindSafe(f)).is_err() {
+            self.panicked.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 impl Workers {
-    /// Runs `job` on every piece, in `threads` contiguous shares, the
-    /// caller's thread taking the first; returns once all are done. A job
-    /// reports its outcome in [`Piece::result`].
+    /// Runs `job` on every piece, returning once all are done. The pieces
+    /// are cut into one contiguous share per thread; the caller's thread
+    /// and up to `threads - 1` pool threads claim shares from a shared
+    /// counter as each gets to run, so a pool thread the system has not
+    /// scheduled yet takes fewer or none, and the caller never waits for
+    /// a share nobody has started. A job reports its outcome in
+    /// [`Piece::result`].
     ///
     /// # Errors
     ///
@@ -57,50 +108,48 @@ impl Workers {
         job: impl Fn(&mut Piece<'_>) + Sync,
     ) -> Result<(), Error> {
         let threads = self.threads;
-        #[cfg(test)]
-        let inject = self.inject_panic;
+        let inject = self.inject_panic.armed().is_some();
         self.starting();
         let Some(pool) = self.pool() else {
             pieces.iter_mut().for_each(&job);
             return Ok(());
         };
         let per = pieces.len().div_ceil(threads).max(1);
-        let mut shares = pieces.chunks_mut(per);
-        let own = shares.next();
-        let panicked = AtomicBool::new(false);
-        let done = AtomicUsize::new(0);
-        let (job, panicked_ref, done_ref) = (&job, &panicked, &done);
-        let guarded = move |share: &mut [Piece<'_>], _on_pool: bool| {
-            let r = catch_unwind(AssertUnwindSafe(|| {
-                #[cfg(test)]
-                if _on_pool && inject {
-                    panic!("injected worker panic");
-                }
-                share.iter_mut().for_each(job);
-            }));
-            if r.is_err() {
-                panicked_ref.store(true, Ordering::Relaxed);
-            }
-            done_ref.fetch_add(1, Ordering::Release);
+        let claims = Claims {
+            shares: pieces.chunks_mut(per).map(Mutex::new).collect(),
+            next: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
         };
-        pool.in_place_scope(|scope| {
-            let mut spawned = 0;
-            for share in shares {
-                scope.spawn(move |_| guarded(share, true));
-                spawned += 1;
+        let helpers = claims.shares.len().saturating_sub(1).min(threads - 1);
+        let (claims_ref, job) = (&claims, &job);
+        let taken = pool.in_place_scope(|scope| {
+            for _ in 0..helpers {
+                scope.spawn(move |_| {
+                    if inject {
+                        claims_ref.guarded(|| panic!("injected worker panic"));
+                    }
+                    claims_ref.take_all(job, true);
+                });
             }
-            if let Some(share) = own {
-                guarded(share, false);
-            }
-            // The other shares are usually a few microseconds from done:
-            // wait for them awake (the scope would sleep, and waking costs
-            // more than the wait), a bounded while.
-            wait::spin_until(|| done_ref.load(Ordering::Acquire) > spawned);
+            let taken = claims_ref.take_all(job, false);
+            // Every share is claimed: wait for those a pool thread is
+            // still running, awake only while one is (the scope's end
+            // sleeps until the pool threads' jobs have returned).
+            wait::spin_while(|| claims_ref.running.load(Ordering::Acquire) > 0);
+            taken
         });
-        self.linger();
-        if panicked.into_inner() {
+        self.ran(taken);
+        if claims.panicked.into_inner() {
             return Err(Error::WorkerPanicked);
         }
         Ok(())
+    }
+
+    /// A run ended: the pool threads linger for the next one; tests count
+    /// the shares the caller took.
+    fn ran(&mut self, taken: usize) {
+        self.caller_shares.add(taken);
+        self.linger();
     }
 }

@@ -2,13 +2,14 @@
 
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::pace::Pace;
 use super::run::SHARE_SEGMENTS;
 use super::{Piece, Workers, batch_segments, gather};
 use crate::Error;
+use crate::probe::Fault;
 
 fn pieces<'a>(inputs: &'a [Vec<u8>], outputs: &'a mut [Vec<u8>]) -> Vec<Piece<'a>> {
     inputs
@@ -36,6 +37,12 @@ fn runs_every_piece_and_joins_its_threads() {
     let mut p = pieces(&inputs, &mut outputs);
     w.run(&mut p, |piece| {
         seen.lock().unwrap().insert(std::thread::current().id());
+        // Shares go to whichever thread claims them first: hold each
+        // until a second thread has one (a bound in case none does).
+        let since = std::time::Instant::now();
+        while seen.lock().unwrap().len() < 2 && since.elapsed() < Duration::from_secs(10) {
+            std::thread::yield_now();
+        }
         for (o, i) in piece.output.iter_mut().zip(piece.input) {
             *o = i.wrapping_add(piece.index as u8);
         }
@@ -50,11 +57,11 @@ fn runs_every_piece_and_joins_its_threads() {
         "the pool threads took shares"
     );
     assert_eq!(w.handles.len(), 2);
-    let alive = std::sync::Arc::clone(&w.alive);
-    assert!(alive.load(Ordering::SeqCst) > 0);
+    let alive = w.alive.clone();
+    assert!(alive.get() > 0);
     drop(w);
     // Joined in drop: every pool thread has ended.
-    assert_eq!(alive.load(Ordering::SeqCst), 0);
+    assert_eq!(alive.get(), 0);
 }
 
 /// A panic in a job is an error, not a hang and not an unwind into
@@ -64,11 +71,45 @@ fn a_panic_in_a_job_is_an_error() {
     let inputs: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 2]).collect();
     let mut outputs = vec![vec![0u8; 2]; 4];
     let mut w = Workers::new(2);
-    w.inject_panic = true;
+    w.inject_panic.arm(());
     let mut p = pieces(&inputs, &mut outputs);
     assert_eq!(w.run(&mut p, |_| {}), Err(Error::WorkerPanicked));
-    w.inject_panic = false;
+    w.inject_panic = Fault::default();
     assert_eq!(w.run(&mut p, |_| {}), Ok(()));
+}
+
+/// A pool thread that is not running takes no share: the caller claims
+/// every share itself rather than wait for one nobody started, and the
+/// run ends once the pool thread, free again, finds none left.
+#[test]
+fn the_caller_takes_the_shares_no_pool_thread_started() {
+    let mut w = Workers::new(2);
+    let (hold, held) = std::sync::mpsc::channel::<()>();
+    let (up, is_up) = std::sync::mpsc::channel::<()>();
+    // The pool's one thread is busy elsewhere until every piece is done
+    // (a bound in case they never are).
+    w.pool().unwrap().spawn(move || {
+        up.send(()).unwrap();
+        let _ = held.recv_timeout(Duration::from_secs(5));
+    });
+    is_up.recv().unwrap();
+    let inputs: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 2]).collect();
+    let mut outputs = vec![vec![0u8; 2]; 4];
+    let mut p = pieces(&inputs, &mut outputs);
+    let caller = std::thread::current().id();
+    let (done, by_caller) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let hold = Mutex::new(Some(hold));
+    w.run(&mut p, |_| {
+        if std::thread::current().id() == caller {
+            by_caller.fetch_add(1, Ordering::SeqCst);
+        }
+        if done.fetch_add(1, Ordering::SeqCst) + 1 == 4 {
+            drop(hold.lock().unwrap().take());
+        }
+    })
+    .unwrap();
+    assert_eq!(by_caller.into_inner(), 4, "the caller did every piece");
+    assert_eq!(w.caller_shares.get(), 2, "both shares, in two claims");
 }
 
 /// A job for the pipeline tests: unit `u` is `u + 1` bytes of value
@@ -132,7 +173,7 @@ fn pool_threads_linger_after_each_run_and_end_with_the_workers() {
             let piped = w.pipeline(8, slots, unit_job(&seen), |b: &[u8]| b.len());
             assert!(piped.error.is_none());
             assert_eq!(
-                w.lingered,
+                w.lingered.get(),
                 runs * (threads.min(cpus) - 1),
                 "threads {threads}"
             );
@@ -143,16 +184,16 @@ fn pool_threads_linger_after_each_run_and_end_with_the_workers() {
         w.run(&mut p, |_| {}).unwrap();
         drop(p);
         assert_eq!(
-            w.lingered,
+            w.lingered.get(),
             5 * (threads.min(cpus) - 1),
             "threads {threads}: run"
         );
         if cpus > 1 {
-            assert!(w.lingered > 0);
+            assert!(w.lingered.get() > 0);
         }
-        let alive = std::sync::Arc::clone(&w.alive);
+        let alive = w.alive.clone();
         drop(w);
-        assert_eq!(alive.load(Ordering::SeqCst), 0, "threads {threads}");
+        assert_eq!(alive.get(), 0, "threads {threads}");
     }
 }
 
@@ -238,7 +279,7 @@ fn a_failing_job_stops_a_pipeline() {
     }
     let mut buf = [0u8; 60];
     let mut w = Workers::new(2);
-    w.inject_panic = true;
+    w.inject_panic.arm(());
     let piped = w.pipeline(
         20,
         buf.chunks_mut(20).collect(),

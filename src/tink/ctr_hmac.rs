@@ -8,9 +8,58 @@ use super::{HkdfHash, MAX_CIPHERTEXT_SEGMENT_SIZE};
 use crate::Error;
 use crate::core::suite::NONCE_PREFIX_LEN;
 
-/// The hash of a Tink AES-CTR-HMAC key's HMAC: the same three hashes, and
-/// the same type, as [`HkdfHash`].
-pub type HmacHash = HkdfHash;
+/// The hash of a Tink AES-CTR-HMAC key's HMAC (Tink's `hmac_hash_type`).
+///
+/// The same three hashes as [`HkdfHash`] today, but its own type: what
+/// Tink allows for one need not stay what it allows for the other.
+/// `#[non_exhaustive]`: a `match` needs a wildcard arm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HmacHash {
+    /// HMAC-SHA1 (Tink allows it).
+    Sha1,
+    /// HMAC-SHA256 (Tink's templates).
+    Sha256,
+    /// HMAC-SHA512.
+    Sha512,
+}
+
+impl HmacHash {
+    /// The name Tink uses: `SHA1`, `SHA256` or `SHA512`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HmacHash::Sha1 => "SHA1",
+            HmacHash::Sha256 => "SHA256",
+            HmacHash::Sha512 => "SHA512",
+        }
+    }
+
+    /// The hash named `name` (`SHA1`, `SHA256`, `SHA512`, any case, an
+    /// optional `-` after `SHA`), if there is one.
+    pub fn from_name(name: &str) -> Option<HmacHash> {
+        match name.to_ascii_uppercase().replace('-', "").as_str() {
+            "SHA1" => Some(HmacHash::Sha1),
+            "SHA256" => Some(HmacHash::Sha256),
+            "SHA512" => Some(HmacHash::Sha512),
+            _ => None,
+        }
+    }
+
+    /// Bytes of output, the largest tag it gives.
+    pub const fn output_len(self) -> usize {
+        match self {
+            HmacHash::Sha1 => 20,
+            HmacHash::Sha256 => 32,
+            HmacHash::Sha512 => 64,
+        }
+    }
+}
+
+impl fmt::Display for HmacHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Smallest tag Tink accepts.
 pub const MIN_TAG_SIZE: usize = 10;
@@ -41,7 +90,7 @@ impl AesCtrHmacParams {
             derived_key_size,
             ciphertext_segment_size,
             hkdf_hash: HkdfHash::Sha256,
-            hmac_hash: HkdfHash::Sha256,
+            hmac_hash: HmacHash::Sha256,
             tag_size: 32,
         }
     }
@@ -55,7 +104,8 @@ impl AesCtrHmacParams {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameters`] naming what is out of range.
+    /// [`Error::DerivedKeySize`], [`Error::TagSize`] or
+    /// [`Error::CiphertextSegmentSize`] for the parameter out of range.
     pub fn new(
         derived_key_size: usize,
         ciphertext_segment_size: usize,
@@ -64,14 +114,16 @@ impl AesCtrHmacParams {
         tag_size: usize,
     ) -> Result<AesCtrHmacParams, Error> {
         if derived_key_size != 16 && derived_key_size != 32 {
-            return Err(Error::InvalidParameters(
-                "Tink derived key size must be 16 or 32",
-            ));
+            return Err(Error::DerivedKeySize {
+                size: derived_key_size,
+            });
         }
-        if tag_size < MIN_TAG_SIZE || tag_size > hash_len(hmac_hash) {
-            return Err(Error::InvalidParameters(
-                "Tink HMAC tag size must be from 10 up to the hash length (20, 32 or 64)",
-            ));
+        if !(MIN_TAG_SIZE..=hmac_hash.output_len()).contains(&tag_size) {
+            return Err(Error::TagSize {
+                size: tag_size,
+                min: MIN_TAG_SIZE,
+                max: hmac_hash.output_len(),
+            });
         }
         let p = AesCtrHmacParams {
             derived_key_size,
@@ -80,15 +132,13 @@ impl AesCtrHmacParams {
             hmac_hash,
             tag_size,
         };
-        if ciphertext_segment_size <= derived_key_size + tag_size + 8 {
-            return Err(Error::InvalidParameters(
-                "Tink ciphertext segment size must exceed derived key size + tag size + 8",
-            ));
-        }
-        if ciphertext_segment_size > MAX_CIPHERTEXT_SEGMENT_SIZE {
-            return Err(Error::InvalidParameters(
-                "Tink ciphertext segment size must be below 2^31",
-            ));
+        let min = derived_key_size + tag_size + 9;
+        if !(min..=MAX_CIPHERTEXT_SEGMENT_SIZE).contains(&ciphertext_segment_size) {
+            return Err(Error::CiphertextSegmentSize {
+                size: ciphertext_segment_size,
+                min,
+                max: MAX_CIPHERTEXT_SEGMENT_SIZE,
+            });
         }
         Ok(p)
     }
@@ -136,19 +186,10 @@ impl AesCtrHmacParams {
     }
 }
 
-/// Bytes of output of `hash`.
-const fn hash_len(hash: HmacHash) -> usize {
-    match hash {
-        HkdfHash::Sha1 => 20,
-        HkdfHash::Sha256 => 32,
-        HkdfHash::Sha512 => 64,
-    }
-}
-
 /// A Tink AES-CTR-HMAC streaming key: the raw key bytes (HKDF's input key
 /// material, at least the derived key size) and the parameters. Give it to
 /// a writer or reader where a [`Key`](crate::Key) or a
-/// [`TinkKey`](super::TinkKey) would go. The bytes are wiped on drop;
+/// [`AesGcmHkdfKey`](super::AesGcmHkdfKey) would go. The bytes are wiped on drop;
 /// `Debug` prints only the parameters.
 #[derive(Clone)]
 pub struct AesCtrHmacKey {
@@ -179,12 +220,24 @@ impl AesCtrHmacKey {
     }
 
     /// A fresh random key of the derived key size (what Tink's key manager
-    /// makes).
+    /// makes), from the operating system's generator.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system's random number generator fails, as
+    /// [`Key::generate`](crate::Key::generate) does. Use
+    /// [`try_generate`](Self::try_generate) to get the error instead.
+    pub fn generate(params: AesCtrHmacParams) -> AesCtrHmacKey {
+        AesCtrHmacKey::try_generate(params).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A fresh random key of the derived key size, or [`Error::Random`] if
+    /// the operating system's generator fails.
     ///
     /// # Errors
     ///
     /// [`Error::Random`] if the operating system's generator fails.
-    pub fn generate(params: AesCtrHmacParams) -> Result<AesCtrHmacKey, Error> {
+    pub fn try_generate(params: AesCtrHmacParams) -> Result<AesCtrHmacKey, Error> {
         let ikm = super::random_bytes(params.derived_key_size)?;
         Ok(AesCtrHmacKey { params, ikm })
     }
@@ -214,8 +267,9 @@ mod tests {
 
     #[test]
     fn parameters_are_checked_as_tink_checks_them() {
-        use HkdfHash::{Sha1, Sha256, Sha512};
-        let ok = |d, s, h, t| AesCtrHmacParams::new(d, s, Sha256, h, t).is_ok();
+        use HmacHash::{Sha1, Sha256, Sha512};
+        let new = |d, s, h, t| AesCtrHmacParams::new(d, s, HkdfHash::Sha256, h, t);
+        let ok = |d, s, h, t| new(d, s, h, t).is_ok();
         assert!(
             ok(16, 41, Sha256, 16),
             "the smallest segment for a 16-byte tag"
@@ -230,6 +284,33 @@ mod tests {
         }
         assert!(ok(16, MAX_CIPHERTEXT_SEGMENT_SIZE, Sha256, 32));
         assert!(!ok(16, MAX_CIPHERTEXT_SEGMENT_SIZE + 1, Sha256, 32));
+        // Each rule has its own error, with the numbers a caller needs.
+        assert!(matches!(
+            new(24, 4096, Sha256, 32),
+            Err(Error::DerivedKeySize { size: 24, .. })
+        ));
+        assert!(matches!(
+            new(16, 4096, Sha1, 21),
+            Err(Error::TagSize {
+                size: 21,
+                min: 10,
+                max: 20,
+                ..
+            })
+        ));
+        assert!(matches!(
+            new(16, 40, Sha256, 16),
+            Err(Error::CiphertextSegmentSize {
+                size: 40,
+                min: 41,
+                max: MAX_CIPHERTEXT_SEGMENT_SIZE,
+                ..
+            })
+        ));
+        assert!(matches!(
+            new(16, MAX_CIPHERTEXT_SEGMENT_SIZE + 1, Sha256, 32),
+            Err(Error::CiphertextSegmentSize { min: 57, .. })
+        ));
         for t in [
             AesCtrHmacParams::AES128_CTR_HMAC_SHA256_4KB,
             AesCtrHmacParams::AES128_CTR_HMAC_SHA256_1MB,
@@ -243,7 +324,7 @@ mod tests {
                 t.hmac_hash(),
                 t.tag_size(),
             );
-            assert_eq!(again, Ok(t));
+            assert_eq!(again.ok(), Some(t));
         }
         let p = AesCtrHmacParams::AES128_CTR_HMAC_SHA256_4KB;
         assert_eq!(
@@ -256,7 +337,7 @@ mod tests {
         );
         assert!(AesCtrHmacKey::new(p, &[0; 15]).is_err());
         assert!(AesCtrHmacKey::new(p, &[0; 16]).is_ok());
-        let k = AesCtrHmacKey::generate(p).expect("random");
+        let k = AesCtrHmacKey::generate(p);
         assert!(!format!("{k:?}").contains("as_bytes"));
     }
 }

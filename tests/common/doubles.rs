@@ -87,6 +87,44 @@ impl Read for ScriptReader<'_> {
     }
 }
 
+/// An inner reader over `data` that hands out at most `max` bytes per
+/// call and records nothing: no allocation, for tests that watch the
+/// heap, and a segment boundary can fall at the end of a call (the reader
+/// must then ask again before it knows what follows).
+pub struct Trickle<'a> {
+    data: &'a [u8],
+    max: usize,
+}
+
+impl<'a> Trickle<'a> {
+    pub fn new(data: &'a [u8], max: usize) -> Self {
+        Trickle { data, max }
+    }
+}
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(self.max).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+/// A connected pair of TCP streams on localhost, (client, accepted), both
+/// with read and write timeouts of `timeout` and no Nagle delay.
+pub fn tcp_pair(timeout: std::time::Duration) -> (std::net::TcpStream, std::net::TcpStream) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    for s in [&client, &server] {
+        s.set_read_timeout(Some(timeout)).unwrap();
+        s.set_write_timeout(Some(timeout)).unwrap();
+        s.set_nodelay(true).unwrap();
+    }
+    (client, server)
+}
+
 /// An inner writer into `out`: at most `max_per_call` bytes per call, one
 /// error of `fail.1` at write call number `fail.0`, `Ok(0)` while `zero` is
 /// set or for the calls in `zero_calls`. It records the size of every call

@@ -10,12 +10,14 @@
 //!   `ciphertext_segment_size` bytes with its tag, the first shorter by the
 //!   header.
 //!
-//! Both: the empty stream is one (empty) final segment; no empty final
+//! Tink AES-CTR-HMAC: as AES-GCM-HKDF with the key's tag size.
+//!
+//! All: the empty stream is one (empty) final segment; no empty final
 //! segment follows full ones.
 
 use std::ops::Range;
 
-use cipherio::tink::TinkParams;
+use cipherio::tink::AesGcmHkdfParams;
 
 /// Tag bytes after every segment.
 pub const TAG: usize = 16;
@@ -32,6 +34,8 @@ pub struct Layout {
     pub first: usize,
     /// Plaintext bytes of every later segment.
     pub rest: usize,
+    /// Tag bytes after every segment's ciphertext.
+    pub tag: usize,
 }
 
 impl Layout {
@@ -41,22 +45,34 @@ impl Layout {
             header: NATIVE_HEADER,
             first: segment_size,
             rest: segment_size,
+            tag: TAG,
         }
     }
 
     /// The Tink format: derived key size, ciphertext segment size.
     pub fn tink(derived_key_size: usize, ciphertext_segment_size: usize) -> Layout {
+        Layout::tink_with_tag(derived_key_size, ciphertext_segment_size, TAG)
+    }
+
+    /// The Tink layout with `tag`-byte tags (AES-CTR-HMAC keys truncate
+    /// theirs).
+    pub fn tink_with_tag(
+        derived_key_size: usize,
+        ciphertext_segment_size: usize,
+        tag: usize,
+    ) -> Layout {
         let header = 1 + derived_key_size + PREFIX;
         Layout {
             header,
-            first: ciphertext_segment_size - header - TAG,
-            rest: ciphertext_segment_size - TAG,
+            first: ciphertext_segment_size - header - tag,
+            rest: ciphertext_segment_size - tag,
+            tag,
         }
     }
 
     /// The Tink layout of a key's parameters (only the two sizes are taken
     /// from them).
-    pub fn of_tink(p: &TinkParams) -> Layout {
+    pub fn of_tink(p: &AesGcmHkdfParams) -> Layout {
         Layout::tink(p.derived_key_size(), p.ciphertext_segment_size())
     }
 
@@ -72,7 +88,7 @@ impl Layout {
     /// The exact length of the stream of `len` plaintext bytes: anything
     /// longer was sealed or sent twice.
     pub fn stream_len(&self, len: usize) -> usize {
-        self.header + len + TAG * self.segments(len)
+        self.header + len + self.tag * self.segments(len)
     }
 
     /// Plaintext capacity of segment `i`.
@@ -82,7 +98,7 @@ impl Layout {
 
     /// Sealed length of a full segment `i`.
     pub fn sealed(&self, i: usize) -> usize {
-        self.plain(i) + TAG
+        self.plain(i) + self.tag
     }
 
     /// Plaintext offset where segment `i` begins.
@@ -96,7 +112,7 @@ impl Layout {
 
     /// Stream offset where segment `i` begins.
     pub fn seg_start(&self, i: usize) -> usize {
-        self.header + self.plain_before(i) + i * TAG
+        self.header + self.plain_before(i) + i * self.tag
     }
 
     /// Byte range of segment `i` in a stream of `stream_len` bytes.
@@ -112,7 +128,7 @@ impl Layout {
         if pos < second {
             0
         } else {
-            1 + (pos - second) / (self.rest + TAG)
+            1 + (pos - second) / (self.rest + self.tag)
         }
     }
 

@@ -7,10 +7,12 @@
 //! | [`drive`] | write and read drivers: chunkings, read patterns, retrying loops |
 //! | [`check`] | typed error checks, "only an authenticated prefix was released", sticky errors, the tamper harness |
 //! | [`layout`] | one model of the segment layout, from the format description |
+//! | [`format`] | the formats the tamper suite attacks: sealing, where segments lie, the error each attack gives |
+//! | [`oracles`] | one oracle per format (the fuzz crate's files), for streams the writer never makes |
 //! | [`aio`] | async doubles for the tokio fronts (feature `tokio`): `Pending`, errors, short writes and `Ok(0)` at chosen poll positions |
 //!
-//! Oracles (`tests/oracle.rs`, `tests/tink_vectors.rs`) do not use this
-//! module: an oracle shares no code with what it checks.
+//! The oracles in [`oracles`] use nothing of this module nor of cipherio's
+//! internals: an oracle shares no code with what it checks.
 #![allow(dead_code, unused_imports)]
 
 #[cfg(feature = "tokio")]
@@ -18,8 +20,10 @@ pub mod aio;
 pub mod check;
 pub mod doubles;
 pub mod drive;
+pub mod format;
 pub mod front;
 pub mod layout;
+pub mod oracles;
 
 pub use check::*;
 pub use doubles::*;

@@ -37,6 +37,10 @@
 //! `--quick`: 8 MiB, 5 rounds of 2 passes. `--smoke`: 1 MiB, one round of
 //! one pass: the correctness check of every variant, with timings too
 //! short to mean anything (CI runs it).
+//!
+//! `--busy` (with `--quick`, `--smoke`, `--rounds N`, `--mib N`): the same
+//! streams beside 0, 1 and 2 CPU-bound processes this executable starts
+//! and ends, for each way a caller moves bytes (`busy.rs`).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -47,6 +51,7 @@ use std::time::{Duration, Instant};
 
 use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, backend};
 
+mod busy;
 #[path = "../../bench-common/report.rs"]
 mod report;
 use report::{cell, loadavg, pattern, stats};
@@ -133,7 +138,52 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // A CPU-bound process of `--busy`, started by this executable.
+    if let [flag, secs] = &args[..]
+        && flag == "--spin"
+    {
+        busy::spin(secs.parse().unwrap_or(1));
+        return ExitCode::SUCCESS;
+    }
+    if args.iter().any(|a| a == "--busy") {
+        return report::main_with("threads_bench --busy", parse_busy, busy::run);
+    }
     report::main_with("threads_bench", parse_args, run)
+}
+
+/// `--busy [--quick | --smoke] [--rounds N] [--mib N]`.
+fn parse_busy() -> Result<busy::Busy, String> {
+    let a = std::env::args()
+        .filter(|a| a != "--busy")
+        .collect::<Vec<_>>();
+    let mut b = busy::Busy {
+        mib: 32,
+        rounds: 5,
+        passes: 2,
+        smoke: false,
+    };
+    let mut it = a.iter().skip(1);
+    while let Some(x) = it.next() {
+        let mut num = || -> Result<usize, String> {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .filter(|&v| v > 0)
+                .ok_or_else(|| format!("{x} needs a positive number"))
+        };
+        match x.as_str() {
+            "--quick" => (b.mib, b.rounds, b.passes) = (8, 3, 2),
+            "--smoke" => (b.mib, b.rounds, b.passes, b.smoke) = (1, 1, 1, true),
+            "--rounds" => b.rounds = num()?,
+            "--mib" => b.mib = num()?,
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?}\nusage: threads_bench --busy [--quick | --smoke] [--rounds N] [--mib N]"
+                ));
+            }
+        }
+    }
+    Ok(b)
 }
 
 /// User + system CPU time of this process so far, in seconds (Linux:

@@ -1,0 +1,511 @@
+//! Reads: whole objects opened as they stream, plaintext ranges mapped to
+//! the segments that hold them and fetched with one ranged GET pinned to
+//! one version.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use cipherio::segments::SegmentOpener;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::{
+    Attributes, GetOptions, GetRange, GetResult, GetResultPayload, ObjectMeta, Result,
+};
+
+use crate::cache::Pinned;
+use crate::store::{EncryptedStore, header_key, user_attributes};
+use crate::{STORE, store_error};
+
+/// Ranged GETs that `get_ranges` merges when the gap between them is at
+/// most this many bytes, as `object_store` coalesces its own.
+const COALESCE: u64 = object_store::OBJECT_STORE_COALESCE_DEFAULT;
+
+/// Sealed segments fetched from an object: `bytes` start at segment
+/// `first`.
+struct Fetched {
+    first: u32,
+    bytes: Bytes,
+}
+
+/// What a first GET told about the object besides its bytes.
+struct Response {
+    meta: ObjectMeta,
+    attributes: Attributes,
+    extensions: object_store::Extensions,
+}
+
+impl EncryptedStore {
+    pub(crate) async fn get_impl(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if options.head {
+            let result = self.inner().get_opts(location, options).await?;
+            let meta = self.plaintext_meta(result.meta)?;
+            return Ok(GetResult {
+                payload: GetResultPayload::Stream(futures::stream::empty().boxed()),
+                range: 0..meta.size,
+                meta,
+                attributes: user_attributes(result.attributes),
+                extensions: result.extensions,
+            });
+        }
+        match options.range.clone() {
+            None => self.get_whole(location, options).await,
+            Some(range) => {
+                range.is_valid().map_err(range_error)?;
+                self.get_ranged(location, &options, &range).await
+            }
+        }
+    }
+
+    /// One GET of the whole object, opened segment by segment as it
+    /// arrives.
+    async fn get_whole(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        let result = self.inner_get(location, options).await?;
+        let response = Response {
+            meta: result.meta.clone(),
+            attributes: result.attributes.clone(),
+            extensions: result.extensions.clone(),
+        };
+        let counter = std::sync::Arc::clone(self.received());
+        let mut stream = result
+            .into_stream()
+            .inspect_ok(move |b| {
+                counter.fetch_add(b.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            })
+            .boxed();
+        let header_len = self.layout().header_len() as usize;
+        let mut buf = Vec::new();
+        while buf.len() < header_len {
+            match stream.try_next().await? {
+                Some(b) => buf.extend_from_slice(&b),
+                None => break,
+            }
+        }
+        let opener =
+            SegmentOpener::new(self.key(), &buf, &self.aad(location)).map_err(store_error)?;
+        let pinned = Pinned {
+            e_tag: response.meta.e_tag.clone(),
+            version: response.meta.version.clone(),
+            size: response.meta.size,
+            opener: opener.clone(),
+        };
+        let Some(len) = pinned.plaintext_len() else {
+            // No stream of this header is this long: opening it all names
+            // the failure as a reader would.
+            while let Some(b) = stream.try_next().await? {
+                buf.extend_from_slice(&b);
+            }
+            return Err(store_error(open_error(&opener, 0, &buf[header_len..])));
+        };
+        self.cache.insert(location, &pinned);
+        buf.drain(..header_len);
+        let body = opened(opener, buf, stream);
+        Ok(GetResult {
+            payload: GetResultPayload::Stream(body),
+            range: 0..len,
+            meta: ObjectMeta {
+                size: len,
+                ..response.meta
+            },
+            attributes: user_attributes(response.attributes),
+            extensions: response.extensions,
+        })
+    }
+
+    async fn get_ranged(
+        &self,
+        location: &Path,
+        options: &GetOptions,
+        range: &GetRange,
+    ) -> Result<GetResult> {
+        if let Some(pinned) = self.warm(location, options) {
+            match self
+                .read_pinned(location, options, &pinned, range, None)
+                .await
+            {
+                // Another version now (or none): read it afresh.
+                Err(object_store::Error::Precondition { .. }) => self.cache.remove(location),
+                Err(e @ object_store::Error::NotFound { .. }) => {
+                    self.cache.remove(location);
+                    return Err(e);
+                }
+                other => return other,
+            }
+        }
+        let (pinned, response, fetched) = self.pin(location, options, range).await?;
+        self.read_pinned(location, options, &pinned, range, Some((response, fetched)))
+            .await
+    }
+
+    /// The cached version of `location`, if the caller pinned no version
+    /// of their own.
+    fn warm(&self, location: &Path, options: &GetOptions) -> Option<Pinned> {
+        if options.if_match.is_some() || options.version.is_some() {
+            return None;
+        }
+        self.cache.get(location)
+    }
+
+    /// Learns the object's version and header: one GET of the segments
+    /// `range` needs were the object laid out as this store writes (from
+    /// byte 0 when they start at segment 0, so the header comes along), or
+    /// of the header alone for a suffix; the header from those bytes, the
+    /// metadata, or a second GET pinned to the first's version.
+    async fn pin(
+        &self,
+        location: &Path,
+        options: &GetOptions,
+        range: &GetRange,
+    ) -> Result<(Pinned, Response, Option<Fetched>)> {
+        let layout = self.layout();
+        let header_len = layout.header_len();
+        let guess = match range {
+            GetRange::Bounded(r) => Some(layout.segments_for(r.clone())),
+            GetRange::Offset(o) => Some(layout.segments_for(*o..u64::MAX)),
+            GetRange::Suffix(_) => None,
+        };
+        let (want, first) = match &guess {
+            Some(s) => {
+                let c = layout.ciphertext_range(s.clone());
+                (if s.start == 0 { 0..c.end } else { c }, s.start)
+            }
+            None => (0..header_len, 0),
+        };
+        let opts = GetOptions {
+            range: Some(GetRange::Bounded(want.clone())),
+            head: false,
+            ..options.clone()
+        };
+        let (response, mut bytes) = self.ranged_get(location, opts).await?;
+        let header = if want.start == 0 {
+            let h = bytes.slice(..bytes.len().min(header_len as usize));
+            bytes = bytes.slice(h.len()..);
+            h
+        } else if let Some(h) = response
+            .attributes
+            .get(&header_key())
+            .and_then(|v| hex::decode(v.as_ref()).ok())
+        {
+            Bytes::from(h)
+        } else {
+            let opts = GetOptions {
+                range: Some(GetRange::Bounded(0..header_len)),
+                if_match: response.meta.e_tag.clone(),
+                version: response.meta.version.clone(),
+                extensions: options.extensions.clone(),
+                ..GetOptions::default()
+            };
+            self.ranged_get(location, opts).await?.1
+        };
+        let opener =
+            SegmentOpener::new(self.key(), &header, &self.aad(location)).map_err(store_error)?;
+        let same_layout = opener.layout() == layout;
+        let pinned = Pinned {
+            e_tag: response.meta.e_tag.clone(),
+            version: response.meta.version.clone(),
+            size: response.meta.size,
+            opener,
+        };
+        if pinned.plaintext_len().is_some() {
+            self.cache.insert(location, &pinned);
+        }
+        let fetched = (guess.is_some() && same_layout).then_some(Fetched { first, bytes });
+        Ok((pinned, response, fetched))
+    }
+
+    /// Reads `range` of the version `pinned`: its segments from `known`
+    /// when the first GET brought them, else with one ranged GET pinned
+    /// with `If-Match`.
+    async fn read_pinned(
+        &self,
+        location: &Path,
+        options: &GetOptions,
+        pinned: &Pinned,
+        range: &GetRange,
+        known: Option<(Response, Option<Fetched>)>,
+    ) -> Result<GetResult> {
+        let Some(len) = pinned.plaintext_len() else {
+            return Err(self.whole_error(location, pinned).await);
+        };
+        let r = range.as_range(len).map_err(range_error)?;
+        let layout = pinned.layout();
+        // An empty range still opens a segment (the last), so that even
+        // an empty read is of an object that authenticates.
+        let segments = if r.is_empty() {
+            let count = u32::try_from(layout.segment_count(len)).map_err(crate::generic)?;
+            count - 1..count
+        } else {
+            layout.segments_for(r.clone())
+        };
+        let (response, fetched) = match known {
+            Some((response, Some(f))) if f.first == segments.start => (response, f),
+            Some((response, _)) => {
+                let (_, f) = self
+                    .fetch(location, options, pinned, segments.clone())
+                    .await?;
+                (response, f)
+            }
+            None => {
+                self.fetch(location, options, pinned, segments.clone())
+                    .await?
+            }
+        };
+        let c = layout.ciphertext_range(segments.clone());
+        let sealed = fetched
+            .bytes
+            .slice(..fetched.bytes.len().min((c.end - c.start) as usize));
+        let opened = open_run(pinned, segments.clone(), &sealed)?;
+        let from = layout.plaintext_range(segments).start;
+        let plaintext =
+            Bytes::from(opened).slice((r.start - from) as usize..(r.end - from) as usize);
+        Ok(GetResult {
+            payload: GetResultPayload::Stream(
+                futures::stream::once(futures::future::ready(Ok(plaintext))).boxed(),
+            ),
+            meta: ObjectMeta {
+                size: len,
+                ..response.meta
+            },
+            range: r,
+            attributes: user_attributes(response.attributes),
+            extensions: response.extensions,
+        })
+    }
+
+    /// One ranged GET of `segments` of the version `pinned`.
+    async fn fetch(
+        &self,
+        location: &Path,
+        options: &GetOptions,
+        pinned: &Pinned,
+        segments: Range<u32>,
+    ) -> Result<(Response, Fetched)> {
+        let c = pinned.layout().ciphertext_range(segments.clone());
+        let end = c.end.min(pinned.size);
+        let opts = GetOptions {
+            range: Some(GetRange::Bounded(c.start..end)),
+            if_match: pinned.e_tag.clone().or_else(|| options.if_match.clone()),
+            version: pinned.version.clone(),
+            head: false,
+            ..options.clone()
+        };
+        let (response, bytes) = self.ranged_get(location, opts).await?;
+        Ok((
+            response,
+            Fetched {
+                first: segments.start,
+                bytes,
+            },
+        ))
+    }
+
+    /// The error of an object whose length no stream of its header has:
+    /// the whole version, opened as a reader would.
+    async fn whole_error(&self, location: &Path, pinned: &Pinned) -> object_store::Error {
+        let header_len = pinned.layout().header_len();
+        let opts = GetOptions {
+            range: Some(GetRange::Offset(header_len)),
+            if_match: pinned.e_tag.clone(),
+            version: pinned.version.clone(),
+            ..GetOptions::default()
+        };
+        let body = self.ranged_get(location, opts).await.map(|(_, b)| b);
+        match body {
+            Ok(body) => store_error(open_error(&pinned.opener, 0, &body)),
+            // Only a header: the stream ends before its final segment.
+            Err(_) if pinned.size <= header_len => store_error(cipherio::Error::Truncated),
+            Err(e) => e,
+        }
+    }
+
+    /// A ranged GET and its bytes, counted.
+    async fn ranged_get(&self, location: &Path, opts: GetOptions) -> Result<(Response, Bytes)> {
+        let result = self.inner_get(location, opts).await?;
+        let response = Response {
+            meta: result.meta.clone(),
+            attributes: result.attributes.clone(),
+            extensions: result.extensions.clone(),
+        };
+        let bytes = result.bytes().await?;
+        self.received()
+            .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok((response, bytes))
+    }
+
+    pub(crate) async fn get_ranges_impl(
+        &self,
+        location: &Path,
+        ranges: &[Range<u64>],
+    ) -> Result<Vec<Bytes>> {
+        if ranges.is_empty() {
+            return Ok(Vec::new());
+        }
+        let options = GetOptions::default();
+        if let Some(pinned) = self.warm(location, &options) {
+            match self.ranges_of(location, &pinned, ranges).await {
+                Err(object_store::Error::Precondition { .. }) => self.cache.remove(location),
+                other => return other,
+            }
+        }
+        // The version and header: the segments of the first range, from
+        // byte 0 if they start there.
+        let first = ranges[0].clone();
+        let (pinned, _, _) = self
+            .pin(location, &options, &GetRange::Bounded(first))
+            .await?;
+        self.ranges_of(location, &pinned, ranges).await
+    }
+
+    /// `ranges` of the version `pinned`: the segments they need, merged
+    /// where they lie close, one ranged GET each, all at once.
+    async fn ranges_of(
+        &self,
+        location: &Path,
+        pinned: &Pinned,
+        ranges: &[Range<u64>],
+    ) -> Result<Vec<Bytes>> {
+        let Some(len) = pinned.plaintext_len() else {
+            return Err(self.whole_error(location, pinned).await);
+        };
+        let layout = pinned.layout();
+        let resolved = ranges
+            .iter()
+            .map(|r| {
+                GetRange::Bounded(r.clone())
+                    .as_range(len)
+                    .map_err(range_error)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let gap = COALESCE.div_ceil(layout.sealed_segment_len()).max(1);
+        let mut spans: Vec<Range<u32>> = resolved
+            .iter()
+            .map(|r| layout.segments_for(r.clone()))
+            .collect();
+        spans.sort_by_key(|s| s.start);
+        let mut merged: Vec<Range<u32>> = Vec::new();
+        for s in spans {
+            match merged.last_mut() {
+                Some(m) if u64::from(s.start) <= u64::from(m.end) + gap => m.end = m.end.max(s.end),
+                _ => merged.push(s),
+            }
+        }
+        let options = GetOptions::default();
+        let opened = futures::future::try_join_all(merged.iter().map(|s| async {
+            let (_, f) = self.fetch(location, &options, pinned, s.clone()).await?;
+            let plaintext = open_run(pinned, s.clone(), &f.bytes)?;
+            Ok::<_, object_store::Error>((
+                layout.plaintext_range(s.clone()).start,
+                Bytes::from(plaintext),
+            ))
+        }))
+        .await?;
+        Ok(resolved
+            .iter()
+            .map(|r| {
+                let (from, bytes) = opened
+                    .iter()
+                    .rfind(|(from, _)| *from <= r.start)
+                    .unwrap_or(&opened[0]);
+                bytes.slice((r.start - from) as usize..(r.end - from) as usize)
+            })
+            .collect())
+    }
+}
+
+/// Opens `sealed`, the segments `segments` of the version `pinned`: a run
+/// that reaches the object's last segment must end with the stream's
+/// final one, as a reader at the end of its source requires.
+fn open_run(pinned: &Pinned, segments: Range<u32>, sealed: &[u8]) -> Result<Vec<u8>> {
+    let layout = pinned.layout();
+    let len = pinned.plaintext_len().unwrap_or(0);
+    let ends = u64::from(segments.end) >= layout.segment_count(len);
+    let mut out = Vec::new();
+    pinned
+        .opener
+        .open_segments(segments.start, sealed, ends, &mut out)
+        .map_err(store_error)?;
+    Ok(out)
+}
+
+/// The error of opening `body` (segments from `first` on, to the end of
+/// the stream) that must fail.
+fn open_error(opener: &SegmentOpener, first: u32, body: &[u8]) -> cipherio::Error {
+    match opener.open_segments(first, body, true, &mut Vec::new()) {
+        Err(e) => e,
+        // A length no stream has cannot open; were it to, the stream is
+        // still not one this layout describes.
+        Ok(_) => cipherio::Error::Truncated,
+    }
+}
+
+/// A range the object does not hold.
+fn range_error(e: impl std::error::Error + Send + Sync + 'static) -> object_store::Error {
+    object_store::Error::Generic {
+        store: STORE,
+        source: Box::new(e),
+    }
+}
+
+/// The plaintext of `body` (sealed segments after the header, `buf` the
+/// bytes already read): complete segments are opened as they arrive and
+/// at least one byte is held back, since only the end of the object says
+/// which segment is the final one.
+fn opened(
+    opener: SegmentOpener,
+    buf: Vec<u8>,
+    body: BoxStream<'static, Result<Bytes>>,
+) -> BoxStream<'static, Result<Bytes>> {
+    struct State {
+        opener: SegmentOpener,
+        buf: Vec<u8>,
+        body: BoxStream<'static, Result<Bytes>>,
+        next: u32,
+        done: bool,
+    }
+    let full = opener.layout().sealed_segment_len() as usize;
+    let state = State {
+        opener,
+        buf,
+        body,
+        next: 0,
+        done: false,
+    };
+    futures::stream::unfold(state, move |mut s| async move {
+        if s.done {
+            return None;
+        }
+        loop {
+            if s.buf.len() > full {
+                let n = (s.buf.len() - 1) / full * full;
+                let mut out = Vec::new();
+                let r = s.opener.open_segments(s.next, &s.buf[..n], false, &mut out);
+                let item = match r {
+                    // The final segment with bytes after it.
+                    Ok(o) if o.ends_stream => Err(cipherio::Error::TrailingData),
+                    Ok(o) => {
+                        s.next += o.segments;
+                        s.buf.drain(..n);
+                        return Some((Ok(Bytes::from(out)), s));
+                    }
+                    Err(e) => Err(e),
+                };
+                s.done = true;
+                return Some((item.map_err(store_error), s));
+            }
+            match s.body.next().await {
+                Some(Ok(b)) => s.buf.extend_from_slice(&b),
+                Some(Err(e)) => {
+                    s.done = true;
+                    return Some((Err(e), s));
+                }
+                None => {
+                    s.done = true;
+                    let mut out = Vec::new();
+                    let r = s.opener.open_segments(s.next, &s.buf, true, &mut out);
+                    return Some((r.map(|_| Bytes::from(out)).map_err(store_error), s));
+                }
+            }
+        }
+    })
+    .boxed()
+}

@@ -1,0 +1,452 @@
+//! `EncryptedStore`: an `ObjectStore` that keeps every object as one
+//! cipherio stream in an inner store and presents its plaintext.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use cipherio::Key;
+use cipherio::segments::{Layout, SegmentSealer};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use object_store::path::Path;
+use object_store::{
+    Attribute, Attributes, CopyMode, CopyOptions, GetOptions, GetResult, ListResult,
+    MultipartUpload, ObjectMeta, ObjectStore, PutMode, PutMultipartOptions, PutOptions, PutPayload,
+    PutResult, Result,
+};
+use zeroize::Zeroizing;
+
+use crate::cache::HeaderCache;
+use crate::upload::EncryptedUpload;
+use crate::{generic, store_error};
+
+/// The metadata key under which the store keeps a copy of each object's
+/// header (hex), where the inner store keeps attributes.
+pub(crate) const HEADER_ATTRIBUTE: &str = "cipherio-header";
+
+/// Client-side encryption for any [`ObjectStore`]: every object is stored
+/// as one cipherio stream (its 53-byte header, then sealed segments, as
+/// [`cipherio::CipherWriter`] writes it), and every read returns
+/// authenticated plaintext, so any `object_store` consumer works
+/// unchanged.
+///
+/// - **Reads.** A whole `get` is one GET, opened segment by segment as it
+///   streams. A ranged `get` maps the plaintext range to the segments
+///   that hold it and fetches them with one ranged GET, pinned to one
+///   version of the object with `If-Match`; the header comes from a
+///   small per-path cache keyed by `ETag`, else from the object's
+///   metadata (where the inner store keeps attributes: a copy of the
+///   header is stored under `cipherio-header`), else from a second GET of
+///   its first 53 bytes. [`get_requests`](Self::get_requests) counts the
+///   GETs.
+/// - **Sizes.** `head` and `list` report plaintext sizes, computed from
+///   the ciphertext size with this store's segment size (an object
+///   written with another segment size is sized right once its header is
+///   cached, and always read right).
+/// - **Names.** By default the object's path is the stream's associated
+///   data: an object moved or copied to another name by anyone but this
+///   store fails to open. `copy` and `rename` then re-encrypt through the
+///   client (a GET, a PUT of the whole object and, for a rename, a
+///   DELETE). Turn it off with
+///   [`with_path_binding(false)`](Self::with_path_binding) and they are
+///   the inner store's server-side copy and rename, at the price of
+///   objects that can be moved undetected.
+/// - **Errors.** A failure to authenticate or to parse is an
+///   [`object_store::Error::Generic`] whose source is the
+///   [`cipherio::Error`] a [`cipherio::CipherReader`] gives for the same
+///   bytes: get it back with [`cipher_error`](crate::cipher_error).
+/// - **Not offered.** [`object_store::multipart::MultipartStore`]: a part
+///   given by index cannot be sealed without knowing where it lies in the
+///   stream. Use [`put_multipart`](object_store::ObjectStoreExt::put_multipart)
+///   (parts sealed in order as they fill) or
+///   [`upload_parallel`](crate::upload_parallel) (parts planned on
+///   segment boundaries).
+///
+/// Rolling an object back to an older version under the same key and
+/// name is not detected.
+#[derive(Debug)]
+pub struct EncryptedStore {
+    inner: Arc<dyn ObjectStore>,
+    key: Key,
+    layout: Layout,
+    bind_path: bool,
+    /// Whether to store the header as an attribute: on until the inner
+    /// store says it keeps none.
+    header_attribute: AtomicBool,
+    part_size: u64,
+    pub(crate) cache: Arc<HeaderCache>,
+    gets: AtomicU64,
+    fetched: Arc<AtomicU64>,
+}
+
+/// The default plaintext bytes of one segment.
+const DEFAULT_SEGMENT_SIZE: u32 = 64 << 10;
+/// The default ciphertext bytes of one part of a `put_multipart` upload.
+const DEFAULT_PART_SIZE: u64 = 10 << 20;
+/// The default number of objects whose header is cached.
+const DEFAULT_CACHE: usize = 1024;
+
+impl EncryptedStore {
+    /// Objects in `inner`, sealed under `key`: 64 KiB segments, the path
+    /// bound, the header kept as an attribute where `inner` keeps them,
+    /// `put_multipart` parts of 10 MiB, the headers of 1024 objects
+    /// cached.
+    ///
+    /// # Panics
+    ///
+    /// If the system has no randomness (as [`Key::generate`]).
+    pub fn new(inner: Arc<dyn ObjectStore>, key: Key) -> Self {
+        let layout = layout_of(&key, DEFAULT_SEGMENT_SIZE)
+            .unwrap_or_else(|e| panic!("no layout for the default segment size: {e}"));
+        EncryptedStore {
+            inner,
+            key,
+            layout,
+            bind_path: true,
+            header_attribute: AtomicBool::new(true),
+            part_size: DEFAULT_PART_SIZE,
+            cache: Arc::new(HeaderCache::new(DEFAULT_CACHE)),
+            gets: AtomicU64::new(0),
+            fetched: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Writes segments of `segment_size` plaintext bytes (reads take the
+    /// size from each object's header).
+    ///
+    /// # Errors
+    ///
+    /// [`cipherio::Error::InvalidCapacity`] for 0 or more than 16 MiB.
+    pub fn with_segment_size(mut self, segment_size: u32) -> Result<Self, cipherio::Error> {
+        self.layout = layout_of(&self.key, segment_size)?;
+        Ok(self)
+    }
+
+    /// Binds each object's path as its associated data (the default), or
+    /// not. Objects written one way do not open the other way.
+    #[must_use]
+    pub fn with_path_binding(mut self, bind: bool) -> Self {
+        self.bind_path = bind;
+        self
+    }
+
+    /// Keeps a copy of each object's header in its metadata (the default,
+    /// where the inner store keeps attributes), so that a ranged read of
+    /// an object whose header is not cached is one GET, not two.
+    #[must_use]
+    pub fn with_header_attribute(self, keep: bool) -> Self {
+        self.header_attribute.store(keep, Ordering::Relaxed);
+        self
+    }
+
+    /// The least ciphertext bytes of each part but the last that a
+    /// `put_multipart` upload sends (the fewest whole segments that reach
+    /// it). Stores with a smallest part (S3: 5 MiB) need at least that.
+    #[must_use]
+    pub fn with_part_size(mut self, part_size: u64) -> Self {
+        self.part_size = part_size;
+        self
+    }
+
+    /// Caches the headers of at most `entries` objects (0: none; every
+    /// ranged read of an object whose metadata holds no header is then
+    /// two GETs).
+    #[must_use]
+    pub fn with_header_cache(mut self, entries: usize) -> Self {
+        self.cache = Arc::new(HeaderCache::new(entries));
+        self
+    }
+
+    /// The store the ciphertext lives in.
+    pub fn inner(&self) -> &Arc<dyn ObjectStore> {
+        &self.inner
+    }
+
+    /// The layout of the objects this store writes.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// GET requests (whole or ranged, not HEAD) sent to the inner store so
+    /// far.
+    pub fn get_requests(&self) -> u64 {
+        self.gets.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of ciphertext received from the inner store's GETs so far.
+    pub fn bytes_fetched(&self) -> u64 {
+        self.fetched.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` bytes received.
+    pub(crate) fn received(&self) -> &Arc<AtomicU64> {
+        &self.fetched
+    }
+
+    pub(crate) fn key(&self) -> &Key {
+        &self.key
+    }
+
+    /// The associated data of the object at `path`.
+    pub(crate) fn aad(&self, path: &Path) -> Vec<u8> {
+        if self.bind_path {
+            path.as_ref().as_bytes().to_vec()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// A GET on the inner store, counted.
+    pub(crate) async fn inner_get(&self, path: &Path, options: GetOptions) -> Result<GetResult> {
+        self.gets.fetch_add(1, Ordering::Relaxed);
+        self.inner.get_opts(path, options).await
+    }
+
+    /// `meta` with the plaintext size: with the cached header's layout
+    /// when the cache holds this version, else this store's.
+    pub(crate) fn plaintext_meta(&self, meta: ObjectMeta) -> Result<ObjectMeta> {
+        let layout = match self.cache.get(&meta.location) {
+            Some(p) if p.e_tag.is_some() && p.e_tag == meta.e_tag => p.layout(),
+            _ => self.layout,
+        };
+        sized(layout, meta)
+    }
+
+    /// `attributes` with the store's header attribute added, if it keeps
+    /// them.
+    fn with_header(&self, attributes: &Attributes, header: &[u8]) -> Option<Attributes> {
+        if !self.header_attribute.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut a = attributes.clone();
+        a.insert(header_key(), hex::encode(header).into());
+        Some(a)
+    }
+
+    /// Runs `op` with the header attribute added; if the inner store keeps
+    /// no attributes and the caller asked for none, stops adding it and
+    /// runs `op` without.
+    async fn try_with_header<T, F, Fut>(
+        &self,
+        attributes: &Attributes,
+        header: &[u8],
+        op: F,
+    ) -> Result<T>
+    where
+        F: Fn(Attributes) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let Some(with) = self.with_header(attributes, header) else {
+            return op(attributes.clone()).await;
+        };
+        match op(with).await {
+            Err(object_store::Error::NotImplemented { .. }) if attributes.is_empty() => {
+                self.header_attribute.store(false, Ordering::Relaxed);
+                op(attributes.clone()).await
+            }
+            other => other,
+        }
+    }
+
+    fn sealer(&self, path: &Path) -> Result<SegmentSealer> {
+        SegmentSealer::new(&self.key, self.layout.segment_size(), &self.aad(path))
+            .map_err(store_error)
+    }
+
+    /// The ciphertext of a whole object: header and segments.
+    fn seal_all(&self, path: &Path, payload: &PutPayload) -> Result<Vec<u8>> {
+        let sealer = self.sealer(path)?;
+        let mut plaintext = Zeroizing::new(Vec::with_capacity(payload.content_length()));
+        payload.iter().for_each(|b| plaintext.extend_from_slice(b));
+        let mut out = sealer.header().to_vec();
+        sealer
+            .seal_segments(0, &plaintext, true, &mut out)
+            .map_err(store_error)?;
+        Ok(out)
+    }
+}
+
+/// The layout of streams of `segment_size` under `key`.
+fn layout_of(key: &Key, segment_size: u32) -> Result<Layout, cipherio::Error> {
+    Ok(SegmentSealer::new(key, segment_size, b"")?.layout())
+}
+
+pub(crate) fn header_key() -> Attribute {
+    Attribute::Metadata(HEADER_ATTRIBUTE.into())
+}
+
+/// `attributes` without the store's own.
+pub(crate) fn user_attributes(mut attributes: Attributes) -> Attributes {
+    attributes.remove(&header_key());
+    attributes
+}
+
+impl fmt::Display for EncryptedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EncryptedStore({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for EncryptedStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        let sealed = PutPayload::from(self.seal_all(location, &payload)?);
+        let header = &sealed.as_ref()[0][..self.layout.header_len() as usize];
+        let result = self
+            .try_with_header(&opts.attributes, header, |attributes| {
+                let opts = PutOptions {
+                    attributes,
+                    ..opts.clone()
+                };
+                self.inner.put_opts(location, sealed.clone(), opts)
+            })
+            .await?;
+        self.cache.remove(location);
+        Ok(result)
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        let sealer = self.sealer(location)?;
+        let inner = self
+            .try_with_header(&opts.attributes, sealer.header(), |attributes| {
+                let opts = PutMultipartOptions {
+                    attributes,
+                    ..opts.clone()
+                };
+                self.inner.put_multipart_opts(location, opts)
+            })
+            .await?;
+        self.cache.remove(location);
+        Ok(Box::new(EncryptedUpload::new(
+            inner,
+            sealer,
+            self.part_size,
+        )))
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        self.get_impl(location, options).await
+    }
+
+    async fn get_ranges(
+        &self,
+        location: &Path,
+        ranges: &[std::ops::Range<u64>],
+    ) -> Result<Vec<bytes::Bytes>> {
+        self.get_ranges_impl(location, ranges).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        let cache = Arc::clone(&self.cache);
+        let locations = locations
+            .inspect(move |p| {
+                if let Ok(p) = p {
+                    cache.remove(p);
+                }
+            })
+            .boxed();
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        let layout = self.layout;
+        self.inner
+            .list(prefix)
+            .map(move |m| m.and_then(|m| sized(layout, m)))
+            .boxed()
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        let layout = self.layout;
+        self.inner
+            .list_with_offset(prefix, offset)
+            .map(move |m| m.and_then(|m| sized(layout, m)))
+            .boxed()
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        let mut list = self.inner.list_with_delimiter(prefix).await?;
+        list.objects = list
+            .objects
+            .into_iter()
+            .map(|m| self.plaintext_meta(m))
+            .collect::<Result<_>>()?;
+        Ok(list)
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        if !self.bind_path {
+            return self.inner.copy_opts(from, to, options).await;
+        }
+        // The name is in every segment's tag: the copy is a new stream
+        // under the new name, through the client.
+        let source = self.get_opts(from, GetOptions::default()).await?;
+        let attributes = source.attributes.clone();
+        let plaintext = source.bytes().await?;
+        let mode = match options.mode {
+            CopyMode::Create => PutMode::Create,
+            _ => PutMode::Overwrite,
+        };
+        let opts = PutOptions {
+            mode,
+            attributes,
+            ..PutOptions::default()
+        };
+        self.put_opts(to, plaintext.into(), opts).await?;
+        Ok(())
+    }
+
+    async fn rename_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: object_store::RenameOptions,
+    ) -> Result<()> {
+        if !self.bind_path {
+            self.cache.remove(from);
+            return self.inner.rename_opts(from, to, options).await;
+        }
+        let mode = match options.target_mode {
+            object_store::RenameTargetMode::Create => CopyMode::Create,
+            _ => CopyMode::Overwrite,
+        };
+        self.copy_opts(from, to, CopyOptions::new().with_mode(mode))
+            .await?;
+        let mut deleted = self.delete_stream(futures::stream::iter([Ok(from.clone())]).boxed());
+        while let Some(r) = deleted.next().await {
+            r?;
+        }
+        Ok(())
+    }
+}
+
+/// `meta` with the plaintext size under `layout`, for listings.
+fn sized(layout: Layout, mut meta: ObjectMeta) -> Result<ObjectMeta> {
+    let size = meta.size;
+    meta.size = layout.plaintext_len(size).ok_or_else(|| {
+        generic(format!(
+            "{}: {size} bytes is no encrypted object's length with {}-byte segments",
+            meta.location,
+            layout.segment_size()
+        ))
+    })?;
+    Ok(meta)
+}

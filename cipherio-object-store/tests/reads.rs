@@ -1,0 +1,327 @@
+//! Reads and writes through `EncryptedStore` against `CipherReader` over
+//! the downloaded bytes, GETs counted; parallel and planned uploads.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
+
+mod common;
+
+use std::sync::Arc;
+
+use cipherio::segments::PartLimits;
+use cipherio_object_store::{
+    EncryptedStore, PartDone, Source, UploadOptions, UploadPlan, cipher_error, complete_plan,
+    create_plan, upload_parallel, upload_share,
+};
+use common::{data, key, raw, reader};
+use object_store::memory::InMemory;
+use object_store::multipart::MultipartStore;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
+
+const SEG: usize = 1000;
+
+fn store(inner: Arc<dyn ObjectStore>) -> EncryptedStore {
+    EncryptedStore::new(inner, key())
+        .with_segment_size(SEG as u32)
+        .unwrap()
+}
+
+fn lengths() -> Vec<usize> {
+    vec![0, 1, SEG - 1, SEG, SEG + 1, 3 * SEG, 7 * SEG + 5]
+}
+
+/// Every object the store writes (put, put_multipart in many pieces),
+/// read by `CipherReader` from the inner store's bytes, and through the
+/// store whole and by every range shape.
+async fn writes_read_back(store: &EncryptedStore, tag: &str) {
+    for len in lengths() {
+        let pt = data(len, len as u64);
+        let path = Path::from(format!("{tag}/put/{len}"));
+        store.put(&path, pt.clone().into()).await.unwrap();
+        let mpath = Path::from(format!("{tag}/multipart/{len}"));
+        let mut w =
+            WriteMultipart::new_with_chunk_size(store.put_multipart(&mpath).await.unwrap(), 333);
+        pt.chunks(777).for_each(|c| w.write(c));
+        w.finish().await.unwrap();
+        for p in [&path, &mpath] {
+            let stored = raw(store.inner().as_ref(), p).await;
+            assert_eq!(reader(&key(), p.as_ref(), &stored).unwrap(), pt, "{p}");
+            let got = store.get(p).await.unwrap().bytes().await.unwrap();
+            assert_eq!(got, pt, "{p}");
+            assert_eq!(store.head(p).await.unwrap().size, len as u64);
+            for (a, b) in [
+                (0, 1),
+                (len / 3, len / 2 + 1),
+                (len.saturating_sub(1), len),
+                (SEG - 1, SEG + 1),
+            ] {
+                if a >= len || b <= a {
+                    continue;
+                }
+                let b = b.min(len);
+                let got = store.get_range(p, a as u64..b as u64).await.unwrap();
+                assert_eq!(&got[..], &pt[a..b], "{p} {a}..{b}");
+            }
+            let ranges = [0..1, len as u64 / 2..len as u64, 3..4, 1..2];
+            let ranges: Vec<_> = ranges
+                .into_iter()
+                .filter(|r| r.end <= len as u64 && r.start < r.end)
+                .collect();
+            let got = store.get_ranges(p, &ranges).await.unwrap();
+            for (r, g) in ranges.iter().zip(got) {
+                assert_eq!(&g[..], &pt[r.start as usize..r.end as usize], "{p} {r:?}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_object_written_reads_back_in_memory() {
+    writes_read_back(&store(Arc::new(InMemory::new())), "mem").await;
+}
+
+#[tokio::test]
+async fn every_object_written_reads_back_from_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let inner = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+    writes_read_back(&store(Arc::new(inner)), "fs").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_object_written_reads_back_from_s3() {
+    let Some(s3) = common::s3("reads") else {
+        return;
+    };
+    // S3's smallest part: put_multipart parts of 5 MiB; one object of
+    // three parts besides the small ones.
+    let store = store(s3).with_part_size(5 << 20);
+    writes_read_back(&store, "s3").await;
+    let pt = data(11 << 20, 9);
+    let path = Path::from("s3/big");
+    let mut w = WriteMultipart::new(store.put_multipart(&path).await.unwrap());
+    w.write(&pt);
+    w.finish().await.unwrap();
+    let stored = raw(store.inner().as_ref(), &path).await;
+    assert_eq!(reader(&key(), path.as_ref(), &stored).unwrap(), pt);
+    let got = store.get_range(&path, 6_000_000..6_000_010).await.unwrap();
+    assert_eq!(&got[..], &pt[6_000_000..6_000_010]);
+}
+
+/// GETs sent for one ranged read past the first segment.
+async fn gets_for(store: &EncryptedStore, path: &Path, at: u64) -> u64 {
+    let before = store.get_requests();
+    store.get_range(path, at..at + 10).await.unwrap();
+    store.get_requests() - before
+}
+
+#[tokio::test]
+async fn a_ranged_read_is_one_get_once_the_header_is_known() {
+    let pt = data(20 * SEG, 3);
+    let path = Path::from("counted");
+    // The header in the metadata: one GET even cold.
+    let s = store(Arc::new(InMemory::new()));
+    s.put(&path, pt.clone().into()).await.unwrap();
+    assert_eq!(
+        gets_for(&s, &path, 5500).await,
+        1,
+        "cold, header in metadata"
+    );
+    assert_eq!(gets_for(&s, &path, 12_345).await, 1, "warm");
+    // No metadata: two GETs cold (the header, then the segments), one warm.
+    let s = store(Arc::new(InMemory::new())).with_header_attribute(false);
+    s.put(&path, pt.clone().into()).await.unwrap();
+    assert_eq!(gets_for(&s, &path, 5500).await, 2, "cold, no metadata");
+    assert_eq!(gets_for(&s, &path, 12_345).await, 1, "warm");
+    // A range in the first segment brings the header along: one GET cold.
+    let s = store(Arc::new(InMemory::new()))
+        .with_header_attribute(false)
+        .with_header_cache(0);
+    s.put(&path, pt.clone().into()).await.unwrap();
+    assert_eq!(gets_for(&s, &path, 10).await, 1, "first segment");
+    assert_eq!(gets_for(&s, &path, 5500).await, 2, "no cache, no metadata");
+    // A whole get is one GET, and fills the cache.
+    let s = store(Arc::new(InMemory::new())).with_header_attribute(false);
+    s.put(&path, pt.clone().into()).await.unwrap();
+    let before = s.get_requests();
+    assert_eq!(s.get(&path).await.unwrap().bytes().await.unwrap(), pt);
+    assert_eq!(s.get_requests() - before, 1);
+    assert_eq!(gets_for(&s, &path, 5500).await, 1, "warm after a whole get");
+    // get_ranges: close ranges share one GET.
+    let before = s.get_requests();
+    let got = s
+        .get_ranges(&path, &[100..200, 3000..3100, 19_000..19_500])
+        .await
+        .unwrap();
+    assert_eq!(s.get_requests() - before, 1);
+    assert_eq!(&got[2][..], &pt[19_000..19_500]);
+}
+
+#[tokio::test]
+async fn a_changed_object_is_read_afresh() {
+    let s = store(Arc::new(InMemory::new())).with_header_attribute(false);
+    let path = Path::from("changing");
+    s.put(&path, data(10 * SEG, 1).into()).await.unwrap();
+    s.get_range(&path, 5000..5010).await.unwrap();
+    let new = data(10 * SEG, 2);
+    // Written behind this store's back: its cache still holds the old
+    // header, and the pinned GET refuses the new version.
+    let other = store(s.inner().clone()).with_header_attribute(false);
+    other.put(&path, new.clone().into()).await.unwrap();
+    assert_eq!(
+        &s.get_range(&path, 5000..5010).await.unwrap()[..],
+        &new[5000..5010]
+    );
+}
+
+#[tokio::test]
+async fn an_authentication_failure_carries_cipherios_error() {
+    let s = store(Arc::new(InMemory::new()));
+    let path = Path::from("tampered");
+    s.put(&path, data(5 * SEG, 1).into()).await.unwrap();
+    let mut bytes = raw(s.inner().as_ref(), &path).await;
+    bytes[53 + 2 * (SEG + 16) + 7] ^= 1; // inside segment 2
+    s.inner().put(&path, bytes.into()).await.unwrap();
+    let err = s.get(&path).await.unwrap().bytes().await.unwrap_err();
+    assert!(
+        matches!(cipher_error(&err), Some(cipherio::Error::Authentication)),
+        "{err}"
+    );
+    let err = s
+        .get_range(&path, 2 * SEG as u64..2 * SEG as u64 + 1)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(cipher_error(&err), Some(cipherio::Error::Authentication)),
+        "{err}"
+    );
+    // Segments before the tampered one still read.
+    s.get_range(&path, 0..SEG as u64).await.unwrap();
+    // The source survives object_store's conversion to io::Error.
+    let io = std::io::Error::from(err);
+    let inner = io
+        .get_ref()
+        .unwrap()
+        .downcast_ref::<object_store::Error>()
+        .unwrap();
+    assert!(matches!(
+        cipher_error(inner),
+        Some(cipherio::Error::Authentication)
+    ));
+}
+
+fn small_limits() -> UploadOptions {
+    UploadOptions {
+        segment_size: SEG as u32,
+        part_size: 3 * SEG as u64,
+        limits: PartLimits::new(2 * SEG as u64, 10 * SEG as u64, 1000),
+        ..UploadOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_uploads_read_back_with_any_number_of_workers() {
+    let inner = Arc::new(InMemory::new());
+    let s = store(inner.clone());
+    for workers in [1, 2, 4] {
+        for len in lengths() {
+            let pt = data(len, workers as u64);
+            let path = Path::from(format!("parallel/{workers}/{len}"));
+            let options = UploadOptions {
+                workers,
+                ..small_limits()
+            };
+            let source: Source = Arc::new(pt.clone());
+            let mp: Arc<dyn MultipartStore> = inner.clone();
+            upload_parallel(mp, &key(), &path, source, &options)
+                .await
+                .unwrap();
+            let stored = raw(inner.as_ref(), &path).await;
+            assert_eq!(
+                reader(&key(), path.as_ref(), &stored).unwrap(),
+                pt,
+                "{path}"
+            );
+            assert_eq!(s.get(&path).await.unwrap().bytes().await.unwrap(), pt);
+        }
+    }
+}
+
+/// A source of `len` bytes that fails at one offset.
+struct FailsAt(u64, u64);
+
+impl cipherio::ReadAt for FailsAt {
+    fn source_len(&self) -> std::io::Result<u64> {
+        Ok(self.1)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        if offset == self.0 {
+            return Err(std::io::Error::other("disk on fire"));
+        }
+        buf.fill(7);
+        Ok(buf.len())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_parallel_upload_is_aborted_and_leaves_no_object() {
+    let Some(s3) = common::s3("aborted") else {
+        return;
+    };
+    let path = Path::from("aborted");
+    let options = UploadOptions {
+        part_size: 5 << 20,
+        ..UploadOptions::default()
+    };
+    let plan_len = 30u64 << 20;
+    let mp: Arc<dyn MultipartStore> = s3.clone();
+    // The fourth part's plaintext cannot be read.
+    let probe = create_plan(&*s3, &key(), &path, plan_len, &options)
+        .await
+        .unwrap();
+    s3.abort_multipart(&path, &probe.upload_id).await.unwrap();
+    let at = probe.parts[3].plaintext_start;
+    let err = upload_parallel(mp, &key(), &path, Arc::new(FailsAt(at, plan_len)), &options)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("disk on fire"), "{err}");
+    let err = s3.head(&path).await.unwrap_err();
+    assert!(matches!(err, object_store::Error::NotFound { .. }), "{err}");
+    // Aborted: moto lists no upload in progress.
+    assert_eq!(common::moto::uploads_in_progress("aborted"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_shared_by_workers_completes_as_one_object() {
+    let inner = Arc::new(InMemory::new());
+    let path = Path::from("planned");
+    let len = 23 * SEG + 17;
+    let pt = data(len, 5);
+    let plan = create_plan(&*inner, &key(), &path, len as u64, &small_limits())
+        .await
+        .unwrap();
+    assert!(plan.parts.len() >= 4);
+    // The plan travels as JSON; each of three workers takes every third part.
+    let json = serde_json::to_string(&plan).unwrap();
+    let mut done: Vec<PartDone> = Vec::new();
+    for w in 0..3u32 {
+        let plan: UploadPlan = serde_json::from_str(&json).unwrap();
+        let share: Vec<u32> = plan
+            .parts
+            .iter()
+            .map(|p| p.number)
+            .filter(|n| n % 3 == w)
+            .collect();
+        let mp: Arc<dyn MultipartStore> = inner.clone();
+        let sent = upload_share(mp, &key(), &plan, &share, Arc::new(pt.clone()), 2)
+            .await
+            .unwrap();
+        let sent_json = serde_json::to_string(&sent).unwrap();
+        done.extend(serde_json::from_str::<Vec<PartDone>>(&sent_json).unwrap());
+    }
+    // A part missing is refused before the store sees the list.
+    let missing = done[1..].to_vec();
+    assert!(complete_plan(&*inner, &plan, missing).await.is_err());
+    complete_plan(&*inner, &plan, done).await.unwrap();
+    let stored = raw(inner.as_ref(), &path).await;
+    assert_eq!(reader(&key(), path.as_ref(), &stored).unwrap(), pt);
+}

@@ -1,0 +1,342 @@
+//! Opening the unit at the start of the read-ahead — a fixed-size segment
+//! by [`unit::open_segment`]'s rules, or a framed record — into the
+//! caller's buffer or the plaintext buffer, with threads a run of them on
+//! the workers; and the length query's open of the last segment.
+
+use super::*;
+use crate::core::layout::{Framed, Layout, RECORD_HEADER_LEN, record_at};
+use crate::core::unit::{self, Place};
+
+impl Opener {
+    /// Whether the next unit is complete in the read-ahead (or the inner
+    /// reader is at its end): `Some(its plaintext capacity)`, or `None`
+    /// when more input is needed first.
+    pub(super) fn fill_segment(&mut self) -> Result<Option<usize>, Error> {
+        if let Stage::Start { .. } = self.stage
+            && !self.read_header()?
+        {
+            return Ok(None);
+        }
+        let layout = match self.units() {
+            Some(Units::Fixed(layout)) => layout,
+            Some(Units::Framed(layout)) => return self.fill_record(&layout),
+            None => unreachable!("called while in the body"),
+        };
+        let (plain, sealed) = (layout.plain(self.next), layout.sealed(self.next));
+        if self.ahead.wants(sealed) {
+            return Ok(None);
+        }
+        if self.ahead.at_end() && self.ahead.is_empty() && self.position.ends_here(self.next) {
+            // A seek landed where the input ends: past the end, or the
+            // stream is cut there. Only the authenticated length can say.
+            return Ok(None);
+        }
+        Ok(Some(plain))
+    }
+
+    /// Opens the unit at the start of the read-ahead into `out` (at least
+    /// the unit's plaintext capacity long). On error `out` holds no
+    /// plaintext.
+    pub(super) fn open_next(&mut self, out: &mut [u8]) -> Result<Opened, Error> {
+        let Some(Setup { suite, units }) = &self.stream else {
+            unreachable!("called while in the body")
+        };
+        let Units::Fixed(layout) = *units else {
+            return self.open_record(out);
+        };
+        let index = self.next;
+        let full = layout.sealed(index);
+        let avail = self.ahead.available();
+        let (sealed, place) = if avail >= full {
+            // A full-length segment is final or not: try the likely flag
+            // first, then the other (as age does). It is likely the last
+            // when nothing follows it and the input is at (or, after a
+            // short read, probably at) its end; trying that first saves a
+            // failed pass over the stream's last segment. (Or when it
+            // already failed as non-final in the inner buffer.)
+            let likely_last =
+                avail == full && self.ahead.looks_ended() || self.in_place.failed_at(index);
+            (full, Place::Either { likely_last })
+        } else {
+            debug_assert!(
+                self.ahead.at_end(),
+                "fill_segment stops short only at the end"
+            );
+            (avail, Place::Ends)
+        };
+        let mut tries = 0;
+        let data = &self.ahead.data()[..sealed];
+        let r = unit::open_segment(suite, &layout, index, data, out, place, &mut tries);
+        self.counts.opens.add(tries);
+        let opened = r?;
+        self.next += 1;
+        self.ahead.consume(sealed);
+        Ok(if opened.last {
+            Opened::Last(opened.len)
+        } else {
+            Opened::More(opened.len)
+        })
+    }
+
+    /// Whether the next unit is complete in the read-ahead (at its full
+    /// length) and its plaintext fits in `room` bytes, the stream going on.
+    #[inline]
+    pub(super) fn next_fits(&self, room: usize) -> bool {
+        if !matches!(self.stage, Stage::Body) {
+            return false;
+        }
+        self.next_unit()
+            .is_some_and(|(plain, sealed)| self.ahead.available() >= sealed && room >= plain)
+    }
+
+    /// With threads: opens, on the workers, the run of segments at the
+    /// start of the read-ahead that are complete, fit in `out` and are
+    /// each followed by more input (or, framed, say they are not final):
+    /// at most a batch, as non-final segments, each from its own index.
+    /// Returns the plaintext bytes of the run up to its first failure,
+    /// which stays in the read-ahead for the one-thread path to settle.
+    /// 0 without threads, or when fewer than two segments qualify (the
+    /// one-thread path is as fast for one).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WorkerPanicked`] (sticky), with nothing released.
+    pub(super) fn open_run(&mut self, out: &mut [u8]) -> Result<usize, Error> {
+        let (Some(workers), Stage::Body, Some(stream)) =
+            (&mut self.workers, &self.stage, &self.stream)
+        else {
+            return Ok(0);
+        };
+        let batch = parallel::batch_segments(workers.threads(), stream.units.layout().rest);
+        // A fixed-size segment that ends the read-ahead may be final.
+        // Unless the input looks at its end (then it is likely final,
+        // and left to the one-thread path), the one-thread path would
+        // try it as non-final first too: so does the run, and if that
+        // fails it is left to the one-thread path, which tries both.
+        let ends = !self.ahead.looks_ended();
+        let data = self.ahead.data();
+        let r = open_pieces(workers, stream, self.next, data, out, batch, ends);
+        if let Ok(run) = &r {
+            self.counts.opens.add(run.tried);
+            self.counts.runs.add(usize::from(run.tried > 0));
+        }
+        let run = r.map_err(|e| self.fail(e))?;
+        self.next += run.opened as u64;
+        self.ahead.consume(run.used);
+        if run.opened > 0 {
+            self.authenticated();
+        }
+        Ok(run.plain)
+    }
+
+    /// Moves the stage on after a unit opened, or records the error.
+    #[inline]
+    pub(super) fn after_open(&mut self, r: Result<Opened, Error>) -> Result<usize, Error> {
+        match r {
+            Ok(Opened::More(n)) => {
+                self.authenticated();
+                Ok(n)
+            }
+            Ok(Opened::Last(n)) => {
+                self.authenticated();
+                // The length is proven only once nothing follows the final
+                // segment: now if the input is at its end, else when
+                // `settle` confirms it (or finds bytes after it: then the
+                // next call fails with `TrailingData`, after this segment's
+                // plaintext, however much the read-ahead already held).
+                // Only fixed-size segments give a length.
+                let units = self.units();
+                let fixed = units.as_ref().and_then(Units::fixed);
+                let len = fixed.map(|l| l.plain_offset(self.next - 1) + n as u64);
+                if self.ahead.at_end() && self.ahead.is_empty() {
+                    self.position.set_auth_len(len);
+                    self.stage = Stage::Done;
+                } else {
+                    self.stage = Stage::Final(len);
+                }
+                Ok(n)
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// A unit opened at the reader's position: a seek's reposition is
+    /// carried out, and the header that named the segment size is proven,
+    /// so with threads the read-ahead may now grow to a batch of segments.
+    pub(super) fn authenticated(&mut self) {
+        self.position.opened();
+        let (workers, stream) = (&self.workers, &self.stream);
+        self.ahead.prove(|| {
+            let (w, s) = (workers.as_ref()?, stream.as_ref()?);
+            let layout = s.units.layout();
+            let batch = parallel::batch_segments(w.threads(), layout.rest);
+            Some(layout.max_sealed().saturating_mul(batch))
+        });
+    }
+
+    /// Opens the next unit, which [`fill_segment`](Self::fill_segment)
+    /// found complete and to hold up to `cap` plaintext bytes, into the
+    /// internal plaintext buffer (with threads, the run of segments that
+    /// starts with it, if the read-ahead holds one).
+    pub(super) fn fill_plain(&mut self, cap: usize) -> Result<(), Error> {
+        let Some(units) = self.units() else {
+            unreachable!("called while in the body")
+        };
+        // Only as much as this segment holds (a short final one, less).
+        let avail = self.ahead.available();
+        let holds = match units {
+            Units::Fixed(l) if avail < l.sealed(self.next) => avail.saturating_sub(l.tag).min(cap),
+            _ => cap,
+        };
+        let index = self.next;
+        let mut plain = std::mem::replace(&mut self.plain, Plain::new());
+        if let Some(r) = self.fill_run(&mut plain, units.layout(), avail) {
+            self.plain = plain;
+            return r;
+        }
+        let r = match plain.open_into(holds) {
+            Ok(out) => self.open_next(out),
+            Err(e) => Err(e),
+        };
+        let last = matches!(r, Ok(Opened::Last(_)));
+        let r = self.after_open(r);
+        if let Ok(len) = r {
+            // A seek into this segment: its first bytes are not the caller's.
+            let held = Held { index, len, last };
+            plain.opened(held, len, self.position.take_skip());
+        }
+        self.plain = plain;
+        r.map(|_| ())
+    }
+
+    /// [`fill_plain`](Self::fill_plain) with threads: the run of segments
+    /// the read-ahead (`avail` bytes) holds, into `plain`. `None`: no run
+    /// opened (the one-thread path goes on).
+    fn fill_run(
+        &mut self,
+        plain: &mut Plain,
+        layout: &Layout,
+        avail: usize,
+    ) -> Option<Result<(), Error>> {
+        let w = self.workers.as_ref()?;
+        let index = self.next;
+        // A run's plaintext is shorter than its ciphertext: room for what
+        // the read-ahead holds, never for more than arrived.
+        let batch = parallel::batch_segments(w.threads(), layout.rest) as u64;
+        let room = layout.run_len(index, batch, avail);
+        let r = match plain.open_into(room) {
+            Ok(out) => self.open_run(out),
+            Err(e) => Err(self.fail(e)),
+        };
+        if let Ok(n @ 1..) = r {
+            let first = Held {
+                index,
+                len: layout.plain(index),
+                last: false,
+            };
+            plain.opened(first, n, self.position.take_skip());
+        }
+        r.as_ref().map_or(true, |&n| n > 0).then(|| r.map(|_| ()))
+    }
+
+    /// The next unit's plaintext capacity and sealed length: a fixed
+    /// segment's from the layout, a record's from its header once that is
+    /// read ahead (`None` before).
+    #[inline]
+    pub(super) fn next_unit(&self) -> Option<(usize, usize)> {
+        match self.units()? {
+            Units::Fixed(l) => Some((l.plain(self.next), l.sealed(self.next))),
+            Units::Framed(l) => {
+                let (_, len, _) = record_at(self.ahead.data())?;
+                // Over the stream's record size: left to `fill_record`,
+                // which refuses it.
+                (len <= l.rest).then_some((len, RECORD_HEADER_LEN + len + l.tag))
+            }
+        }
+    }
+
+    /// [`fill_segment`](Self::fill_segment) for a framed stream: the record
+    /// header first (a length over the stream's record size is refused
+    /// before anything is allocated for it), then the whole record. A cut
+    /// anywhere before the final record is [`Error::Truncated`].
+    fn fill_record(&mut self, layout: &Framed) -> Result<Option<usize>, Error> {
+        if self.ahead.wants(RECORD_HEADER_LEN) {
+            return Ok(None);
+        }
+        let Some((_, size, _)) = record_at(self.ahead.data()) else {
+            return Err(self.fail(Error::Truncated));
+        };
+        if size > layout.rest {
+            return Err(self.fail(Error::SegmentTooLarge {
+                size: size as u64,
+                limit: layout.rest as u64,
+            }));
+        }
+        let total = RECORD_HEADER_LEN + size + layout.tag;
+        if self.ahead.wants(total) {
+            return Ok(None);
+        }
+        if self.ahead.available() < total {
+            return Err(self.fail(Error::Truncated));
+        }
+        Ok(Some(size))
+    }
+
+    /// [`open_next`](Self::open_next) for a framed stream: the record at
+    /// the start of the read-ahead (made complete by
+    /// [`fill_record`](Self::fill_record)), its header as the AAD and its
+    /// final flag in the nonce. A final record must end the input.
+    fn open_record(&mut self, out: &mut [u8]) -> Result<Opened, Error> {
+        let Some(Setup { suite, units }) = &self.stream else {
+            unreachable!("called while in the body")
+        };
+        let tag = units.layout().tag;
+        self.counts.opens.add(1);
+        let data = self.ahead.data();
+        let (opened, total) = unit::open_record(suite, tag, self.next, data, out)?;
+        self.next += 1;
+        self.ahead.consume(total);
+        if !opened.last {
+            return Ok(Opened::More(opened.len));
+        }
+        Ok(Opened::Last(opened.len))
+    }
+
+    /// The length query's last segment: opens segment `index`, `sealed`
+    /// bytes at the end of the source and whole in the read-ahead, as the
+    /// final one into the plaintext buffer (by the rules of a segment that
+    /// ends the source), and records the length.
+    pub(super) fn open_last(
+        &mut self,
+        layout: &Fixed,
+        index: u64,
+        sealed: usize,
+    ) -> Result<(), Error> {
+        if self.ahead.available() != sealed {
+            // The source changed length while it was read.
+            return Err(self.fail(Error::Truncated));
+        }
+        let Some(Setup { suite, .. }) = &self.stream else {
+            unreachable!("the length is asked after the header")
+        };
+        let out = match self.plain.open_into(sealed.saturating_sub(layout.tag)) {
+            Ok(out) => out,
+            Err(e) => return Err(self.fail(e)),
+        };
+        let mut tries = 0;
+        let data = self.ahead.data();
+        let r = unit::open_segment(suite, layout, index, data, out, Place::Ends, &mut tries);
+        self.counts.opens.add(tries);
+        let opened = r.map_err(|e| self.fail(e))?;
+        self.ahead.clear();
+        let held = Held {
+            index,
+            len: opened.len,
+            last: true,
+        };
+        self.plain.opened(held, opened.len, opened.len);
+        self.position
+            .proven(layout.plain_offset(index) + opened.len as u64);
+        Ok(())
+    }
+}

@@ -1,0 +1,445 @@
+//! `--busy`: threaded streams on a machine that runs something else.
+//!
+//! People set a thread count once, in configuration, and the machine's
+//! load changes under it; a threaded stream must not turn slower than one
+//! thread when the other cores are taken. This mode starts its own
+//! CPU-bound processes (this executable with `--spin SECS`: a loop that
+//! ends after SECS seconds even if this process dies, and is killed as
+//! soon as its load level is measured) and measures, at 0, 1 and 2 of
+//! them, `threads(n)` for n = 1, 2, 3 and 8 and the ceiling of `n`
+//! (`n` one-thread streams at once over 1/`n` of the plaintext each), for
+//! each way a caller moves bytes:
+//!
+//! - decrypt with 1 MiB reads, with `io::copy` (8 KiB reads into
+//!   `io::sink()`), and through `BufRead` (`fill_buf`/`consume`);
+//! - encrypt with 1 MiB writes and with 1 KiB writes.
+//!
+//! 64 KiB segments, RustCrypto, ChaCha20-Poly1305 and AES-128-GCM. Every
+//! variant of a load level runs once per round, the order rotating each
+//! round; a round's value is the fastest of its passes; ratios are paired
+//! by round. The report gives threads(n) ÷ threads(1) and threads(n) ÷
+//! ceiling(n), median and min–max over the rounds.
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::io::{self, BufRead, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider};
+
+use crate::report::{cell, loadavg, pattern};
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * KIB;
+const SEGMENT: usize = 64 * KIB;
+const THREADS: [usize; 4] = [1, 2, 3, 8];
+const LOADS: [usize; 3] = [0, 1, 2];
+const ALGORITHMS: [Algorithm; 2] = [Algorithm::ChaCha20Poly1305, Algorithm::Aes128Gcm];
+const PROVIDER: Provider = Provider::RustCrypto;
+
+/// How a caller moves the bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Call {
+    /// `read` into a 1 MiB buffer.
+    Read1M,
+    /// `io::copy` into `io::sink()` (8 KiB reads).
+    Copy,
+    /// `fill_buf`/`consume` on the reader itself.
+    BufRead,
+    /// `write_all` of 1 MiB.
+    Write1M,
+    /// `write_all` of 1 KiB.
+    Write1K,
+}
+
+const CALLS: [Call; 5] = [
+    Call::Read1M,
+    Call::Copy,
+    Call::BufRead,
+    Call::Write1M,
+    Call::Write1K,
+];
+
+impl Call {
+    fn name(self) -> &'static str {
+        match self {
+            Call::Read1M => "decrypt, 1 MiB reads",
+            Call::Copy => "decrypt, io::copy",
+            Call::BufRead => "decrypt, BufRead",
+            Call::Write1M => "encrypt, 1 MiB writes",
+            Call::Write1K => "encrypt, 1 KiB writes",
+        }
+    }
+
+    fn decrypts(self) -> bool {
+        matches!(self, Call::Read1M | Call::Copy | Call::BufRead)
+    }
+}
+
+/// One measured variant: `threads` threads on one stream, or (`split`)
+/// `threads` one-thread streams at once.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Variant {
+    alg: Algorithm,
+    call: Call,
+    threads: usize,
+    split: bool,
+}
+
+/// What `--busy` was asked for.
+pub struct Busy {
+    pub mib: usize,
+    pub rounds: usize,
+    pub passes: usize,
+    pub smoke: bool,
+}
+
+/// The child's side of `--spin SECS`: burn a core for at most SECS.
+pub fn spin(secs: u64) {
+    let end = Instant::now() + Duration::from_secs(secs);
+    let mut x = 1u64;
+    while Instant::now() < end {
+        for _ in 0..100_000 {
+            x = black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+        }
+    }
+}
+
+/// The CPU-bound processes of one load level, killed on drop.
+struct Spinners(Vec<Child>);
+
+impl Spinners {
+    fn start(n: usize, bound: Duration) -> io::Result<Spinners> {
+        let exe = std::env::current_exe()?;
+        let children = (0..n)
+            .map(|_| {
+                Command::new(&exe)
+                    .args(["--spin", &bound.as_secs().max(1).to_string()])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .spawn()
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        // Let them reach their loop before anything is timed.
+        std::thread::sleep(Duration::from_millis(200));
+        Ok(Spinners(children))
+    }
+}
+
+impl Drop for Spinners {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The split variants' sealed parts, by (algorithm, parts).
+type SplitStreams = Vec<((Algorithm, usize), Vec<Vec<u8>>)>;
+
+struct Inputs {
+    data: Vec<u8>,
+    keys: Vec<(Algorithm, Key)>,
+    /// One sealed stream per algorithm, and per (algorithm, parts) the
+    /// split variants' parts.
+    sealed: Vec<(Algorithm, Vec<u8>)>,
+    split: SplitStreams,
+}
+
+fn seal(key: &Key, data: &[u8]) -> io::Result<Vec<u8>> {
+    let mut w = CipherWriter::builder(key)
+        .capacity(SEGMENT)
+        .provider(PROVIDER)
+        .build(Vec::with_capacity(data.len() + data.len() / 64 + 64));
+    w.write_all(data)?;
+    w.finish()
+}
+
+fn parts(data: &[u8], n: usize) -> Vec<&[u8]> {
+    data.chunks(data.len().div_ceil(n).max(1)).collect()
+}
+
+impl Inputs {
+    fn new(len: usize) -> io::Result<Inputs> {
+        let data = pattern(len);
+        let keys: Vec<(Algorithm, Key)> = ALGORITHMS
+            .iter()
+            .map(|&a| {
+                (
+                    a,
+                    Key::new(a, &vec![7; a.key_len()]).expect("a key of the right length"),
+                )
+            })
+            .collect();
+        let mut sealed = Vec::new();
+        let mut split = Vec::new();
+        for (alg, key) in &keys {
+            sealed.push((*alg, seal(key, &data)?));
+            for n in THREADS.into_iter().filter(|&n| n > 1) {
+                let p = parts(&data, n)
+                    .into_iter()
+                    .map(|p| seal(key, p))
+                    .collect::<io::Result<Vec<_>>>()?;
+                split.push(((*alg, n), p));
+            }
+        }
+        Ok(Inputs {
+            data,
+            keys,
+            sealed,
+            split,
+        })
+    }
+
+    fn key(&self, alg: Algorithm) -> &Key {
+        &self
+            .keys
+            .iter()
+            .find(|(a, _)| *a == alg)
+            .expect("every algorithm has a key")
+            .1
+    }
+}
+
+/// One stream through `call`: the bytes moved (checked by the caller).
+fn one(key: &Key, call: Call, threads: usize, plain: &[u8], sealed: &[u8]) -> io::Result<usize> {
+    if call.decrypts() {
+        let r = CipherReader::builder(key)
+            .capacity(SEGMENT)
+            .threads(threads)
+            .provider(PROVIDER)
+            .build(sealed);
+        return match call {
+            Call::Read1M => {
+                let (mut r, mut buf, mut n) = (r, vec![0u8; MIB], 0);
+                loop {
+                    match r.read(&mut buf)? {
+                        0 => break Ok(n),
+                        k => n += k,
+                    }
+                }
+            }
+            Call::Copy => {
+                let mut r = r;
+                io::copy(&mut r, &mut io::sink()).map(|n| n as usize)
+            }
+            _ => {
+                let (mut r, mut n) = (r, 0);
+                loop {
+                    let k = r.fill_buf()?.len();
+                    if k == 0 {
+                        break Ok(n);
+                    }
+                    r.consume(k);
+                    n += k;
+                }
+            }
+        };
+    }
+    let chunk = if call == Call::Write1K { KIB } else { MIB };
+    let mut w = CipherWriter::builder(key)
+        .capacity(SEGMENT)
+        .threads(threads)
+        .provider(PROVIDER)
+        .build(Vec::with_capacity(plain.len() + plain.len() / 64 + 64));
+    for c in plain.chunks(chunk) {
+        w.write_all(c)?;
+    }
+    Ok(w.finish()?.len())
+}
+
+/// One pass of a variant: its wall time.
+fn pass(inp: &Inputs, v: Variant) -> io::Result<Duration> {
+    let key = inp.key(v.alg);
+    let start = Instant::now();
+    if v.split {
+        let sealed = &inp
+            .split
+            .iter()
+            .find(|(k, _)| *k == (v.alg, v.threads))
+            .expect("split streams for every thread count")
+            .1;
+        let plains = parts(&inp.data, v.threads);
+        std::thread::scope(|s| {
+            let jobs: Vec<_> = plains
+                .iter()
+                .zip(sealed)
+                .map(|(p, c)| s.spawn(move || one(key, v.call, 1, p, c)))
+                .collect();
+            jobs.into_iter()
+                .map(|j| j.join().expect("a split stream panicked"))
+                .collect::<io::Result<Vec<_>>>()
+        })?;
+    } else {
+        let sealed = &inp
+            .sealed
+            .iter()
+            .find(|(a, _)| *a == v.alg)
+            .expect("sealed")
+            .1;
+        let n = one(key, v.call, v.threads, &inp.data, sealed)?;
+        black_box(n);
+    }
+    Ok(start.elapsed())
+}
+
+fn variants() -> Vec<Variant> {
+    let mut v = Vec::new();
+    for alg in ALGORITHMS {
+        for call in CALLS {
+            for threads in THREADS {
+                v.push(Variant {
+                    alg,
+                    call,
+                    threads,
+                    split: false,
+                });
+                if threads > 1 {
+                    v.push(Variant {
+                        alg,
+                        call,
+                        threads,
+                        split: true,
+                    });
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Every variant moves the plaintext: what it reads is the plaintext, what
+/// it writes reads back to it.
+fn check(inp: &Inputs) -> io::Result<()> {
+    for alg in ALGORITHMS {
+        let key = inp.key(alg);
+        let sealed = &inp
+            .sealed
+            .iter()
+            .find(|(a, _)| *a == alg)
+            .expect("sealed")
+            .1;
+        for call in CALLS {
+            for threads in THREADS {
+                let n = one(key, call, threads, &inp.data, sealed)?;
+                let want = if call.decrypts() {
+                    inp.data.len()
+                } else {
+                    sealed.len()
+                };
+                if n != want {
+                    return Err(io::Error::other(format!(
+                        "{alg:?} {} threads {threads}: {n} bytes, not {want}",
+                        call.name()
+                    )));
+                }
+            }
+        }
+        let mut r = CipherReader::builder(key)
+            .threads(2)
+            .provider(PROVIDER)
+            .build(&sealed[..]);
+        let mut back = Vec::new();
+        r.read_to_end(&mut back)?;
+        if back != inp.data {
+            return Err(io::Error::other("a threaded reader changed the plaintext"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs every load level and prints the report.
+pub fn run(b: &Busy) -> io::Result<()> {
+    let inp = Inputs::new(b.mib * MIB)?;
+    check(&inp)?;
+    let all = variants();
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# threads(n) on a busy machine\n\n{} MiB, 64 KiB segments, RustCrypto, {} rounds of {} passes, {cpus} CPUs; load average before: {}\n",
+        b.mib,
+        b.rounds,
+        b.passes,
+        loadavg()
+    );
+    if b.smoke {
+        out.push_str("(--smoke: the timings below mean nothing.)\n\n");
+    }
+    for load in LOADS {
+        // A generous bound: the spinners end on their own if this process
+        // dies; they are killed as soon as this level is measured.
+        let bound = Duration::from_secs(60 + (b.rounds * b.passes * b.mib) as u64 * 4);
+        let spinners = Spinners::start(load, bound)?;
+        let mut secs = vec![Vec::new(); all.len()];
+        for round in 0..b.rounds {
+            for k in 0..all.len() {
+                let i = (k + round * 7) % all.len();
+                let mut best = Duration::MAX;
+                for _ in 0..b.passes {
+                    best = best.min(pass(&inp, all[i])?);
+                }
+                secs[i].push(best.as_secs_f64());
+            }
+        }
+        drop(spinners);
+        table(&mut out, load, &all, &secs);
+    }
+    let _ = writeln!(out, "load average after: {}", loadavg());
+    print!("{out}");
+    Ok(())
+}
+
+/// Per-round speed of `fast` relative to `base`: `base`'s time ÷ `fast`'s.
+fn speedups(base: &[f64], fast: &[f64]) -> Vec<f64> {
+    base.iter().zip(fast).map(|(b, f)| b / f).collect()
+}
+
+fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>]) {
+    let _ = writeln!(
+        out,
+        "## {load} CPU-bound process{} beside the stream\n",
+        if load == 1 { "" } else { "es" }
+    );
+    let mut head = "| algorithm | calls |".to_string();
+    let mut rule = "|---|---|".to_string();
+    for n in THREADS.into_iter().filter(|&n| n > 1) {
+        let _ = write!(head, " threads {n} ÷ 1 | threads {n} ÷ ceiling |");
+        rule.push_str("---:|---:|");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    let find = |alg, call, threads, split| {
+        let i = all
+            .iter()
+            .position(|v| {
+                *v == Variant {
+                    alg,
+                    call,
+                    threads,
+                    split,
+                }
+            })
+            .expect("every variant is measured");
+        &secs[i]
+    };
+    for alg in ALGORITHMS {
+        for call in CALLS {
+            let one = find(alg, call, 1, false);
+            let mut row = format!("| {alg:?} | {} |", call.name());
+            for n in THREADS.into_iter().filter(|&n| n > 1) {
+                let threaded = find(alg, call, n, false);
+                let ceiling = find(alg, call, n, true);
+                let _ = write!(
+                    row,
+                    " {}× | {} |",
+                    cell(&speedups(one, threaded), 2),
+                    cell(&speedups(ceiling, threaded), 2)
+                );
+            }
+            let _ = writeln!(out, "{row}");
+        }
+    }
+    out.push('\n');
+}
