@@ -129,8 +129,28 @@ pub(crate) fn worker_panic() -> Fault {
     fault
 }
 
+/// Whether workers made now judge their threaded runs against the caller
+/// alone (always, outside the tests; in the tests only where a test asks
+/// for it with `CHECK_GAIN`, since the verdict depends on timing and
+/// most tests count what the pool threads do).
+#[inline(always)]
+pub(crate) fn gain_checked() -> bool {
+    #[cfg(test)]
+    {
+        CHECK_GAIN.with(Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        true
+    }
+}
+
 #[cfg(test)]
 thread_local! {
+    /// Workers made on this thread judge whether their pool pays, as
+    /// outside the tests.
+    pub(crate) static CHECK_GAIN: Cell<bool> = const { Cell::new(false) };
+
     /// Workers made on this thread panic in their pool threads' jobs
     /// (tests of the panic path through the fronts).
     pub(crate) static INJECT_PANIC: Cell<bool> = const { Cell::new(false) };

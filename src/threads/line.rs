@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::Thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::pace::Pace;
 use super::wait::Wait;
@@ -37,6 +37,8 @@ pub(super) struct Line<'a> {
     pub(super) caller: Thread,
     /// The pool threads in the run, woken when a slot is free.
     pub(super) workers: Mutex<Vec<Thread>>,
+    /// Pool threads sleep this long once they have claimed a unit (tests).
+    pub(super) delay: Option<Duration>,
 }
 
 /// Stops a pipeline and wakes its pool threads when dropped: the caller
@@ -155,6 +157,9 @@ impl Line<'_> {
         loop {
             match self.claim() {
                 Claim::Unit(u) => {
+                    if let Some(delay) = self.delay {
+                        std::thread::sleep(delay);
+                    }
                     self.run(u, job, inject);
                     waited = Wait::default();
                 }

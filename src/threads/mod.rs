@@ -42,6 +42,7 @@
 //! | `pipeline` | the writer's pipeline ([`Workers::pipeline`]): what it returns ([`Piped`](pipeline::Piped), [`gather`]) |
 //! | `line` | what the threads of one pipeline share, and what each does in it |
 //! | `pace` | the caller's share of a pipeline's units, from its measured times |
+//! | `gain` | whether runs on the pool pay against the caller alone, and backing off to the caller alone while they do not ([`Gain`](gain::Gain)) |
 //! | `wait` | spinning, yielding, parking: how a thread waits for another |
 //!
 //! The engine (`crate::core`) calls [`Workers::run`] with jobs of its own,
@@ -49,6 +50,7 @@
 //! [`Workers::pipeline`] with a job the sealer planned: nothing here
 //! knows what a segment, a key or a stream format is.
 
+mod gain;
 mod line;
 mod pace;
 mod pipeline;

@@ -5,6 +5,7 @@
 use std::ops::Range;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use super::line::{Delivered, Line, Slot};
 use super::pool::Workers;
@@ -17,7 +18,9 @@ impl Workers {
     /// returns the length of), and hands every unit's bytes, in order, to
     /// `deliver` on the calling thread as soon as they are ready: the
     /// caller moves unit `u` out while the pool threads work on the next
-    /// ones, and works on one itself only when unit `u` is not ready yet.
+    /// ones, and works on one itself only when unit `u` is not ready yet
+    /// (while runs on the pool do not pay, [`Gain`](super::gain::Gain),
+    /// it works on all of them alone).
     /// A slot is reused once its unit is delivered, so at most
     /// `slots.len()` units are in flight: unit `u` starts only once unit
     /// `u - slots.len()` has been delivered (and so was done), a rule
@@ -58,18 +61,30 @@ impl Workers {
             stop: AtomicBool::new(false),
             caller: std::thread::current(),
             workers: Mutex::new(Vec::new()),
+            delay: None,
         };
         let threads = self.threads;
         self.starting();
-        if self.pool().is_none() {
+        let solo = !self.gain.threaded();
+        // A run that starts the pool pays for the threads' start: not
+        // judged.
+        let fresh = self.pool.is_none();
+        if solo || self.pool().is_none() {
+            let t = Instant::now();
             let delivered = line.deliver_all(&job, deliver, inject, &mut self.pace);
+            if delivered.units == units && delivered.error.is_none() {
+                self.gain.alone(units, t.elapsed());
+            }
+            self.solo_runs.add(usize::from(solo));
             return line.finish(delivered);
         }
         let (Some(pool), pace) = (&self.pool, &mut self.pace) else {
             unreachable!("started above")
         };
+        let t = Instant::now();
         let spawn = threads.min(units).saturating_sub(1);
         line.threads = spawn + 1;
+        line.delay = self.pool_delay.armed();
         let (line_ref, job) = (&line, &job);
         let delivered = pool.in_place_scope(|scope| {
             for _ in 0..spawn {
@@ -77,6 +92,13 @@ impl Workers {
             }
             line_ref.deliver_all(job, deliver, inject, pace)
         });
+        // The caller alone would have done every unit and delivered it.
+        if let (Some(work), Some(deliver)) = (pace.work, pace.deliver) {
+            self.gain.alone(1, Duration::from_secs_f64(work + deliver));
+        }
+        if !fresh && delivered.units == units && delivered.error.is_none() {
+            self.gain.judge(units, t.elapsed());
+        }
         self.linger();
         line.finish(delivered)
     }

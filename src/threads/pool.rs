@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::gain::Gain;
 use super::pace::Pace;
 use super::wait;
 use crate::probe::{self, Alive, Count, Fault};
@@ -23,6 +24,15 @@ pub(crate) struct Workers {
     pub(super) handles: Vec<JoinHandle<()>>,
     /// The caller's times in pipelines.
     pub(super) pace: Pace,
+    /// Whether runs on the pool pay, and while they do not, the runs the
+    /// caller does alone.
+    pub(super) gain: Gain,
+    /// Runs done by the caller alone because the pool did not pay (tests
+    /// of the backing off).
+    pub(crate) solo_runs: Count,
+    /// Pool threads sleep this long once they have claimed a share or a
+    /// unit (tests: a thread descheduled in the middle of its share).
+    pub(crate) pool_delay: Fault<Duration>,
     /// Bumped when a run starts or the workers end: a pool thread kept
     /// awake after a run ([`linger`](Self::linger)) stops waiting then.
     pub(super) generation: std::sync::Arc<AtomicUsize>,
@@ -51,6 +61,9 @@ impl Workers {
             pool: None,
             handles: Vec::new(),
             pace: Pace::default(),
+            gain: Gain::default(),
+            solo_runs: Count::default(),
+            pool_delay: Fault::default(),
             generation: std::sync::Arc::default(),
             lingering: 0,
             lingered: Count::default(),

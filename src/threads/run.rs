@@ -5,6 +5,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use super::pool::Workers;
 use super::wait;
@@ -55,28 +56,35 @@ struct Claims<'s, 'a> {
     running: AtomicUsize,
     /// A job panicked.
     panicked: AtomicBool,
+    /// Pool threads sleep this long once they have claimed a share (tests).
+    delay: Option<Duration>,
 }
 
 impl Claims<'_, '_> {
     /// Claims shares one after the other and runs `job` on their pieces
-    /// until none is left; returns how many this thread took.
-    fn take_all(&self, job: &(impl Fn(&mut Piece<'_>) + Sync), on_pool: bool) -> usize {
-        let mut taken = 0;
+    /// until none is left; returns how many shares and pieces this thread
+    /// took.
+    fn take_all(&self, job: &(impl Fn(&mut Piece<'_>) + Sync), on_pool: bool) -> (usize, usize) {
+        let (mut taken, mut pieces) = (0, 0);
         loop {
             if on_pool {
                 self.running.fetch_add(1, Ordering::AcqRel);
             }
             let i = self.next.fetch_add(1, Ordering::AcqRel);
             if let Some(share) = self.shares.get(i) {
+                if let (true, Some(delay)) = (on_pool, self.delay) {
+                    std::thread::sleep(delay);
+                }
                 taken += 1;
                 let mut share = share.lock().unwrap_or_else(|e| e.into_inner());
+                pieces += share.len();
                 self.guarded(|| share.iter_mut().for_each(job));
             }
             if on_pool {
                 self.running.fetch_sub(1, Ordering::AcqRel);
             }
             if i >= self.shares.len() {
-                return taken;
+                return (taken, pieces);
             }
         }
     }
@@ -95,8 +103,9 @@ impl Workers {
     /// and up to `threads - 1` pool threads claim shares from a shared
     /// counter as each gets to run, so a pool thread the system has not
     /// scheduled yet takes fewer or none, and the caller never waits for
-    /// a share nobody has started. A job reports its outcome in
-    /// [`Piece::result`].
+    /// a share nobody has started. While runs on the pool do not pay
+    /// ([`Gain`](super::gain::Gain)), the caller does them alone. A job
+    /// reports its outcome in [`Piece::result`].
     ///
     /// # Errors
     ///
@@ -109,21 +118,32 @@ impl Workers {
     ) -> Result<(), Error> {
         let threads = self.threads;
         let inject = self.inject_panic.armed().is_some();
+        let delay = self.pool_delay.armed();
         self.starting();
-        let Some(pool) = self.pool() else {
+        let solo = !self.gain.threaded();
+        // A run that starts the pool pays for the threads' start: not
+        // judged.
+        let fresh = self.pool.is_none();
+        let pool = if solo { None } else { self.pool() };
+        let Some(pool) = pool else {
+            let t = Instant::now();
             pieces.iter_mut().for_each(&job);
+            self.gain.alone(pieces.len(), t.elapsed());
+            self.solo_runs.add(usize::from(solo));
             return Ok(());
         };
-        let per = pieces.len().div_ceil(threads).max(1);
+        let (t, total) = (Instant::now(), pieces.len());
+        let per = total.div_ceil(threads).max(1);
         let claims = Claims {
             shares: pieces.chunks_mut(per).map(Mutex::new).collect(),
             next: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
+            delay,
         };
         let helpers = claims.shares.len().saturating_sub(1).min(threads - 1);
         let (claims_ref, job) = (&claims, &job);
-        let taken = pool.in_place_scope(|scope| {
+        let ((taken, own), alone) = pool.in_place_scope(|scope| {
             for _ in 0..helpers {
                 scope.spawn(move |_| {
                     if inject {
@@ -132,13 +152,19 @@ impl Workers {
                     claims_ref.take_all(job, true);
                 });
             }
+            let t = Instant::now();
             let taken = claims_ref.take_all(job, false);
+            let alone = t.elapsed();
             // Every share is claimed: wait for those a pool thread is
             // still running, awake only while one is (the scope's end
             // sleeps until the pool threads' jobs have returned).
             wait::spin_while(|| claims_ref.running.load(Ordering::Acquire) > 0);
-            taken
+            (taken, alone)
         });
+        self.gain.alone(own, alone);
+        if !fresh {
+            self.gain.judge(total, t.elapsed());
+        }
         self.ran(taken);
         if claims.panicked.into_inner() {
             return Err(Error::WorkerPanicked);

@@ -350,3 +350,119 @@ fn batches_carry_a_share_per_thread() {
     assert_eq!(batch_segments(3, 100 * 1024), 3);
     assert_eq!(batch_segments(2, 1), 2 * SHARE_SEGMENTS);
 }
+
+/// Keeps the thread busy for `d` (a job's work, not a sleep: the
+/// caller alone must be faster than a run that waits for a thread).
+fn busy_for(d: Duration) {
+    let since = std::time::Instant::now();
+    while since.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// Workers that judge whether their pool pays, as outside the tests,
+/// with pool threads that stall 3 ms in the middle of each share (as a
+/// thread descheduled on a busy machine does).
+fn stalling_workers(threads: usize) -> Workers {
+    crate::probe::CHECK_GAIN.with(|c| c.set(true));
+    let mut w = Workers::new(threads);
+    crate::probe::CHECK_GAIN.with(|c| c.set(false));
+    w.pool_delay.arm(Duration::from_millis(3));
+    w
+}
+
+/// Batch runs whose pool threads stall: after the first run judged (the
+/// one that starts the pool is not), the caller does the runs alone
+/// rather than wait for a stalled thread in each; every piece is still
+/// done once.
+#[test]
+fn batch_runs_go_to_the_caller_alone_while_the_pool_stalls() {
+    for threads in [2, 3, 8] {
+        let mut w = stalling_workers(threads);
+        let caller = std::thread::current().id();
+        let runs = 20;
+        let mut pool_runs = 0;
+        for _ in 0..runs {
+            // Four pieces a thread: a share takes long enough for a pool
+            // thread to claim one.
+            let inputs: Vec<Vec<u8>> = (0..4 * threads as u8).map(|i| vec![i; 3]).collect();
+            let mut outputs = vec![vec![0u8; 3]; 4 * threads];
+            let on_pool = AtomicUsize::new(0);
+            let mut p = pieces(&inputs, &mut outputs);
+            w.run(&mut p, |piece| {
+                if std::thread::current().id() != caller {
+                    on_pool.fetch_add(1, Ordering::SeqCst);
+                }
+                busy_for(Duration::from_micros(50));
+                piece.output.copy_from_slice(piece.input);
+            })
+            .unwrap();
+            drop(p);
+            assert_eq!(outputs, inputs, "threads {threads}");
+            pool_runs += usize::from(on_pool.into_inner() > 0);
+        }
+        eprintln!(
+            "threads {threads}: {} runs alone, the pool in {pool_runs}",
+            w.solo_runs.get()
+        );
+        assert!(
+            w.solo_runs.get() >= runs / 2,
+            "threads {threads}: {} runs alone",
+            w.solo_runs.get()
+        );
+        assert!(
+            pool_runs <= runs / 4,
+            "threads {threads}: the pool ran pieces in {pool_runs} runs"
+        );
+    }
+}
+
+/// The same for the writer's pipeline: while the pool threads stall, the
+/// caller seals and delivers every unit alone, in order.
+#[test]
+fn pipelines_go_to_the_caller_alone_while_the_pool_stalls() {
+    for threads in [2, 3, 8] {
+        let mut w = stalling_workers(threads);
+        let caller = std::thread::current().id();
+        let (runs, units) = (20, 6);
+        let mut pool_runs = 0;
+        for _ in 0..runs {
+            let mut buf = vec![0u8; (threads + 1) * units];
+            let slots = buf.chunks_mut(units).collect();
+            let on_pool = AtomicUsize::new(0);
+            let mut got = Vec::new();
+            let piped = w.pipeline(
+                units,
+                slots,
+                |u, slot| {
+                    if std::thread::current().id() != caller {
+                        on_pool.fetch_add(1, Ordering::SeqCst);
+                    }
+                    busy_for(Duration::from_micros(50));
+                    slot[..=u].fill(u as u8);
+                    Ok(u + 1)
+                },
+                |b: &[u8]| {
+                    got.extend_from_slice(b);
+                    b.len()
+                },
+            );
+            assert!(piped.error.is_none());
+            assert_eq!(got, expected(units), "threads {threads}");
+            pool_runs += usize::from(on_pool.into_inner() > 0);
+        }
+        eprintln!(
+            "threads {threads}: {} runs alone, the pool in {pool_runs}",
+            w.solo_runs.get()
+        );
+        assert!(
+            w.solo_runs.get() >= runs / 2,
+            "threads {threads}: {} runs alone",
+            w.solo_runs.get()
+        );
+        assert!(
+            pool_runs <= runs / 4,
+            "threads {threads}: the pool ran units in {pool_runs} runs"
+        );
+    }
+}
