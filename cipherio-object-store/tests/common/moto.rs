@@ -108,6 +108,9 @@ pub fn s3(test: &str) -> Option<Arc<AmazonS3>> {
 
 /// object_store's S3 client for `bucket` on loopback `port`.
 pub fn s3_client(port: u16, bucket: &str) -> AmazonS3 {
+    // The HTTP client asks rustls for the process's crypto provider (ring
+    // here); an error means one is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     AmazonS3Builder::new()
         .with_endpoint(format!("http://127.0.0.1:{port}"))
         .with_allow_http(true)
