@@ -41,6 +41,9 @@
 //! `--busy` (with `--quick`, `--smoke`, `--rounds N`, `--mib N`): the same
 //! streams beside 0, 1 and 2 CPU-bound processes this executable starts
 //! and ends, for each way a caller moves bytes (`busy.rs`).
+//!
+//! `--idle`: the CPU a threaded stream burns after its caller's last call,
+//! while it is alive, in its first 1, 10 and 100 ms (`idle.rs`; Linux).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -52,6 +55,7 @@ use std::time::{Duration, Instant};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, backend};
 
 mod busy;
+mod idle;
 #[path = "../../bench-common/report.rs"]
 mod report;
 use report::{cell, loadavg, pattern, stats};
@@ -145,6 +149,15 @@ fn main() -> ExitCode {
     {
         busy::spin(secs.parse().unwrap_or(1));
         return ExitCode::SUCCESS;
+    }
+    if args.iter().any(|a| a == "--idle") {
+        return match idle::run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("threads_bench --idle: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     if args.iter().any(|a| a == "--busy") {
         return report::main_with("threads_bench --busy", parse_busy, busy::run);
