@@ -13,33 +13,12 @@
 //! that doubles after each loss (up to [`MAX_SOLO`]) and is at least
 //! [`SOLO_PER_LOSS`] times what the loss cost, so that what the stream
 //! spends finding out whether the pool pays again is a small part of its
-//! time; a run that pays ends the backing off. The verdict holds for
-//! every stream of the process (the machine is as busy for each), so a
-//! stream that starts while another backs off starts on its caller. On a
-//! quiet machine every run pays and nothing changes.
+//! time; a run that pays ends the backing off. On a quiet machine every
+//! run pays and nothing changes.
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::probe;
-
-/// Until when (nanoseconds after [`epoch`]) the runs of every stream in
-/// the process stay on their callers: a busy machine is busy for all of
-/// them, and a stream that starts on one then does not pay for finding it
-/// out again (a short stream would pay it in a large part of its time).
-static SOLO_UNTIL: AtomicU64 = AtomicU64::new(0);
-
-/// The instant [`SOLO_UNTIL`] counts from.
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-/// Nanoseconds from [`epoch`] to `t` (saturating).
-fn nanos(t: Instant) -> u64 {
-    u64::try_from(t.saturating_duration_since(epoch()).as_nanos()).unwrap_or(u64::MAX)
-}
 
 /// How much faster per unit than the caller alone a threaded run must
 /// be to pay: a run that gains less is counted a loss.
@@ -66,9 +45,6 @@ pub(super) struct Gain {
     solo_until: Option<Instant>,
     /// How long the last backing off lasted (doubled on the next loss).
     solo_for: Duration,
-    /// Until when every stream's runs stay on their callers
-    /// ([`SOLO_UNTIL`]; the unit tests give each verdict its own).
-    shared: &'static AtomicU64,
 }
 
 impl Default for Gain {
@@ -78,24 +54,20 @@ impl Default for Gain {
             alone: None,
             solo_until: None,
             solo_for: Duration::ZERO,
-            shared: &SOLO_UNTIL,
         }
     }
 }
 
 impl Gain {
-    /// Whether the next run goes to the pool: not while this stream or
-    /// another of the process backs off.
+    /// Whether the next run goes to the pool.
     pub(super) fn threaded(&mut self) -> bool {
-        if !self.checked {
-            return true;
+        match self.solo_until {
+            Some(until) if Instant::now() < until => false,
+            _ => {
+                self.solo_until = None;
+                true
+            }
         }
-        let now = Instant::now();
-        if self.solo_until.is_some_and(|until| now < until) {
-            return false;
-        }
-        self.solo_until = None;
-        nanos(now) >= self.shared.load(Ordering::Relaxed)
     }
 
     /// The caller did `units` units alone in `t`: the measure threaded
@@ -122,7 +94,6 @@ impl Gain {
         if t.as_secs_f64() < PAYS * solo {
             self.solo_for = Duration::ZERO;
             self.solo_until = None;
-            self.shared.store(0, Ordering::Relaxed);
             return;
         }
         let lost = t.saturating_sub(Duration::from_secs_f64(solo));
@@ -130,9 +101,7 @@ impl Gain {
             .max(lost * SOLO_PER_LOSS)
             .max(Duration::from_secs_f64(solo))
             .min(MAX_SOLO);
-        let until = Instant::now() + self.solo_for;
-        self.solo_until = Some(until);
-        self.shared.fetch_max(nanos(until), Ordering::Relaxed);
+        self.solo_until = Some(Instant::now() + self.solo_for);
     }
 }
 
@@ -140,11 +109,9 @@ impl Gain {
 mod tests {
     use super::*;
 
-    /// A verdict that is judged, with a process-wide part of its own.
     fn checked() -> Gain {
         Gain {
             checked: true,
-            shared: Box::leak(Box::new(AtomicU64::new(0))),
             ..Gain::default()
         }
     }
@@ -177,8 +144,6 @@ mod tests {
         assert!(!g.threaded(), "after a loss, the caller alone");
         assert_eq!(g.solo_for, 3000 * US * SOLO_PER_LOSS);
         g.solo_until = None;
-        assert!(!g.threaded(), "the process-wide verdict holds it too");
-        g.shared.store(0, Ordering::Relaxed);
         assert!(g.threaded());
         // A small loss after it: the backing off doubles.
         g.judge(4, 200 * US);
@@ -201,23 +166,6 @@ mod tests {
         g.judge(2, 195 * US);
         assert!(!g.threaded());
         assert_eq!(g.solo_for, 200 * US);
-    }
-
-    /// A stream that starts while another backs off starts on its caller,
-    /// and goes back to the pool once a run of the other pays.
-    #[test]
-    fn a_loss_holds_for_every_stream_of_the_process() {
-        let mut one = checked();
-        let mut two = Gain {
-            shared: one.shared,
-            ..checked()
-        };
-        one.alone(1, 50 * US);
-        one.judge(4, 3200 * US);
-        assert!(!two.threaded(), "another stream backs off too");
-        one.solo_until = None;
-        one.judge(4, 100 * US);
-        assert!(two.threaded(), "a run that paid ends it for every stream");
     }
 
     /// Unchecked (the unit tests that count the pool's work), nothing
