@@ -178,11 +178,11 @@ impl ReaderBuilder {
     /// own threads: the option does not apply to it.)
     ///
     /// On a busy machine a thread may be descheduled in the middle of its
-    /// share and hold the run up: each run on the threads is timed against
-    /// the calling thread alone, and while the threads do not pay, the
-    /// calling thread does the runs alone (for a while that doubles as they
-    /// keep not paying, at most 0.5 s, for every stream of the process),
-    /// then tries the threads again; on a quiet machine nothing changes.
+    /// share and hold the run up: the runs on the threads are timed, eight
+    /// at a time, against the calling thread alone, and while they do not
+    /// pay, the calling thread does the runs alone (for a while that
+    /// doubles as they keep not paying, at most 0.5 s), then tries the
+    /// threads again.
     ///
     /// On the async front (`build_async`, feature `tokio`) the runs
     /// open inside `poll_read`, as with one thread: the polling thread is

@@ -8,13 +8,14 @@
 //! microseconds): `threads(2)` was measured 2–3 times slower than one
 //! thread that way. No wait can be cut short there (a share claimed is
 //! the claiming thread's until it is done), so the stream stops asking:
-//! a run that took longer per unit than the caller takes alone is a
-//! loss, and the runs after it stay on the caller for a while, a while
-//! that doubles after each loss (up to [`MAX_SOLO`]) and is at least
-//! [`SOLO_PER_LOSS`] times what the loss cost, so that what the stream
-//! spends finding out whether the pool pays again is a small part of its
-//! time; a run that pays ends the backing off. On a quiet machine every
-//! run pays and nothing changes.
+//! a window of [`WINDOW`] threaded runs that took longer than the caller
+//! takes alone for the same units is a loss (a window, not a run: on a
+//! quiet machine a run now and then loses to a thread's slow wake-up
+//! while the stream gains), and the runs after it stay on the caller for
+//! a while, a while that doubles after each loss (up to [`MAX_SOLO`]) and
+//! is at least [`SOLO_PER_LOSS`] times what the loss cost, so that what
+//! the stream spends finding out whether the pool pays again is a small
+//! part of its time; a window that pays ends the backing off.
 
 use std::time::{Duration, Instant};
 
@@ -25,13 +26,16 @@ use crate::probe;
 const PAYS: f64 = 0.95;
 
 /// The runs after a loss stay on the caller for at least this many times
-/// the time the loss cost: a run that waited a time slice for a
+/// the time the loss cost: a window that waited a time slice for a
 /// descheduled thread is then at most a thirty-second part of the time.
 const SOLO_PER_LOSS: u32 = 32;
 
 /// The longest the runs stay on the caller before the pool is tried
 /// again.
 const MAX_SOLO: Duration = Duration::from_millis(500);
+
+/// Threaded runs judged together.
+const WINDOW: usize = 8;
 
 /// The verdict on a stream's threaded runs so far.
 #[derive(Debug)]
@@ -45,6 +49,14 @@ pub(super) struct Gain {
     solo_until: Option<Instant>,
     /// How long the last backing off lasted (doubled on the next loss).
     solo_for: Duration,
+    /// The window being filled: threaded runs, their time, and the
+    /// caller's time alone for the same units (seconds).
+    window: (usize, f64, f64),
+    /// The pool ran the last run: its threads are awake or lingering. The
+    /// first run after runs alone wakes threads that slept (on a virtual
+    /// machine, a core that idled may take milliseconds to come back) and
+    /// is not judged: what it costs is not what the pool costs.
+    warm: bool,
 }
 
 impl Default for Gain {
@@ -54,6 +66,8 @@ impl Default for Gain {
             alone: None,
             solo_until: None,
             solo_for: Duration::ZERO,
+            window: (0, 0.0, 0.0),
+            warm: true,
         }
     }
 }
@@ -62,7 +76,10 @@ impl Gain {
     /// Whether the next run goes to the pool.
     pub(super) fn threaded(&mut self) -> bool {
         match self.solo_until {
-            Some(until) if Instant::now() < until => false,
+            Some(until) if Instant::now() < until => {
+                self.warm = false;
+                false
+            }
             _ => {
                 self.solo_until = None;
                 true
@@ -80,23 +97,27 @@ impl Gain {
         self.alone = Some(self.alone.map_or(per, |a| 0.75 * a + 0.25 * per));
     }
 
-    /// A threaded run of `units` units took `t`: a loss when it was not
-    /// faster per unit than the caller alone, and the runs that follow
-    /// stay on the caller for a while.
+    /// A threaded run of `units` units took `t`. Every [`WINDOW`] runs,
+    /// the window is a loss when its runs were not faster than the caller
+    /// alone, and the runs that follow stay on the caller for a while.
     pub(super) fn judge(&mut self, units: usize, t: Duration) {
         let Some(alone) = self.alone else {
             return;
         };
-        if !self.checked || units == 0 {
+        if !self.checked || units == 0 || !std::mem::replace(&mut self.warm, true) {
             return;
         }
-        let solo = alone * units as f64;
-        if t.as_secs_f64() < PAYS * solo {
+        let w = &mut self.window;
+        *w = (w.0 + 1, w.1 + t.as_secs_f64(), w.2 + alone * units as f64);
+        if w.0 < WINDOW {
+            return;
+        }
+        let (_, took, solo) = std::mem::take(w);
+        if took < PAYS * solo {
             self.solo_for = Duration::ZERO;
-            self.solo_until = None;
             return;
         }
-        let lost = t.saturating_sub(Duration::from_secs_f64(solo));
+        let lost = Duration::from_secs_f64(took - solo.min(took));
         self.solo_for = (self.solo_for * 2)
             .max(lost * SOLO_PER_LOSS)
             .max(Duration::from_secs_f64(solo))
@@ -118,54 +139,100 @@ mod tests {
 
     const US: Duration = Duration::from_micros(1);
 
-    /// Runs that pay keep the pool; nothing is judged before the caller's
-    /// own time is known.
-    #[test]
-    fn runs_that_pay_keep_the_pool() {
-        let mut g = checked();
-        g.judge(4, 1000 * US);
-        assert!(g.threaded(), "no measure yet: no verdict");
-        g.alone(2, 100 * US);
-        for _ in 0..10 {
-            g.judge(4, 120 * US);
-            assert!(g.threaded());
+    /// A window of threaded runs of `units` units, each taking `t`.
+    fn window(g: &mut Gain, units: usize, t: Duration) {
+        for _ in 0..WINDOW {
+            g.judge(units, t);
         }
     }
 
-    /// A loss sends the next runs to the caller for a time that grows with
-    /// what the loss cost and doubles with each loss; a run that pays ends
-    /// it.
+    /// Runs that pay keep the pool; nothing is judged before the caller's
+    /// own time is known, nor before a window is full.
+    #[test]
+    fn runs_that_pay_keep_the_pool() {
+        let mut g = checked();
+        window(&mut g, 4, 1000 * US);
+        assert!(g.threaded(), "no measure yet: no verdict");
+        g.alone(2, 100 * US);
+        for _ in 0..10 {
+            window(&mut g, 4, 120 * US);
+            assert!(g.threaded());
+        }
+        for _ in 0..WINDOW - 1 {
+            g.judge(4, 1000 * US);
+        }
+        assert!(g.threaded(), "the window is not full");
+        g.judge(4, 1000 * US);
+        assert!(!g.threaded(), "a full window that lost");
+    }
+
+    /// The first run after runs alone is not judged: it wakes threads
+    /// that slept.
+    #[test]
+    fn the_first_run_after_runs_alone_is_not_judged() {
+        let mut g = checked();
+        g.alone(1, 50 * US);
+        window(&mut g, 2, 1000 * US);
+        assert!(!g.threaded());
+        g.solo_until = None;
+        assert!(g.threaded());
+        g.judge(2, 100_000 * US);
+        window(&mut g, 2, 60 * US);
+        assert_eq!(g.solo_for, Duration::ZERO, "the slow first run left out");
+    }
+
+    /// A run that loses now and then, in a window that gains, keeps the
+    /// pool (a thread's slow wake-up on a quiet machine).
+    #[test]
+    fn a_run_that_loses_in_a_window_that_gains_keeps_the_pool() {
+        let mut g = checked();
+        g.alone(1, 50 * US);
+        for r in 0..WINDOW {
+            g.judge(2, if r == 3 { 140 * US } else { 60 * US });
+        }
+        assert!(g.threaded());
+        assert_eq!(g.solo_for, Duration::ZERO);
+    }
+
+    /// A losing window sends the next runs to the caller for a time that
+    /// grows with what the loss cost and doubles with each loss; a window
+    /// that pays ends it.
     #[test]
     fn a_loss_backs_off_and_a_gain_ends_it() {
         let mut g = checked();
         g.alone(1, 50 * US);
-        // 4 units alone: 200 µs; the run waited 3 ms for a thread.
-        g.judge(4, 3200 * US);
+        // 4 units alone: 200 µs a run; one run waited 3 ms for a thread.
+        for r in 0..WINDOW {
+            g.judge(4, if r == 0 { 3200 * US } else { 200 * US });
+        }
         assert!(!g.threaded(), "after a loss, the caller alone");
         assert_eq!(g.solo_for, 3000 * US * SOLO_PER_LOSS);
         g.solo_until = None;
         assert!(g.threaded());
-        // A small loss after it: the backing off doubles.
+        // A small loss after it (the first run after the backing off
+        // left out): the backing off doubles.
         g.judge(4, 200 * US);
+        window(&mut g, 4, 200 * US);
         assert_eq!(g.solo_for, 2 * 3000 * US * SOLO_PER_LOSS);
         for _ in 0..2 {
-            g.judge(4, 200 * US);
+            window(&mut g, 4, 200 * US);
         }
         assert_eq!(g.solo_for, MAX_SOLO, "bounded");
-        g.judge(4, 100 * US);
-        assert_eq!(g.solo_for, Duration::ZERO, "a run that paid");
+        g.solo_until = None;
+        window(&mut g, 4, 100 * US);
+        assert_eq!(g.solo_for, Duration::ZERO, "a window that paid");
         assert!(g.threaded());
     }
 
-    /// A run that gains less than the margin is a loss too, and the
-    /// shortest backing off is one run's time alone.
+    /// A window that gains less than the margin is a loss too, and the
+    /// shortest backing off is the window's time alone.
     #[test]
-    fn a_run_that_barely_gains_is_a_loss() {
+    fn a_window_that_barely_gains_is_a_loss() {
         let mut g = checked();
         g.alone(1, 100 * US);
-        g.judge(2, 195 * US);
+        window(&mut g, 2, 195 * US);
         assert!(!g.threaded());
-        assert_eq!(g.solo_for, 200 * US);
+        assert_eq!(g.solo_for, 200 * US * u32::try_from(WINDOW).unwrap_or(0));
     }
 
     /// Unchecked (the unit tests that count the pool's work), nothing
@@ -177,7 +244,7 @@ mod tests {
             ..Gain::default()
         };
         g.alone(1, 10 * US);
-        g.judge(4, 1000 * US);
+        window(&mut g, 4, 1000 * US);
         assert!(g.threaded());
     }
 }

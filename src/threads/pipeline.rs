@@ -96,7 +96,9 @@ impl Workers {
         if let (Some(work), Some(deliver)) = (pace.work, pace.deliver) {
             self.gain.alone(1, Duration::from_secs_f64(work + deliver));
         }
-        if !fresh && delivered.units == units && delivered.error.is_none() {
+        // A run of one unit is the caller's alone whatever the verdict: it
+        // says nothing of what the pool gives.
+        if !fresh && spawn > 0 && delivered.units == units && delivered.error.is_none() {
             self.gain.judge(units, t.elapsed());
         }
         self.linger();

@@ -162,7 +162,9 @@ impl Workers {
             (taken, alone)
         });
         self.gain.alone(own, alone);
-        if !fresh {
+        // A run of one share is the caller's alone whatever the verdict:
+        // it says nothing of what the pool gives.
+        if !fresh && helpers > 0 {
             self.gain.judge(total, t.elapsed());
         }
         self.ran(taken);

@@ -373,14 +373,18 @@ fn stalling_workers(threads: usize) -> Workers {
     w
 }
 
-/// Most of `runs` runs were done by the caller alone, and the pool
-/// threads worked in few of them (`pool_runs`).
+/// Many of `runs` runs were done by the caller alone, and the pool
+/// threads worked in at most half of them (`pool_runs`).
 fn assert_mostly_alone(w: &Workers, runs: usize, pool_runs: usize, threads: usize) {
     let alone = w.solo_runs.get();
     eprintln!("threads {threads}: {alone} runs alone, the pool in {pool_runs}");
-    assert!(alone >= runs / 2, "threads {threads}: {alone} runs alone");
+    // The runs that start the pool, fill the windows judged and follow a
+    // backing off are on the pool: about half when the pool does not pay
+    // but does not stall either (the backing off then doubles from one
+    // window's time), nearly none after a stall (32 times what it cost).
+    assert!(alone >= runs / 3, "threads {threads}: {alone} runs alone");
     assert!(
-        pool_runs <= runs / 4,
+        pool_runs <= runs / 2,
         "threads {threads}: the pool worked in {pool_runs} runs"
     );
 }
@@ -394,7 +398,7 @@ fn batch_runs_go_to_the_caller_alone_while_the_pool_stalls() {
     for threads in [2, 3, 8] {
         let mut w = stalling_workers(threads);
         let caller = std::thread::current().id();
-        let runs = 20;
+        let runs = 40;
         let mut pool_runs = 0;
         for _ in 0..runs {
             // Four pieces a thread: a share takes long enough for a pool
@@ -426,7 +430,7 @@ fn pipelines_go_to_the_caller_alone_while_the_pool_stalls() {
     for threads in [2, 3, 8] {
         let mut w = stalling_workers(threads);
         let caller = std::thread::current().id();
-        let (runs, units) = (20, 6);
+        let (runs, units) = (40, 6);
         let mut pool_runs = 0;
         for _ in 0..runs {
             let mut buf = vec![0u8; (threads + 1) * units];
