@@ -64,22 +64,16 @@ impl Workers {
             delay: None,
         };
         let threads = self.threads;
-        self.starting();
-        let solo = !self.gain.threaded();
-        // A run that starts the pool pays for the threads' start: not
-        // judged.
-        let fresh = self.pool.is_none();
-        if solo || self.pool().is_none() {
+        let Some(judged) = self.begin() else {
             let t = Instant::now();
             let delivered = line.deliver_all(&job, deliver, inject, &mut self.pace);
             if delivered.units == units && delivered.error.is_none() {
                 self.gain.alone(units, t.elapsed());
             }
-            self.solo_runs.add(usize::from(solo));
             return line.finish(delivered);
-        }
+        };
         let (Some(pool), pace) = (&self.pool, &mut self.pace) else {
-            unreachable!("started above")
+            unreachable!("started by begin")
         };
         let t = Instant::now();
         let spawn = threads.min(units).saturating_sub(1);
@@ -98,7 +92,7 @@ impl Workers {
         }
         // A run of one unit is the caller's alone whatever the verdict: it
         // says nothing of what the pool gives.
-        if !fresh && spawn > 0 && delivered.units == units && delivered.error.is_none() {
+        if judged && spawn > 0 && delivered.units == units && delivered.error.is_none() {
             self.gain.judge(units, t.elapsed());
         }
         self.linger();

@@ -128,6 +128,21 @@ impl Workers {
         self.generation.fetch_add(1, Ordering::Release);
     }
 
+    /// Begins a run: `None` when the caller does it alone (while the pool
+    /// does not pay, counted, or when the system refuses threads), else
+    /// whether the run is judged (the run that starts the pool pays for the
+    /// threads' start and is not).
+    pub(super) fn begin(&mut self) -> Option<bool> {
+        self.starting();
+        if !self.gain.threaded() {
+            self.solo_runs.add(1);
+            return None;
+        }
+        let fresh = self.pool.is_none();
+        self.pool()?;
+        Some(!fresh)
+    }
+
     /// A run ended: each pool thread stays awake for [`LINGER`] (or until
     /// the next run starts), so that the next run, often microseconds
     /// away (a small write's copy into the buffer), does not wait for a

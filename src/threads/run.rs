@@ -119,17 +119,10 @@ impl Workers {
         let threads = self.threads;
         let inject = self.inject_panic.armed().is_some();
         let delay = self.pool_delay.armed();
-        self.starting();
-        let solo = !self.gain.threaded();
-        // A run that starts the pool pays for the threads' start: not
-        // judged.
-        let fresh = self.pool.is_none();
-        let pool = if solo { None } else { self.pool() };
-        let Some(pool) = pool else {
+        let (Some(judged), Some(pool)) = (self.begin(), &self.pool) else {
             let t = Instant::now();
             pieces.iter_mut().for_each(&job);
             self.gain.alone(pieces.len(), t.elapsed());
-            self.solo_runs.add(usize::from(solo));
             return Ok(());
         };
         let (t, total) = (Instant::now(), pieces.len());
@@ -164,7 +157,7 @@ impl Workers {
         self.gain.alone(own, alone);
         // A run of one share is the caller's alone whatever the verdict:
         // it says nothing of what the pool gives.
-        if !fresh && helpers > 0 {
+        if judged && helpers > 0 {
             self.gain.judge(total, t.elapsed());
         }
         self.ran(taken);
