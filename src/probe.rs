@@ -116,6 +116,30 @@ impl Alive {
     }
 }
 
+/// A count added to from several threads (waits of a stream's threads):
+/// zero-sized outside the tests.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tally {
+    #[cfg(test)]
+    n: Arc<AtomicUsize>,
+}
+
+impl Tally {
+    /// Adds `n` to the count.
+    #[inline(always)]
+    pub(crate) fn add(&self, n: usize) {
+        #[cfg(test)]
+        self.n.fetch_add(n, Ordering::Relaxed);
+        let _ = n;
+    }
+
+    /// The count so far.
+    #[cfg(test)]
+    pub(crate) fn get(&self) -> usize {
+        self.n.load(Ordering::Relaxed)
+    }
+}
+
 /// The fault that makes jobs on the workers panic, armed for workers
 /// made on this thread while a test sets [`INJECT_PANIC`].
 #[inline(always)]

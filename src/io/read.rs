@@ -189,9 +189,12 @@ impl ReaderBuilder {
     /// the calling thread, held for as long as its run takes (a read's
     /// length ÷ `n` of opening, at most).
     ///
-    /// Memory: the read-ahead grows to the capacity plus a batch of sealed
-    /// segments, and small reads add a batch of plaintext: about `2 n + 1`
-    /// segments (`max(segment, 64 KiB)` each). `threads(0)` makes every
+    /// Memory: the read-ahead grows to the capacity plus a run of sealed
+    /// segments, and small reads add a run of plaintext. A run is `n`
+    /// segments and at least 512 KiB of them (it pays once for waking the
+    /// threads and waiting for the last of them): about 1 MiB plus the
+    /// capacity with 64 KiB segments and up to 8 threads, `2 n` segments
+    /// when they are larger. `threads(0)` makes every
     /// call fail with [`Error::ZeroThreads`](crate::Error::ZeroThreads).
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;

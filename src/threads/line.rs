@@ -39,6 +39,8 @@ pub(super) struct Line<'a> {
     pub(super) workers: Mutex<Vec<Thread>>,
     /// Pool threads sleep this long once they have claimed a unit (tests).
     pub(super) delay: Option<Duration>,
+    /// How the threads waited (tests).
+    pub(super) waits: super::wait::Waits,
 }
 
 /// Stops a pipeline and wakes its pool threads when dropped: the caller
@@ -153,7 +155,7 @@ impl Line<'_> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(std::thread::current());
-        let mut waited = Wait::default();
+        let mut waited = Wait::new(&self.waits);
         loop {
             match self.claim() {
                 Claim::Unit(u) => {
@@ -161,7 +163,7 @@ impl Line<'_> {
                         std::thread::sleep(delay);
                     }
                     self.run(u, job, inject);
-                    waited = Wait::default();
+                    waited = Wait::new(&self.waits);
                 }
                 Claim::Done => return,
                 Claim::Busy => {
@@ -184,7 +186,7 @@ impl Line<'_> {
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
         let k = self.slots.len();
-        let (mut d, mut offset, mut waited) = (0, 0, Wait::default());
+        let (mut d, mut offset, mut waited) = (0, 0, Wait::new(&self.waits));
         let (mut error, mut panic) = (None, None);
         // However this ends (a panic of `deliver` included), the pool
         // threads stop waiting for slots and leave.
@@ -205,14 +207,14 @@ impl Line<'_> {
                         break;
                     }
                 }
-                (d, offset, waited) = (d + 1, 0, Wait::default());
+                (d, offset, waited) = (d + 1, 0, Wait::new(&self.waits));
                 self.drained.store(d, Ordering::Release);
                 self.wake_workers();
                 continue;
             }
             if self.help(d, taken >= quota, job, inject, pace) {
                 taken += 1;
-                waited = Wait::default();
+                waited = Wait::new(&self.waits);
             } else {
                 waited.pause();
             }

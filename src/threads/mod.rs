@@ -6,11 +6,11 @@
 //! consecutive segments are independent work. The sealer and the opener
 //! cut a run of them into [`Piece`]s, each with its own index, plaintext
 //! and output slice (never a nonce carried from one piece to the next),
-//! and [`Workers::run`] hands the pieces out in whole batches: one
-//! contiguous share per thread, each claimed from a shared counter by
-//! whichever thread gets to run first, the calling thread included (a
-//! pool thread the system has not scheduled takes fewer or none, and the
-//! caller never waits for a share nobody started).
+//! and [`Workers::run`] hands the pieces out in whole batches: contiguous
+//! shares of about 64 KiB (at least one per thread), each claimed from a
+//! shared counter by whichever thread is free, the calling thread
+//! included (a pool thread the system has not scheduled takes fewer or
+//! none, and the caller never waits for a share nobody started).
 //! The engine then reads the results in order, so the stream's rules
 //! (release in order, the final segment last, the first failure wins)
 //! stay where they were.
@@ -38,7 +38,7 @@
 //! | module | owns |
 //! |---|---|
 //! | `pool` | [`Workers`]: the pool's threads, started, kept awake after a run, joined |
-//! | `run` | batch runs of [`Piece`]s, shares claimed by whichever thread runs ([`Workers::run`]), and their size ([`batch_segments`]) |
+//! | `run` | batch runs of [`Piece`]s, shares claimed by whichever thread runs ([`Workers::run`]), and their size ([`batch_segments`], a reader's [`open_batch_segments`]) |
 //! | `pipeline` | the writer's pipeline ([`Workers::pipeline`]): what it returns ([`Piped`](pipeline::Piped), [`gather`]) |
 //! | `line` | what the threads of one pipeline share, and what each does in it |
 //! | `pace` | the caller's share of a pipeline's units, from its measured times |
@@ -66,4 +66,4 @@ mod wait;
 
 pub(crate) use pipeline::{Piped, gather};
 pub(crate) use pool::Workers;
-pub(crate) use run::{Piece, batch_segments};
+pub(crate) use run::{Piece, batch_segments, open_batch_segments};

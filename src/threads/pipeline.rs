@@ -62,6 +62,7 @@ impl Workers {
             caller: std::thread::current(),
             workers: Mutex::new(Vec::new()),
             delay: None,
+            waits: self.waits.clone(),
         };
         let threads = self.threads;
         let Some(judged) = self.begin() else {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::gain::Gain;
 use super::pace::Pace;
-use super::wait;
+use super::wait::{self, Waits};
 use crate::probe::{self, Alive, Count, Fault};
 
 /// How long a pool thread stays awake after a run, for the next one
@@ -49,6 +49,8 @@ pub(crate) struct Workers {
     pub(crate) inject_panic: Fault,
     /// Pool threads running (tests that none outlives the workers).
     pub(super) alive: Alive,
+    /// How the stream's threads waited for each other (tests).
+    pub(crate) waits: Waits,
 }
 
 impl Workers {
@@ -70,6 +72,7 @@ impl Workers {
             caller_shares: Count::default(),
             inject_panic: probe::worker_panic(),
             alive: Alive::default(),
+            waits: Waits::default(),
         }
     }
 

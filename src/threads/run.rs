@@ -29,6 +29,22 @@ pub(crate) fn batch_segments(threads: usize, seg: usize) -> usize {
     threads.saturating_mul(per)
 }
 
+/// Plaintext bytes a reader's run opens at least, with any thread count:
+/// a run pays for waking the pool and for the end of its scope once, and a
+/// reader's runs are as large as its read-ahead lets them be (a writer's
+/// are as large as the caller's writes), so they are made large enough
+/// that those costs are a small part of them.
+pub(crate) const OPEN_RUN: usize = 512 * 1024;
+
+/// The segments in a reader's run for `threads` threads and segments of
+/// `seg` plaintext bytes: a [`batch_segments`] batch, with shares of at
+/// least [`OPEN_RUN`] ÷ `threads` bytes each.
+pub(crate) fn open_batch_segments(threads: usize, seg: usize) -> usize {
+    let share = SHARE.max(OPEN_RUN.div_ceil(threads.max(1)));
+    let per = share.div_ceil(seg.max(1)).clamp(1, SHARE_SEGMENTS);
+    threads.saturating_mul(per)
+}
+
 /// One segment of a run: what to seal or open, where the result goes, and
 /// how it went.
 pub(crate) struct Piece<'a> {
@@ -52,8 +68,8 @@ struct Claims<'s, 'a> {
     shares: Vec<Mutex<&'s mut [Piece<'a>]>>,
     /// The index of the next unclaimed share.
     next: AtomicUsize,
-    /// Shares claimed by a pool thread and not yet done.
-    running: AtomicUsize,
+    /// Pool threads inside their job: started, not yet returned.
+    active: AtomicUsize,
     /// A job panicked.
     panicked: AtomicBool,
     /// Pool threads sleep this long once they have claimed a share (tests).
@@ -67,9 +83,6 @@ impl Claims<'_, '_> {
     fn take_all(&self, job: &(impl Fn(&mut Piece<'_>) + Sync), on_pool: bool) -> (usize, usize) {
         let (mut taken, mut pieces) = (0, 0);
         loop {
-            if on_pool {
-                self.running.fetch_add(1, Ordering::AcqRel);
-            }
             let i = self.next.fetch_add(1, Ordering::AcqRel);
             if let Some(share) = self.shares.get(i) {
                 if let (true, Some(delay)) = (on_pool, self.delay) {
@@ -79,9 +92,6 @@ impl Claims<'_, '_> {
                 let mut share = share.lock().unwrap_or_else(|e| e.into_inner());
                 pieces += share.len();
                 self.guarded(|| share.iter_mut().for_each(job));
-            }
-            if on_pool {
-                self.running.fetch_sub(1, Ordering::AcqRel);
             }
             if i >= self.shares.len() {
                 return (taken, pieces);
@@ -126,32 +136,46 @@ impl Workers {
             return Ok(());
         };
         let (t, total) = (Instant::now(), pieces.len());
-        let per = total.div_ceil(threads).max(1);
+        // Shares of about [`SHARE`] bytes (at least one a thread), claimed
+        // one at a time: a run longer than a share a thread is balanced by
+        // whichever thread is faster taking more, never by waiting for a
+        // slow one's long share.
+        let size = pieces
+            .first()
+            .map_or(1, |p| p.output.len().max(p.input.len()));
+        let per = SHARE
+            .div_ceil(size.max(1))
+            .clamp(1, SHARE_SEGMENTS)
+            .min(total.div_ceil(threads).max(1));
         let claims = Claims {
             shares: pieces.chunks_mut(per).map(Mutex::new).collect(),
             next: AtomicUsize::new(0),
-            running: AtomicUsize::new(0),
+            active: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
             delay,
         };
         let helpers = claims.shares.len().saturating_sub(1).min(threads - 1);
-        let (claims_ref, job) = (&claims, &job);
+        let (claims_ref, job, waits) = (&claims, &job, &self.waits);
         let ((taken, own), alone) = pool.in_place_scope(|scope| {
             for _ in 0..helpers {
                 scope.spawn(move |_| {
+                    claims_ref.active.fetch_add(1, Ordering::AcqRel);
                     if inject {
                         claims_ref.guarded(|| panic!("injected worker panic"));
                     }
                     claims_ref.take_all(job, true);
+                    claims_ref.active.fetch_sub(1, Ordering::AcqRel);
                 });
             }
             let t = Instant::now();
             let taken = claims_ref.take_all(job, false);
             let alone = t.elapsed();
-            // Every share is claimed: wait for those a pool thread is
-            // still running, awake only while one is (the scope's end
-            // sleeps until the pool threads' jobs have returned).
-            wait::spin_while(|| claims_ref.running.load(Ordering::Acquire) > 0);
+            // Every share is claimed. The scope ends once every pool
+            // thread's job has returned, asleep until then: wait awake
+            // while a pool thread is inside its job (running a share, or
+            // about to return: then the scope's end finds it done and does
+            // not sleep), never for one that has not started.
+            wait::spin_while(|| claims_ref.active.load(Ordering::Acquire) > 0, waits);
             (taken, alone)
         });
         self.gain.alone(own, alone);

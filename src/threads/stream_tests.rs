@@ -198,7 +198,7 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
                         back == pt,
                         "{ctx} {p:?} threads {t} reads of {read}: read back"
                     );
-                    if pt.len() > 4 * crate::threads::batch_segments(t, seg) * seg {
+                    if pt.len() > 4 * crate::threads::open_batch_segments(t, seg) * seg {
                         assert!(
                             r.engine.counts.runs.get() > 0,
                             "{ctx} threads {t}: no run opened"
@@ -211,11 +211,12 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
 }
 
 /// Lengths around the segment and batch boundaries of `seg`-byte segments
-/// (`first` bytes in segment 0).
+/// (`first` bytes in segment 0): a writer's batches and a reader's runs.
 fn lengths(first: usize, seg: usize, threads: usize) -> Vec<usize> {
     let batch = crate::threads::batch_segments(threads, seg);
+    let run = crate::threads::open_batch_segments(threads, seg);
     let mut v = vec![0, 1, first - 1, first, first + 1];
-    for k in [2, batch, batch + 1, 2 * batch + 3] {
+    for k in [2, batch, batch + 1, 2 * batch + 3, run, run + 1] {
         let len = first + (k - 1) * seg;
         v.extend([len - 1, len, len + 1]);
     }
@@ -376,7 +377,7 @@ fn bulk_reads_open_whole_batches_on_the_workers() {
         let back = read_in_chunks(&mut r, 1 << 20);
         assert!(back == pt);
         let segments = len.div_ceil(seg);
-        let batch = crate::threads::batch_segments(threads, seg);
+        let batch = crate::threads::open_batch_segments(threads, seg);
         let ctx = format!(
             "len {len} threads {threads}: {} runs, {} opens",
             r.engine.counts.runs.get(),

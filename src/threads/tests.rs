@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::pace::Pace;
 use super::run::SHARE_SEGMENTS;
-use super::{Piece, Workers, batch_segments, gather};
+use super::{Piece, Workers, batch_segments, gather, open_batch_segments};
 use crate::Error;
 use crate::probe::Fault;
 
@@ -110,6 +110,8 @@ fn the_caller_takes_the_shares_no_pool_thread_started() {
     .unwrap();
     assert_eq!(by_caller.into_inner(), 4, "the caller did every piece");
     assert_eq!(w.caller_shares.get(), 2, "both shares, in two claims");
+    assert_eq!(w.waits.spins.get(), 0, "no spin for a thread not started");
+    assert_eq!(w.waits.sleeps.get(), 0);
 }
 
 /// A job for the pipeline tests: unit `u` is `u + 1` bytes of value
@@ -351,6 +353,15 @@ fn batches_carry_a_share_per_thread() {
     assert_eq!(batch_segments(2, 1), 2 * SHARE_SEGMENTS);
 }
 
+#[test]
+fn a_readers_runs_open_half_a_mebibyte_at_least() {
+    assert_eq!(open_batch_segments(2, 64 * 1024), 8);
+    assert_eq!(open_batch_segments(3, 64 * 1024), 9);
+    assert_eq!(open_batch_segments(8, 64 * 1024), 8);
+    assert_eq!(open_batch_segments(2, 1 << 20), 2);
+    assert_eq!(open_batch_segments(2, 1), 2 * SHARE_SEGMENTS);
+}
+
 /// Keeps the thread busy for `d` (a job's work, not a sleep: the
 /// caller alone must be faster than a run that waits for a thread).
 fn busy_for(d: Duration) {
@@ -423,40 +434,134 @@ fn batch_runs_go_to_the_caller_alone_while_the_pool_stalls() {
     }
 }
 
+/// One pipeline of `units` units on `w` (each busy for `work`), checked
+/// to deliver every unit in order; returns the units pool threads took.
+fn one_pipeline(w: &mut Workers, units: usize, work: Duration) -> usize {
+    let caller = std::thread::current().id();
+    let mut buf = vec![0u8; (w.threads() + 1) * units];
+    let slots = buf.chunks_mut(units).collect();
+    let on_pool = AtomicUsize::new(0);
+    let mut got = Vec::new();
+    let piped = w.pipeline(
+        units,
+        slots,
+        |u, slot| {
+            if std::thread::current().id() != caller {
+                on_pool.fetch_add(1, Ordering::SeqCst);
+            }
+            busy_for(work);
+            slot[..=u].fill(u as u8);
+            Ok(u + 1)
+        },
+        |b: &[u8]| {
+            got.extend_from_slice(b);
+            b.len()
+        },
+    );
+    assert!(piped.error.is_none());
+    assert_eq!(got, expected(units), "threads {}", w.threads());
+    on_pool.into_inner()
+}
+
 /// The same for the writer's pipeline: while the pool threads stall, the
 /// caller seals and delivers every unit alone, in order.
 #[test]
 fn pipelines_go_to_the_caller_alone_while_the_pool_stalls() {
     for threads in [2, 3, 8] {
         let mut w = stalling_workers(threads);
-        let caller = std::thread::current().id();
-        let (runs, units) = (40, 6);
+        let runs = 40;
         let mut pool_runs = 0;
         for _ in 0..runs {
-            let mut buf = vec![0u8; (threads + 1) * units];
-            let slots = buf.chunks_mut(units).collect();
-            let on_pool = AtomicUsize::new(0);
-            let mut got = Vec::new();
-            let piped = w.pipeline(
-                units,
-                slots,
-                |u, slot| {
-                    if std::thread::current().id() != caller {
-                        on_pool.fetch_add(1, Ordering::SeqCst);
-                    }
-                    busy_for(Duration::from_micros(50));
-                    slot[..=u].fill(u as u8);
-                    Ok(u + 1)
-                },
-                |b: &[u8]| {
-                    got.extend_from_slice(b);
-                    b.len()
-                },
-            );
-            assert!(piped.error.is_none());
-            assert_eq!(got, expected(units), "threads {threads}");
-            pool_runs += usize::from(on_pool.into_inner() > 0);
+            pool_runs += usize::from(one_pipeline(&mut w, 6, Duration::from_micros(50)) > 0);
         }
         assert_mostly_alone(&w, runs, pool_runs, threads);
     }
+}
+
+/// A batch run's caller waits awake for a pool thread inside its job
+/// (for one that has not started it does not spin at all: see above) for
+/// at most [`SPIN`](super::wait::SPIN) hints: for one stalled in a share
+/// it stops spinning and sleeps until the scope ends.
+#[test]
+fn a_batch_runs_caller_spins_only_for_a_running_pool_thread_and_not_for_long() {
+    use super::wait::SPIN;
+    // A pool thread that stalls 20 ms in each share it claims.
+    let mut w = Workers::new(2);
+    w.pool_delay.arm(Duration::from_millis(20));
+    let (runs, caller) = (10, std::thread::current().id());
+    let mut pool_runs = 0;
+    for _ in 0..runs {
+        let inputs: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i; 3]).collect();
+        let mut outputs = vec![vec![0u8; 3]; 8];
+        let on_pool = AtomicUsize::new(0);
+        let mut p = pieces(&inputs, &mut outputs);
+        w.run(&mut p, |piece| {
+            // The caller's shares take long enough for the pool thread to
+            // wake and claim one.
+            if std::thread::current().id() == caller {
+                busy_for(Duration::from_millis(1));
+            } else {
+                on_pool.fetch_add(1, Ordering::SeqCst);
+            }
+            piece.output.copy_from_slice(piece.input);
+        })
+        .unwrap();
+        drop(p);
+        assert_eq!(outputs, inputs);
+        pool_runs += usize::from(on_pool.into_inner() > 0);
+    }
+    let (spins, sleeps, waits) = (
+        w.waits.spins.get(),
+        w.waits.sleeps.get(),
+        w.waits.waits.get(),
+    );
+    eprintln!(
+        "{pool_runs} runs with a stalled share: {spins} hints in {waits} waits, {sleeps} sleeps"
+    );
+    assert!(
+        waits <= runs && spins <= SPIN * waits,
+        "at most {SPIN} hints a run"
+    );
+    if pool_runs > 0 {
+        assert!(
+            sleeps > 0,
+            "the caller stopped spinning for a stalled thread"
+        );
+    }
+}
+
+/// A pipeline's threads, waiting for a unit a stalled pool thread holds,
+/// spin a few hints, yield a while, then sleep: never more than
+/// [`WAIT_SPINS`](super::wait::WAIT_SPINS) hints a wait, and sleeps that
+/// grow longer, so that a 20 ms wait wakes the waiting thread a few times,
+/// not every 200 µs.
+#[test]
+fn a_pipeline_thread_waiting_for_a_stalled_unit_sleeps() {
+    use super::wait::WAIT_SPINS;
+    let mut w = Workers::new(2);
+    w.pool_delay.arm(Duration::from_millis(20));
+    let mut pool_units = 0;
+    for _ in 0..10 {
+        pool_units += one_pipeline(&mut w, 6, Duration::from_micros(100));
+    }
+    let waits = &w.waits;
+    let (spins, yields, sleeps, n) = (
+        waits.spins.get(),
+        waits.yields.get(),
+        waits.sleeps.get(),
+        waits.waits.get(),
+    );
+    eprintln!(
+        "{pool_units} stalled units: {n} waits, {spins} hints, {yields} yields, {sleeps} sleeps"
+    );
+    assert!(
+        spins <= WAIT_SPINS as usize * n,
+        "at most {WAIT_SPINS} hints a wait"
+    );
+    if pool_units > 0 {
+        assert!(sleeps > 0, "a thread waiting 20 ms sleeps");
+    }
+    // 200 µs, doubling to 5 ms: about 7 sleeps a 20 ms wait (a sleep
+    // every 200 µs would be 100).
+    assert!(sleeps <= 16 * n, "{sleeps} sleeps in {n} waits");
 }

@@ -4,6 +4,24 @@
 
 use std::time::{Duration, Instant};
 
+use crate::probe::Tally;
+
+/// How a stream's threads waited, counted across them (tests of the
+/// bounds below).
+#[derive(Clone, Default)]
+pub(crate) struct Waits {
+    /// Spin-loop hints.
+    pub(crate) spins: Tally,
+    /// Times a thread yielded its core.
+    pub(crate) yields: Tally,
+    /// Times a thread slept: parked in a pipeline, or a batch run's caller
+    /// that stopped spinning with a pool thread still in its job (the
+    /// scope's end then sleeps).
+    pub(crate) sleeps: Tally,
+    /// Waits that paused at least once.
+    pub(crate) waits: Tally,
+}
+
 /// How long the caller of a batch run waits awake for a share a pool
 /// thread is running before it lets the scope put it to sleep: 1024
 /// spin-loop hints. A spin pays for itself only while it is shorter than
@@ -16,18 +34,27 @@ use std::time::{Duration, Instant};
 pub(super) const SPIN: usize = 1 << 10;
 
 /// Spins while `busy` holds, at most [`SPIN`] hints: the caller of a
-/// batch run waiting awake for the shares pool threads are running. It
+/// batch run waiting awake for the pool threads inside their jobs. It
 /// spins only while one is: a share no pool thread has started is never
-/// waited for (the caller claims it), and once none runs the caller
-/// goes on at once.
+/// waited for (the caller claims it), and once none runs the caller goes
+/// on at once. Returns whether `busy` still held (the caller then sleeps
+/// until the pool threads are done); counted in `waits`.
 #[inline]
-pub(super) fn spin_while(busy: impl Fn() -> bool) {
-    for _ in 0..SPIN {
+pub(super) fn spin_while(busy: impl Fn() -> bool, waits: &Waits) -> bool {
+    for spun in 0..SPIN {
         if !busy() {
-            break;
+            if spun > 0 {
+                waits.spins.add(spun);
+                waits.waits.add(1);
+            }
+            return false;
         }
         std::hint::spin_loop();
     }
+    waits.spins.add(SPIN);
+    waits.waits.add(1);
+    waits.sleeps.add(1);
+    true
 }
 
 /// Stays awake while `wanted` holds, for at most `limit`: 256 spin-loop
@@ -50,32 +77,63 @@ pub(super) fn awake_while(wanted: impl Fn() -> bool, limit: Duration) {
 /// after `pause`: spin-loop hints first (a share is often microseconds
 /// from done), then yielding the core (an oversubscribed pool may need it
 /// to finish the unit waited for) for up to [`YIELD`], then sleeping until
-/// woken (the thread waited for unparks this one; a timeout bounds every
-/// sleep), so that a thread waiting a whole 1 MiB segment, or for a slow
-/// inner writer, does not hold a core, and one waiting for a 64 KiB share
-/// does not pay for a wake-up.
-#[derive(Default)]
-pub(super) struct Wait {
+/// woken (the thread waited for unparks this one), so that a thread
+/// waiting a whole 1 MiB segment, or for a slow inner writer, does not
+/// hold a core, and one waiting for a 64 KiB share does not pay for a
+/// wake-up. A timeout bounds every sleep, doubling from [`NAP`] to
+/// [`NAP_MAX`]: the wake-up comes from the thread waited for, and a
+/// thread that waits long (for a descheduled one) wakes a few times, not
+/// every [`NAP`].
+pub(super) struct Wait<'w> {
     spins: u32,
     since: Option<Instant>,
+    nap: Duration,
+    waits: &'w Waits,
 }
 
 /// How long a waiting thread yields before it sleeps: about what sealing
 /// 64 KiB takes with the slower ciphers here.
 const YIELD: Duration = Duration::from_micros(100);
 
-impl Wait {
+/// A waiting thread's first sleep at most: about what a wake-up costs here
+/// several times over.
+const NAP: Duration = Duration::from_micros(200);
+
+/// A waiting thread's longest sleep between looks, if nobody wakes it.
+pub(super) const NAP_MAX: Duration = Duration::from_millis(5);
+
+/// Spin-loop hints a [`Wait`] gives before it yields.
+pub(super) const WAIT_SPINS: u32 = 64;
+
+impl<'w> Wait<'w> {
+    /// A new wait, counted in `waits`.
+    pub(super) fn new(waits: &'w Waits) -> Wait<'w> {
+        Wait {
+            spins: 0,
+            since: None,
+            nap: NAP,
+            waits,
+        }
+    }
+
     pub(super) fn pause(&mut self) {
-        if self.spins < 64 {
+        if self.spins < WAIT_SPINS {
+            if self.spins == 0 {
+                self.waits.waits.add(1);
+            }
             self.spins += 1;
+            self.waits.spins.add(1);
             std::hint::spin_loop();
             return;
         }
         let since = *self.since.get_or_insert_with(Instant::now);
         if since.elapsed() < YIELD {
+            self.waits.yields.add(1);
             std::thread::yield_now();
         } else {
-            std::thread::park_timeout(Duration::from_micros(200));
+            self.waits.sleeps.add(1);
+            std::thread::park_timeout(self.nap);
+            self.nap = (self.nap * 2).min(NAP_MAX);
         }
     }
 }

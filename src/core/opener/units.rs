@@ -107,7 +107,7 @@ impl Opener {
         else {
             return Ok(0);
         };
-        let batch = parallel::batch_segments(workers.threads(), stream.units.layout().rest);
+        let batch = parallel::open_batch_segments(workers.threads(), stream.units.layout().rest);
         // A fixed-size segment that ends the read-ahead may be final.
         // Unless the input looks at its end (then it is likely final,
         // and left to the one-thread path), the one-thread path would
@@ -169,7 +169,7 @@ impl Opener {
         self.ahead.prove(|| {
             let (w, s) = (workers.as_ref()?, stream.as_ref()?);
             let layout = s.units.layout();
-            let batch = parallel::batch_segments(w.threads(), layout.rest);
+            let batch = parallel::open_batch_segments(w.threads(), layout.rest);
             Some(layout.max_sealed().saturating_mul(batch))
         });
     }
@@ -222,7 +222,7 @@ impl Opener {
         let index = self.next;
         // A run's plaintext is shorter than its ciphertext: room for what
         // the read-ahead holds, never for more than arrived.
-        let batch = parallel::batch_segments(w.threads(), layout.rest) as u64;
+        let batch = parallel::open_batch_segments(w.threads(), layout.rest) as u64;
         let room = layout.run_len(index, batch, avail);
         let r = match plain.open_into(room) {
             Ok(out) => self.open_run(out),
