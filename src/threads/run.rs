@@ -25,8 +25,13 @@ pub(super) const SHARE_SEGMENTS: usize = 64;
 /// plaintext bytes: one share per thread, each of at least [`SHARE`]
 /// bytes (at least one segment, at most [`SHARE_SEGMENTS`]).
 pub(crate) fn batch_segments(threads: usize, seg: usize) -> usize {
-    let per = SHARE.div_ceil(seg.max(1)).clamp(1, SHARE_SEGMENTS);
-    threads.saturating_mul(per)
+    threads.saturating_mul(share_segments(SHARE, seg))
+}
+
+/// The segments of `seg` bytes in a share of `bytes` bytes: at least one,
+/// at most [`SHARE_SEGMENTS`].
+fn share_segments(bytes: usize, seg: usize) -> usize {
+    bytes.div_ceil(seg.max(1)).clamp(1, SHARE_SEGMENTS)
 }
 
 /// Plaintext bytes a reader's run opens at least, with any thread count:
@@ -41,8 +46,7 @@ pub(crate) const OPEN_RUN: usize = 512 * 1024;
 /// least [`OPEN_RUN`] ÷ `threads` bytes each.
 pub(crate) fn open_batch_segments(threads: usize, seg: usize) -> usize {
     let share = SHARE.max(OPEN_RUN.div_ceil(threads.max(1)));
-    let per = share.div_ceil(seg.max(1)).clamp(1, SHARE_SEGMENTS);
-    threads.saturating_mul(per)
+    threads.saturating_mul(share_segments(share, seg))
 }
 
 /// One segment of a run: what to seal or open, where the result goes, and
@@ -143,10 +147,7 @@ impl Workers {
         let size = pieces
             .first()
             .map_or(1, |p| p.output.len().max(p.input.len()));
-        let per = SHARE
-            .div_ceil(size.max(1))
-            .clamp(1, SHARE_SEGMENTS)
-            .min(total.div_ceil(threads).max(1));
+        let per = share_segments(SHARE, size).min(total.div_ceil(threads).max(1));
         let claims = Claims {
             shares: pieces.chunks_mut(per).map(Mutex::new).collect(),
             next: AtomicUsize::new(0),

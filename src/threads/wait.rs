@@ -22,8 +22,8 @@ pub(crate) struct Waits {
     pub(crate) waits: Tally,
 }
 
-/// How long the caller of a batch run waits awake for a share a pool
-/// thread is running before it lets the scope put it to sleep: 1024
+/// How long the caller of a batch run waits awake for a pool thread
+/// inside its job before it lets the scope put it to sleep: 1024
 /// spin-loop hints. A spin pays for itself only while it is shorter than
 /// the wake-up it saves: on the 2-core development machine a spin-loop
 /// hint takes 27–100 ns and a sleeping thread runs 5–7 µs (median; 19 µs
@@ -37,24 +37,23 @@ pub(super) const SPIN: usize = 1 << 10;
 /// batch run waiting awake for the pool threads inside their jobs. It
 /// spins only while one is: a share no pool thread has started is never
 /// waited for (the caller claims it), and once none runs the caller goes
-/// on at once. Returns whether `busy` still held (the caller then sleeps
-/// until the pool threads are done); counted in `waits`.
+/// on at once. If `busy` still holds after [`SPIN`] hints, the caller
+/// sleeps (counted in `waits`) until the pool threads are done.
 #[inline]
-pub(super) fn spin_while(busy: impl Fn() -> bool, waits: &Waits) -> bool {
+pub(super) fn spin_while(busy: impl Fn() -> bool, waits: &Waits) {
     for spun in 0..SPIN {
         if !busy() {
             if spun > 0 {
                 waits.spins.add(spun);
                 waits.waits.add(1);
             }
-            return false;
+            return;
         }
         std::hint::spin_loop();
     }
     waits.spins.add(SPIN);
     waits.waits.add(1);
     waits.sleeps.add(1);
-    true
 }
 
 /// Stays awake while `wanted` holds, for at most `limit`: 256 spin-loop
@@ -100,7 +99,7 @@ const YIELD: Duration = Duration::from_micros(100);
 const NAP: Duration = Duration::from_micros(200);
 
 /// A waiting thread's longest sleep between looks, if nobody wakes it.
-pub(super) const NAP_MAX: Duration = Duration::from_millis(5);
+const NAP_MAX: Duration = Duration::from_millis(5);
 
 /// Spin-loop hints a [`Wait`] gives before it yields.
 pub(super) const WAIT_SPINS: u32 = 64;
