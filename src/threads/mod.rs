@@ -9,8 +9,10 @@
 //! and [`Workers::run`] hands the pieces out in whole batches: contiguous
 //! shares of about 64 KiB (at least one per thread), each claimed from a
 //! shared counter by whichever thread is free, the calling thread
-//! included (a pool thread the system has not scheduled takes fewer or
-//! none, and the caller never waits for a share nobody started).
+//! included. A pool thread gets a job only while it is seen awake (a
+//! job handed to a thread the system has not scheduled would hold the run
+//! until it starts): the caller never waits for a thread that is not
+//! running.
 //! The engine then reads the results in order, so the stream's rules
 //! (release in order, the final segment last, the first failure wins)
 //! stay where they were.
@@ -37,7 +39,7 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | `pool` | [`Workers`]: the pool's threads, started, kept awake after a run, joined |
+//! | `pool` | [`Workers`]: the pool's threads, started, kept awake after a run or woken for one, seen awake ([`Awake`](pool::Awake)), joined |
 //! | `run` | batch runs of [`Piece`]s, shares claimed by whichever thread runs ([`Workers::run`]), and their size ([`batch_segments`], a reader's [`open_batch_segments`]) |
 //! | `pipeline` | the writer's pipeline ([`Workers::pipeline`]): what it returns ([`Piped`](pipeline::Piped), [`gather`]) |
 //! | `line` | what the threads of one pipeline share, and what each does in it |

@@ -73,6 +73,7 @@ impl Workers {
             }
             return line.finish(delivered);
         };
+        self.starting();
         let (Some(pool), pace) = (&self.pool, &mut self.pace) else {
             unreachable!("started by begin")
         };

@@ -3,9 +3,10 @@
 //! run ([`Workers::linger`]), and joined when the stream drops its
 //! [`Workers`], so that no thread outlives its stream.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::gain::Gain;
 use super::pace::Pace;
@@ -15,6 +16,71 @@ use crate::probe::{self, Alive, Count, Fault};
 /// How long a pool thread stays awake after a run, for the next one
 /// ([`Workers::linger`]).
 const LINGER: Duration = Duration::from_micros(100);
+
+/// How long a pool thread woken at the start of a run stays awake for it
+/// at most ([`Workers::wake`]; the run's end or its hand-over ends it
+/// sooner): the run hands it shares between two of the caller's own,
+/// whenever it is found awake then, and a thread that slept may take a
+/// millisecond to get going here (its core idled), a share a millisecond
+/// to do (1 MiB segments).
+const WAKE: Duration = Duration::from_millis(5);
+
+/// A pool thread that looked for work this recently is taken to be
+/// running: work handed to it now starts at once. On a machine whose
+/// cores are taken, a thread that is not running waits for a core for a
+/// scheduler's time slice (milliseconds); one that looked within the last
+/// few microseconds holds one.
+const FRESH: Duration = Duration::from_micros(50);
+
+/// Which pool threads are awake and looking for work: the lingering
+/// threads say so while they wait, so that a run hands shares only to a
+/// thread that runs (a share handed to a thread that has not started
+/// holds the run until it has: see [`Workers::run`]).
+pub(super) struct Awake {
+    /// When the times below count from.
+    base: Instant,
+    /// Pool threads in their lingering loop now.
+    threads: AtomicUsize,
+    /// When one of them last looked, in nanoseconds since `base`.
+    looked: AtomicU64,
+}
+
+impl Default for Awake {
+    fn default() -> Self {
+        Awake {
+            base: Instant::now(),
+            threads: AtomicUsize::new(0),
+            looked: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Awake {
+    fn now(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A lingering thread looks for work: it is running now.
+    fn look(&self) {
+        self.looked.store(self.now(), Ordering::Release);
+    }
+
+    /// Pool threads awake now: lingering, and one of them looked within
+    /// [`FRESH`].
+    pub(super) fn running(&self) -> usize {
+        let n = self.threads.load(Ordering::Acquire);
+        if n == 0 {
+            return 0;
+        }
+        let looked = self.looked.load(Ordering::Acquire);
+        let fresh = u64::try_from(FRESH.as_nanos()).unwrap_or(u64::MAX);
+        if self.now().saturating_sub(looked) < fresh {
+            n
+        } else {
+            0
+        }
+    }
+}
 
 /// The threads of one stream: the caller plus `threads - 1` pool threads,
 /// started on the first [`run`](Self::run).
@@ -35,17 +101,23 @@ pub(crate) struct Workers {
     pub(crate) pool_delay: Fault<Duration>,
     /// Bumped when a run starts or the workers end: a pool thread kept
     /// awake after a run ([`linger`](Self::linger)) stops waiting then.
-    pub(super) generation: std::sync::Arc<AtomicUsize>,
+    pub(super) generation: Arc<AtomicUsize>,
     /// Pool threads kept awake after a run: at most one less than the
     /// machine's CPUs (more would spin on cores the others need).
     pub(super) lingering: usize,
     /// Pool threads kept awake so far (tests that runs linger).
     pub(crate) lingered: Count,
+    /// Which pool threads are awake now.
+    pub(super) awake: Arc<Awake>,
+    /// Lingering jobs hold off saying they are awake this long (tests: a
+    /// pool thread the system has not scheduled).
+    pub(crate) wake_delay: Fault<Duration>,
     /// Shares of batch runs the caller's thread claimed so far (tests
     /// that the caller takes the shares no pool thread started).
     pub(crate) caller_shares: Count,
-    /// Make jobs panic (tests of the panic path): on the pool threads in
-    /// [`run`](Self::run) (each as it starts), on every thread in [`pipeline`](Self::pipeline).
+    /// Make jobs panic (tests of the panic path): on every thread of a
+    /// [`run`](Self::run) on the pool (each as it starts) and of a
+    /// [`pipeline`](Self::pipeline).
     pub(crate) inject_panic: Fault,
     /// Pool threads running (tests that none outlives the workers).
     pub(super) alive: Alive,
@@ -66,9 +138,11 @@ impl Workers {
             gain: Gain::default(),
             solo_runs: Count::default(),
             pool_delay: Fault::default(),
-            generation: std::sync::Arc::default(),
+            generation: Arc::default(),
             lingering: 0,
             lingered: Count::default(),
+            awake: Arc::default(),
+            wake_delay: Fault::default(),
             caller_shares: Count::default(),
             inject_panic: probe::worker_panic(),
             alive: Alive::default(),
@@ -125,8 +199,9 @@ impl Workers {
         self.pool.as_ref()
     }
 
-    /// A run starts: pool threads kept awake after the last one stop
-    /// waiting, and take its jobs at once.
+    /// Work is handed to the pool (or the pool is left alone for a
+    /// while): pool threads kept awake stop waiting, and take its jobs at
+    /// once.
     pub(super) fn starting(&self) {
         self.generation.fetch_add(1, Ordering::Release);
     }
@@ -136,8 +211,8 @@ impl Workers {
     /// whether the run is judged (the run that starts the pool pays for the
     /// threads' start and is not).
     pub(super) fn begin(&mut self) -> Option<bool> {
-        self.starting();
         if !self.gain.threaded() {
+            self.starting();
             self.solo_runs.add(1);
             return None;
         }
@@ -147,22 +222,58 @@ impl Workers {
     }
 
     /// A run ended: each pool thread stays awake for [`LINGER`] (or until
-    /// the next run starts), so that the next run, often microseconds
-    /// away (a small write's copy into the buffer), does not wait for a
-    /// sleeping thread to wake (tens of microseconds here, against a
-    /// share's tens of microseconds of sealing).
+    /// work is handed to the pool), so that the next run, often
+    /// microseconds away (a small write's copy into the buffer), does not
+    /// wait for a sleeping thread to wake (tens of microseconds here,
+    /// against a share's tens of microseconds of sealing).
     pub(super) fn linger(&mut self) {
+        if self.pool.is_none() {
+            return;
+        }
+        self.starting();
+        self.lingered.add(self.lingering);
+        for _ in 0..self.lingering {
+            self.post_linger(LINGER);
+        }
+    }
+
+    /// A run starts with no pool thread awake: the lingering threads are
+    /// woken, to say so when they run; the run hands them shares from
+    /// then on. (A lingering job posted before and not yet run ends as it
+    /// starts: only the last one posted waits.)
+    pub(super) fn wake(&self) {
+        for _ in 0..self.lingering {
+            self.post_linger(WAKE);
+        }
+    }
+
+    /// Posts one lingering job: the thread that runs it waits for work,
+    /// saying it is awake, for `limit` or until work is handed to the
+    /// pool.
+    fn post_linger(&self, limit: Duration) {
         let Some(pool) = &self.pool else {
             return;
         };
-        let g = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        self.lingered.add(self.lingering);
-        for _ in 0..self.lingering {
-            let generation = std::sync::Arc::clone(&self.generation);
-            pool.spawn(move || {
-                wait::awake_while(|| generation.load(Ordering::Acquire) == g, LINGER)
-            });
-        }
+        let g = self.generation.load(Ordering::Acquire);
+        let generation = Arc::clone(&self.generation);
+        let awake = Arc::clone(&self.awake);
+        let delay = self.wake_delay.armed();
+        pool.spawn(move || {
+            if let Some(d) = delay {
+                std::thread::sleep(d);
+            }
+            if generation.load(Ordering::Acquire) == g {
+                awake.threads.fetch_add(1, Ordering::AcqRel);
+                wait::awake_while(
+                    || {
+                        awake.look();
+                        generation.load(Ordering::Acquire) == g
+                    },
+                    limit,
+                );
+                awake.threads.fetch_sub(1, Ordering::AcqRel);
+            }
+        });
     }
 
     /// Ends the pool and waits for its threads.

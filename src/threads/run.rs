@@ -81,26 +81,32 @@ struct Claims<'s, 'a> {
 }
 
 impl Claims<'_, '_> {
-    /// Claims shares one after the other and runs `job` on their pieces
-    /// until none is left; returns how many shares and pieces this thread
-    /// took.
-    fn take_all(&self, job: &(impl Fn(&mut Piece<'_>) + Sync), on_pool: bool) -> (usize, usize) {
-        let (mut taken, mut pieces) = (0, 0);
-        loop {
-            let i = self.next.fetch_add(1, Ordering::AcqRel);
-            if let Some(share) = self.shares.get(i) {
-                if let (true, Some(delay)) = (on_pool, self.delay) {
-                    std::thread::sleep(delay);
-                }
-                taken += 1;
-                let mut share = share.lock().unwrap_or_else(|e| e.into_inner());
-                pieces += share.len();
-                self.guarded(|| share.iter_mut().for_each(job));
-            }
-            if i >= self.shares.len() {
-                return (taken, pieces);
-            }
+    /// Claims the next share and runs `job` on its pieces; the number of
+    /// its pieces, or `None` when every share is claimed.
+    fn take_one(&self, job: &(impl Fn(&mut Piece<'_>) + Sync), on_pool: bool) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::AcqRel);
+        let share = self.shares.get(i)?;
+        if let (true, Some(delay)) = (on_pool, self.delay) {
+            std::thread::sleep(delay);
         }
+        let mut share = share.lock().unwrap_or_else(|e| e.into_inner());
+        self.guarded(|| share.iter_mut().for_each(job));
+        Some(share.len())
+    }
+
+    /// Claims shares one after the other until none is left; how many it
+    /// took.
+    fn take_all(&self, job: &(impl Fn(&mut Piece<'_>) + Sync), on_pool: bool) -> usize {
+        let mut taken = 0;
+        while self.take_one(job, on_pool).is_some() {
+            taken += 1;
+        }
+        taken
+    }
+
+    /// Whether a share is left unclaimed.
+    fn left(&self) -> bool {
+        self.next.load(Ordering::Acquire) < self.shares.len()
     }
 
     /// Runs `f`; a panic in it is recorded, not unwound.
@@ -113,13 +119,16 @@ impl Claims<'_, '_> {
 
 impl Workers {
     /// Runs `job` on every piece, returning once all are done. The pieces
-    /// are cut into one contiguous share per thread; the caller's thread
-    /// and up to `threads - 1` pool threads claim shares from a shared
-    /// counter as each gets to run, so a pool thread the system has not
-    /// scheduled yet takes fewer or none, and the caller never waits for
-    /// a share nobody has started. While runs on the pool do not pay
-    /// ([`Gain`](super::gain::Gain)), the caller does them alone. A job
-    /// reports its outcome in [`Piece::result`].
+    /// are cut into contiguous shares of about [`SHARE`] bytes (at least
+    /// one per thread); the caller's thread and up to `threads - 1` pool
+    /// threads claim them from a shared counter as each gets to run. A
+    /// pool thread is handed a job only while it is awake (lingering after
+    /// the last run, or woken by this one and found running between two of
+    /// the caller's shares): one the system has not scheduled gets none,
+    /// and the caller, doing every share itself, never waits for it. While
+    /// runs on the pool do not pay ([`Gain`](super::gain::Gain)), the
+    /// caller does them alone. A job reports its outcome in
+    /// [`Piece::result`].
     ///
     /// # Errors
     ///
@@ -156,20 +165,52 @@ impl Workers {
             delay,
         };
         let helpers = claims.shares.len().saturating_sub(1).min(threads - 1);
+        if self.awake.running() == 0 {
+            self.wake();
+        }
         let (claims_ref, job, waits) = (&claims, &job, &self.waits);
-        let ((taken, own), alone) = pool.in_place_scope(|scope| {
-            for _ in 0..helpers {
-                scope.spawn(move |_| {
-                    claims_ref.active.fetch_add(1, Ordering::AcqRel);
-                    if inject {
-                        claims_ref.guarded(|| panic!("injected worker panic"));
-                    }
-                    claims_ref.take_all(job, true);
-                    claims_ref.active.fetch_sub(1, Ordering::AcqRel);
-                });
-            }
+        let (awake, generation) = (&*self.awake, &*self.generation);
+        let (taken, own, alone) = pool.in_place_scope(|scope| {
+            // Shares go to a pool thread only while it runs: a job handed
+            // to a thread that has not started holds the scope until it
+            // has (on a busy machine, a scheduler's time slice), even if
+            // the caller took every share meanwhile. So helpers are
+            // spawned for the pool threads awake now, or, if none is, the
+            // first time the caller finds one awake after a share of its
+            // own. Handing over ends every thread's lingering: once is
+            // all a run does.
+            let hand_over = || {
+                let n = awake.running().min(helpers);
+                if n == 0 || !claims_ref.left() {
+                    return 0;
+                }
+                generation.fetch_add(1, Ordering::AcqRel);
+                for _ in 0..n {
+                    scope.spawn(move |_| {
+                        claims_ref.active.fetch_add(1, Ordering::AcqRel);
+                        if inject {
+                            claims_ref.guarded(|| panic!("injected worker panic"));
+                        }
+                        if claims_ref.take_all(job, true) == 0 {
+                            waits.late.add(1);
+                        }
+                        claims_ref.active.fetch_sub(1, Ordering::AcqRel);
+                    });
+                }
+                n
+            };
+            let mut spawned = hand_over();
             let t = Instant::now();
-            let taken = claims_ref.take_all(job, false);
+            if inject {
+                claims_ref.guarded(|| panic!("injected worker panic"));
+            }
+            let (mut taken, mut own) = (0, 0);
+            while let Some(pieces) = claims_ref.take_one(job, false) {
+                (taken, own) = (taken + 1, own + pieces);
+                if spawned == 0 {
+                    spawned = hand_over();
+                }
+            }
             let alone = t.elapsed();
             // Every share is claimed. The scope ends once every pool
             // thread's job has returned, asleep until then: wait awake
@@ -177,11 +218,14 @@ impl Workers {
             // about to return: then the scope's end finds it done and does
             // not sleep), never for one that has not started.
             wait::spin_while(|| claims_ref.active.load(Ordering::Acquire) > 0, waits);
-            (taken, alone)
+            (taken, own, alone)
         });
         self.gain.alone(own, alone);
         // A run of one share is the caller's alone whatever the verdict:
-        // it says nothing of what the pool gives.
+        // it says nothing of what the pool gives. A run the pool was woken
+        // for but never joined is judged: it gained nothing, and a stream
+        // whose pool threads do not get to run (the machine's cores are
+        // taken) stops waking them for a while.
         if judged && helpers > 0 {
             self.gain.judge(total, t.elapsed());
         }

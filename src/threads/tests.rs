@@ -30,27 +30,30 @@ fn pieces<'a>(inputs: &'a [Vec<u8>], outputs: &'a mut [Vec<u8>]) -> Vec<Piece<'a
 /// threads are gone once the workers are dropped.
 #[test]
 fn runs_every_piece_and_joins_its_threads() {
-    let inputs: Vec<Vec<u8>> = (0..9u8).map(|i| vec![i; 3]).collect();
-    let mut outputs = vec![vec![0u8; 3]; 9];
-    let seen = Mutex::new(std::collections::HashSet::new());
     let mut w = Workers::new(3);
-    let mut p = pieces(&inputs, &mut outputs);
-    w.run(&mut p, |piece| {
-        seen.lock().unwrap().insert(std::thread::current().id());
-        // Shares go to whichever thread claims them first: hold each
-        // until a second thread has one (a bound in case none does).
-        let since = std::time::Instant::now();
-        while seen.lock().unwrap().len() < 2 && since.elapsed() < Duration::from_secs(10) {
-            std::thread::yield_now();
+    let seen = Mutex::new(std::collections::HashSet::new());
+    // A run hands shares to the pool threads once one is awake (woken
+    // by the run, or lingering after the last): runs whose shares take
+    // long enough for that, until one did (a bound in case none does).
+    for _ in 0..100 {
+        let inputs: Vec<Vec<u8>> = (0..9u8).map(|i| vec![i; 3]).collect();
+        let mut outputs = vec![vec![0u8; 3]; 9];
+        let mut p = pieces(&inputs, &mut outputs);
+        w.run(&mut p, |piece| {
+            seen.lock().unwrap().insert(std::thread::current().id());
+            busy_for(Duration::from_micros(300));
+            for (o, i) in piece.output.iter_mut().zip(piece.input) {
+                *o = i.wrapping_add(piece.index as u8);
+            }
+        })
+        .unwrap();
+        drop(p);
+        for (i, o) in outputs.iter().enumerate() {
+            assert_eq!(o, &vec![2 * i as u8; 3]);
         }
-        for (o, i) in piece.output.iter_mut().zip(piece.input) {
-            *o = i.wrapping_add(piece.index as u8);
+        if seen.lock().unwrap().len() > 1 {
+            break;
         }
-    })
-    .unwrap();
-    drop(p);
-    for (i, o) in outputs.iter().enumerate() {
-        assert_eq!(o, &vec![2 * i as u8; 3]);
     }
     assert!(
         seen.lock().unwrap().len() > 1,
@@ -112,6 +115,58 @@ fn the_caller_takes_the_shares_no_pool_thread_started() {
     assert_eq!(w.caller_shares.get(), 2, "both shares, in two claims");
     assert_eq!(w.waits.spins.get(), 0, "no spin for a thread not started");
     assert_eq!(w.waits.sleeps.get(), 0);
+}
+
+/// One run of `n` pieces of `len` bytes on `w`, each copied, the caller's
+/// busy for `caller_work` first; checks the copies, returns the pieces
+/// pool threads did.
+fn copy_run(w: &mut Workers, n: usize, len: usize, caller_work: Duration) -> usize {
+    let caller = std::thread::current().id();
+    let inputs: Vec<Vec<u8>> = (0..n).map(|i| vec![i as u8; len]).collect();
+    let mut outputs = vec![vec![0u8; len]; n];
+    let on_pool = AtomicUsize::new(0);
+    let mut p = pieces(&inputs, &mut outputs);
+    w.run(&mut p, |piece| {
+        if std::thread::current().id() == caller {
+            busy_for(caller_work);
+        } else {
+            on_pool.fetch_add(1, Ordering::SeqCst);
+        }
+        piece.output.copy_from_slice(piece.input);
+    })
+    .unwrap();
+    drop(p);
+    assert_eq!(outputs, inputs);
+    on_pool.into_inner()
+}
+
+/// A run hands no share to a pool thread that is not running: a pool
+/// thread that takes 20 ms to get going after each wake-up (as one
+/// waiting for a core on a busy machine) gets no job, and the caller does
+/// every share without waiting for it, run after run. Woken in time, the
+/// same thread takes shares.
+#[test]
+fn a_run_hands_no_share_to_a_pool_thread_not_running() {
+    let mut w = Workers::new(2);
+    w.wake_delay.arm(Duration::from_millis(20));
+    // Runs of 32 pieces of 8 KiB: four shares, the caller busy for a
+    // while in each piece it does.
+    let run = |w: &mut Workers| copy_run(w, 32, 8 << 10, Duration::from_micros(100));
+    let runs = 10;
+    for _ in 0..runs {
+        assert_eq!(run(&mut w), 0, "a share went to a thread not running");
+    }
+    assert_eq!(w.caller_shares.get(), runs * 4, "every share of every run");
+    assert_eq!(w.waits.late.get(), 0, "no wait for a thread not running");
+    assert_eq!(w.waits.spins.get(), 0);
+    assert_eq!(w.waits.sleeps.get(), 0);
+    // The same pool thread, woken in time (once the late wake-ups queued
+    // before have passed: 200 ms at most), takes shares.
+    w.wake_delay = Fault::default();
+    assert!(
+        (0..1000).any(|_| run(&mut w) > 0),
+        "an awake pool thread took shares"
+    );
 }
 
 /// A job for the pipeline tests: unit `u` is `u + 1` bytes of value
@@ -488,27 +543,12 @@ fn a_batch_runs_caller_spins_only_for_a_running_pool_thread_and_not_for_long() {
     // A pool thread that stalls 20 ms in each share it claims.
     let mut w = Workers::new(2);
     w.pool_delay.arm(Duration::from_millis(20));
-    let (runs, caller) = (10, std::thread::current().id());
+    let runs = 10;
     let mut pool_runs = 0;
     for _ in 0..runs {
-        let inputs: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i; 3]).collect();
-        let mut outputs = vec![vec![0u8; 3]; 8];
-        let on_pool = AtomicUsize::new(0);
-        let mut p = pieces(&inputs, &mut outputs);
-        w.run(&mut p, |piece| {
-            // The caller's shares take long enough for the pool thread to
-            // wake and claim one.
-            if std::thread::current().id() == caller {
-                busy_for(Duration::from_millis(1));
-            } else {
-                on_pool.fetch_add(1, Ordering::SeqCst);
-            }
-            piece.output.copy_from_slice(piece.input);
-        })
-        .unwrap();
-        drop(p);
-        assert_eq!(outputs, inputs);
-        pool_runs += usize::from(on_pool.into_inner() > 0);
+        // The caller's shares take long enough for the pool thread to
+        // be seen awake and claim one.
+        pool_runs += usize::from(copy_run(&mut w, 32, 8 << 10, Duration::from_micros(250)) > 0);
     }
     let (spins, sleeps, waits) = (
         w.waits.spins.get(),

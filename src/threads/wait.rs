@@ -20,6 +20,10 @@ pub(crate) struct Waits {
     pub(crate) sleeps: Tally,
     /// Waits that paused at least once.
     pub(crate) waits: Tally,
+    /// Jobs of a batch run that a pool thread started after every share
+    /// was claimed: the run's caller waited for them to start, for
+    /// nothing.
+    pub(crate) late: Tally,
 }
 
 /// How long the caller of a batch run waits awake for a pool thread
