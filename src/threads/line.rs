@@ -25,8 +25,6 @@ pub(super) struct Line<'a> {
     /// `u + 1` once unit `u` is done in slot `u % slots.len()`.
     pub(super) ready: Vec<AtomicUsize>,
     pub(super) units: usize,
-    /// Threads taking units, the caller's included.
-    pub(super) threads: usize,
     /// The next unit to start.
     pub(super) next: AtomicUsize,
     /// Units delivered: their slots may take later units.
@@ -146,7 +144,8 @@ impl Line<'_> {
 
     /// A pool thread: takes units until none is left; while the next
     /// unit's slot is busy (the caller has not moved it out yet), waits,
-    /// asleep after a short while, for the caller to wake it.
+    /// asleep after a short while, for the caller to wake it. One that
+    /// finds every unit started is counted late (tests).
     pub(super) fn work<F>(&self, job: &F, inject: bool)
     where
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
@@ -155,17 +154,23 @@ impl Line<'_> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(std::thread::current());
-        let mut waited = Wait::new(&self.waits);
+        let (mut waited, mut took) = (Wait::new(&self.waits), false);
         loop {
             match self.claim() {
                 Claim::Unit(u) => {
+                    took = true;
                     if let Some(delay) = self.delay {
                         std::thread::sleep(delay);
                     }
                     self.run(u, job, inject);
                     waited = Wait::new(&self.waits);
                 }
-                Claim::Done => return,
+                Claim::Done => {
+                    if !took {
+                        self.waits.late.add(1);
+                    }
+                    return;
+                }
                 Claim::Busy => {
                     waited.pause();
                 }
@@ -173,14 +178,22 @@ impl Line<'_> {
         }
     }
 
+    /// Whether a unit is left to start.
+    pub(super) fn left(&self) -> bool {
+        self.next.load(Ordering::Acquire) < self.units && !self.stop.load(Ordering::Acquire)
+    }
+
     /// The calling thread: delivers the units in order, working on one
-    /// itself while the next to deliver is not ready.
+    /// itself while the next to deliver is not ready. Until pool threads
+    /// join (`join`, asked between steps, returns how many it started), it
+    /// works on every unit itself.
     pub(super) fn deliver_all<F>(
         &self,
         job: &F,
         mut deliver: impl FnMut(&[u8]) -> usize,
         inject: bool,
         pace: &mut Pace,
+        mut join: impl FnMut() -> usize,
     ) -> Delivered
     where
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
@@ -191,9 +204,16 @@ impl Line<'_> {
         // However this ends (a panic of `deliver` included), the pool
         // threads stop waiting for slots and leave.
         let _stop = StopOnDrop(self);
-        let quota = pace.quota(self.units, self.threads);
-        let mut taken = 0;
+        let (mut threads, mut taken) = (1, 0);
+        let mut quota = self.units;
         while d < self.units {
+            if threads == 1 {
+                let n = join();
+                if n > 0 {
+                    threads += n;
+                    quota = pace.quota(self.units, threads);
+                }
+            }
             if self.ready[d % k].load(Ordering::Acquire) == d + 1 {
                 match self.hand_over(d, &mut offset, &mut deliver, pace) {
                     Handed::Whole => {}
@@ -212,7 +232,7 @@ impl Line<'_> {
                 self.wake_workers();
                 continue;
             }
-            if self.help(d, taken >= quota, job, inject, pace) {
+            if self.help(d, taken >= quota, threads, job, inject, pace) {
                 taken += 1;
                 waited = Wait::new(&self.waits);
             } else {
@@ -272,13 +292,21 @@ impl Line<'_> {
     /// worked on here holds up the delivery of all the others), and only
     /// within its share (`spent` once it has taken it): it also delivers
     /// every unit. Returns whether it ran one.
-    fn help<F>(&self, d: usize, spent: bool, job: &F, inject: bool, pace: &mut Pace) -> bool
+    fn help<F>(
+        &self,
+        d: usize,
+        spent: bool,
+        threads: usize,
+        job: &F,
+        inject: bool,
+        pace: &mut Pace,
+    ) -> bool
     where
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
         let k = self.slots.len();
         let ahead = self.next.load(Ordering::Acquire) - d;
-        if ahead > 0 && (ahead > k.saturating_sub(self.threads) || spent) {
+        if ahead > 0 && (ahead > k.saturating_sub(threads) || spent) {
             return false;
         }
         match self.claim() {

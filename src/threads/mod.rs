@@ -25,7 +25,8 @@
 //! done after each batch it left the other threads waiting: the pipeline
 //! overlaps it with their sealing, with no hand-over per batch. The caller
 //! seals shares too, as many as its measured times say leave it no later
-//! than the others ([`Pace`]).
+//! than the others ([`Pace`]), and all of them until a pool thread is seen
+//! awake to join.
 //!
 //! The threads are a [`rayon_core`] pool owned by the stream: its
 //! scoped jobs seal straight from the caller's slice and open straight

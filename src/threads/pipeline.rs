@@ -20,7 +20,8 @@ impl Workers {
     /// caller moves unit `u` out while the pool threads work on the next
     /// ones, and works on one itself only when unit `u` is not ready yet
     /// (while runs on the pool do not pay, [`Gain`](super::gain::Gain),
-    /// it works on all of them alone).
+    /// it works on all of them alone, and until a pool thread is seen
+    /// awake to join it, too).
     /// A slot is reused once its unit is delivered, so at most
     /// `slots.len()` units are in flight: unit `u` starts only once unit
     /// `u - slots.len()` has been delivered (and so was done), a rule
@@ -55,7 +56,6 @@ impl Workers {
                 })
                 .collect(),
             units,
-            threads: 1,
             next: AtomicUsize::new(0),
             drained: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
@@ -67,26 +67,32 @@ impl Workers {
         let threads = self.threads;
         let Some(judged) = self.begin() else {
             let t = Instant::now();
-            let delivered = line.deliver_all(&job, deliver, inject, &mut self.pace);
+            let delivered = line.deliver_all(&job, deliver, inject, &mut self.pace, || 0);
             if delivered.units == units && delivered.error.is_none() {
                 self.gain.alone(units, t.elapsed());
             }
             return line.finish(delivered);
         };
-        self.starting();
+        if self.awake.running() == 0 {
+            self.wake();
+        }
         let (Some(pool), pace) = (&self.pool, &mut self.pace) else {
             unreachable!("started by begin")
         };
         let t = Instant::now();
         let spawn = threads.min(units).saturating_sub(1);
-        line.threads = spawn + 1;
         line.delay = self.pool_delay.armed();
         let (line_ref, job) = (&line, &job);
+        let (awake, generation) = (&*self.awake, &*self.generation);
         let delivered = pool.in_place_scope(|scope| {
-            for _ in 0..spawn {
-                scope.spawn(move |_| line_ref.work(job, inject));
-            }
-            line_ref.deliver_all(job, deliver, inject, pace)
+            // As in a batch run, the pool threads join only while they
+            // are seen awake: now, or between two of the caller's steps.
+            let join = || {
+                awake.hand_over(generation, spawn, line_ref.left(), || {
+                    scope.spawn(move |_| line_ref.work(job, inject));
+                })
+            };
+            line_ref.deliver_all(job, deliver, inject, pace, join)
         });
         // The caller alone would have done every unit and delivered it.
         if let (Some(work), Some(deliver)) = (pace.work, pace.deliver) {

@@ -65,6 +65,26 @@ impl Awake {
         self.looked.store(self.now(), Ordering::Release);
     }
 
+    /// Hands work to the pool threads awake now, if `left` (work is left
+    /// to hand): calls `spawn` once for each (at most `most`) and returns
+    /// how many. Handing over ends every thread's lingering (`generation`
+    /// moves on), so a run or a pipeline hands over once.
+    pub(super) fn hand_over(
+        &self,
+        generation: &AtomicUsize,
+        most: usize,
+        left: bool,
+        mut spawn: impl FnMut(),
+    ) -> usize {
+        let n = self.running().min(most);
+        if n == 0 || !left {
+            return 0;
+        }
+        generation.fetch_add(1, Ordering::AcqRel);
+        (0..n).for_each(|_| spawn());
+        n
+    }
+
     /// Pool threads awake now: lingering, and one of them looked within
     /// [`FRESH`].
     pub(super) fn running(&self) -> usize {

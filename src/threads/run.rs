@@ -177,15 +177,9 @@ impl Workers {
             // the caller took every share meanwhile. So helpers are
             // spawned for the pool threads awake now, or, if none is, the
             // first time the caller finds one awake after a share of its
-            // own. Handing over ends every thread's lingering: once is
-            // all a run does.
+            // own.
             let hand_over = || {
-                let n = awake.running().min(helpers);
-                if n == 0 || !claims_ref.left() {
-                    return 0;
-                }
-                generation.fetch_add(1, Ordering::AcqRel);
-                for _ in 0..n {
+                awake.hand_over(generation, helpers, claims_ref.left(), || {
                     scope.spawn(move |_| {
                         claims_ref.active.fetch_add(1, Ordering::AcqRel);
                         if inject {
@@ -196,8 +190,7 @@ impl Workers {
                         }
                         claims_ref.active.fetch_sub(1, Ordering::AcqRel);
                     });
-                }
-                n
+                })
             };
             let mut spawned = hand_over();
             let t = Instant::now();

@@ -195,23 +195,54 @@ fn a_pipeline_delivers_every_unit_in_order() {
     for threads in [2, 3, 8] {
         for take in [usize::MAX, 1, 7] {
             let units = 40;
-            let mut buf = vec![0u8; 3 * units];
-            let slots = buf.chunks_mut(units).collect();
             let seen = Mutex::new(std::collections::HashSet::new());
-            let mut got = Vec::new();
             let mut w = Workers::new(threads);
-            let piped = w.pipeline(units, slots, unit_job(&seen), |b: &[u8]| {
-                let n = b.len().min(take);
-                got.extend_from_slice(&b[..n]);
-                n
-            });
-            assert!(piped.error.is_none());
-            assert_eq!(piped.started, units);
-            assert!(piped.pending.is_empty());
-            assert_eq!(got, expected(units), "threads {threads} take {take}");
+            // Pool threads join a pipeline once seen awake: pipelines until
+            // they did (a bound in case they never do).
+            for _ in 0..100 {
+                let mut buf = vec![0u8; 3 * units];
+                let slots = buf.chunks_mut(units).collect();
+                let mut got = Vec::new();
+                let piped = w.pipeline(units, slots, unit_job(&seen), |b: &[u8]| {
+                    let n = b.len().min(take);
+                    got.extend_from_slice(&b[..n]);
+                    n
+                });
+                assert!(piped.error.is_none());
+                assert_eq!(piped.started, units);
+                assert!(piped.pending.is_empty());
+                assert_eq!(got, expected(units), "threads {threads} take {take}");
+                if seen.lock().unwrap().len() > 1 {
+                    break;
+                }
+            }
             assert!(seen.lock().unwrap().len() > 1, "the pool took units");
         }
     }
+}
+
+/// The same for a pipeline: a pool thread that takes 20 ms to get going
+/// after each wake-up gets no unit, and the caller seals and delivers
+/// every unit itself without waiting for it; woken in time, the same
+/// thread takes units.
+#[test]
+fn a_pipeline_hands_no_unit_to_a_pool_thread_not_running() {
+    let mut w = Workers::new(2);
+    w.wake_delay.arm(Duration::from_millis(20));
+    for _ in 0..10 {
+        assert_eq!(
+            one_pipeline(&mut w, 16, Duration::from_micros(200)),
+            0,
+            "a unit went to a thread not running"
+        );
+    }
+    assert_eq!(w.waits.late.get(), 0, "no wait for a thread not running");
+    assert_eq!(w.waits.sleeps.get(), 0);
+    w.wake_delay = Fault::default();
+    assert!(
+        (0..1000).any(|_| one_pipeline(&mut w, 16, Duration::from_micros(200)) > 0),
+        "an awake pool thread took units"
+    );
 }
 
 /// After each run the pool threads stay awake for the next one (as

@@ -20,9 +20,9 @@ pub(crate) struct Waits {
     pub(crate) sleeps: Tally,
     /// Waits that paused at least once.
     pub(crate) waits: Tally,
-    /// Jobs of a batch run that a pool thread started after every share
-    /// was claimed: the run's caller waited for them to start, for
-    /// nothing.
+    /// Jobs of a batch run or a pipeline that a pool thread started after
+    /// every share or unit was claimed: the caller waited for them to
+    /// start, for nothing.
     pub(crate) late: Tally,
 }
 
