@@ -166,9 +166,11 @@ impl ReaderBuilder {
     /// gives, after the same authenticated prefix; a read still waits
     /// only for the segment it works on.
     ///
-    /// The calling thread is one of the `n`; the other `n − 1` start with
+    /// The calling thread is one of the `n`; the other `n − 1` (at most
+    /// one per CPU besides the caller's) start with
     /// the first run, wait between runs (awake for up to 100 µs after
-    /// each, as the writer's) and are joined when the reader is
+    /// each, as the writer's; handed shares only while seen running, as
+    /// the writer's) and are joined when the reader is
     /// dropped (tens to hundreds of microseconds per stream: threads pay
     /// off for streams of a few MiB or more). A panic on one of them fails the stream with
     /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked). Built with

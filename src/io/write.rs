@@ -158,15 +158,19 @@ impl WriterBuilder {
     /// segments at a time, and streams of a few MiB or more: starting and
     /// joining the threads costs each stream tens to hundreds of
     /// microseconds. The calling thread is one of the `n`; the other
-    /// `n − 1` start with the first batch, wait between writes (awake for
-    /// up to 100 µs after each batch or write, at most one per CPU
-    /// besides the caller's, so that the next batch does not wait for one
-    /// to wake; asleep after that), and are joined when the writer is
-    /// finished or dropped. A panic on one of
+    /// `n − 1` (at most one per CPU besides the caller's: more could only
+    /// wait for a core) start with the first batch, wait between writes
+    /// (awake for up to 100 µs after each batch or write, so that the next
+    /// batch does not wait for one to wake; asleep after that), and are
+    /// joined when the writer is finished or dropped. A panic on one of
     /// them fails the stream with
     /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked).
     ///
-    /// On a busy machine a thread may be descheduled in the middle of its
+    /// A thread is handed work only while it is seen running (awake after
+    /// the last batch, or woken by this one and found running before the
+    /// caller is done): on a busy machine, one waiting for a core gets
+    /// none, and the caller seals alone rather than wait for it. A thread
+    /// may still be descheduled in the middle of its
     /// share and hold the run up: the runs on the threads are timed, eight
     /// at a time, against the calling thread alone, and while they do not
     /// pay, the calling thread does the runs alone (for a while that

@@ -122,9 +122,10 @@ pub(crate) struct Workers {
     /// Bumped when a run starts or the workers end: a pool thread kept
     /// awake after a run ([`linger`](Self::linger)) stops waiting then.
     pub(super) generation: Arc<AtomicUsize>,
-    /// Pool threads kept awake after a run: at most one less than the
-    /// machine's CPUs (more would spin on cores the others need).
-    pub(super) lingering: usize,
+    /// The pool's threads, each kept awake after a run: `threads - 1`, at
+    /// most one less than the machine's CPUs (more would wait for cores
+    /// the others hold).
+    pub(super) pool_threads: usize,
     /// Pool threads kept awake so far (tests that runs linger).
     pub(crate) lingered: Count,
     /// Which pool threads are awake now.
@@ -150,6 +151,7 @@ impl Workers {
     /// Spawns nothing yet.
     pub(crate) fn new(threads: usize) -> Workers {
         debug_assert!(threads > 1, "one thread needs no workers");
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         Workers {
             threads,
             pool: None,
@@ -159,7 +161,7 @@ impl Workers {
             solo_runs: Count::default(),
             pool_delay: Fault::default(),
             generation: Arc::default(),
-            lingering: 0,
+            pool_threads: threads.min(cpus) - 1,
             lingered: Count::default(),
             awake: Arc::default(),
             wake_delay: Fault::default(),
@@ -175,15 +177,21 @@ impl Workers {
         self.threads
     }
 
-    /// Starts the pool threads if they are not running; `None` when the
+    /// Starts the pool threads if they are not running: `threads - 1`,
+    /// and at most one less than the machine's CPUs (a pool thread is
+    /// handed work only while it runs, and more than that many cannot run
+    /// beside the caller). `None` on a machine of one CPU, or when the
     /// system refuses threads (the caller then does all the work itself:
     /// the bytes are the same).
     pub(super) fn pool(&mut self) -> Option<&rayon_core::ThreadPool> {
+        if self.pool_threads == 0 {
+            return None;
+        }
         if self.pool.is_none() {
             let handles = &mut self.handles;
             let alive = &self.alive;
             let built = rayon_core::ThreadPoolBuilder::new()
-                .num_threads(self.threads - 1)
+                .num_threads(self.pool_threads)
                 .thread_name(|i| format!("cipherio-{i}"))
                 .spawn_handler(|thread| {
                     let mut b = std::thread::Builder::new();
@@ -203,11 +211,7 @@ impl Workers {
                 })
                 .build();
             match built {
-                Ok(pool) => {
-                    self.pool = Some(pool);
-                    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-                    self.lingering = self.threads.min(cpus) - 1;
-                }
+                Ok(pool) => self.pool = Some(pool),
                 Err(_) => {
                     // The threads that did start end with the pool that
                     // was never returned; wait for them.
@@ -251,8 +255,8 @@ impl Workers {
             return;
         }
         self.starting();
-        self.lingered.add(self.lingering);
-        for _ in 0..self.lingering {
+        self.lingered.add(self.pool_threads);
+        for _ in 0..self.pool_threads {
             self.post_linger(LINGER);
         }
     }
@@ -262,7 +266,7 @@ impl Workers {
     /// then on. (A lingering job posted before and not yet run ends as it
     /// starts: only the last one posted waits.)
     pub(super) fn wake(&self) {
-        for _ in 0..self.lingering {
+        for _ in 0..self.pool_threads {
             self.post_linger(WAKE);
         }
     }
