@@ -16,7 +16,16 @@
 //! is at least [`SOLO_PER_LOSS`] times what the loss cost, so that what
 //! the stream spends finding out whether the pool pays again is a small
 //! part of its time; a window that pays ends the backing off.
+//!
+//! A run handed to a pool thread that took a millisecond more than the
+//! caller alone would have is a stall: the thread was stopped in the
+//! middle of its share, so the machine's cores are taken by other work.
+//! The stream backs off at once, and so does every stream of the process
+//! ([`Machine`]): a stream made later would otherwise pay for a stall of
+//! its own to find that out.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use crate::probe;
@@ -36,6 +45,64 @@ const MAX_SOLO: Duration = Duration::from_millis(500);
 
 /// Threaded runs judged together.
 const WINDOW: usize = 8;
+
+/// A run handed to the pool that took this much longer than the caller
+/// alone would have stalled: a share takes tens of microseconds, and the
+/// system stops a thread that shares its core for a time slice
+/// (milliseconds).
+const STALL: Duration = Duration::from_millis(1);
+
+/// What the streams of a process learned of the machine: until when every
+/// stream's runs stay on their callers after a stall, and how long the
+/// last such backing off was (doubled on the next stall; a window that
+/// pays, in any stream, ends the doubling).
+#[derive(Debug)]
+pub(super) struct Machine {
+    base: Instant,
+    /// Nanoseconds since `base`.
+    until: AtomicU64,
+    /// Nanoseconds.
+    solo_for: AtomicU64,
+}
+
+/// The process's [`Machine`], shared by every stream's [`Gain`].
+static MACHINE: LazyLock<Arc<Machine>> = LazyLock::new(|| Arc::new(Machine::new()));
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Machine {
+    fn new() -> Machine {
+        Machine {
+            base: Instant::now(),
+            until: AtomicU64::new(0),
+            solo_for: AtomicU64::new(0),
+        }
+    }
+
+    /// A run stalled: every stream's runs stay on their callers for twice
+    /// the last backing off, and at least `at_least` (at most
+    /// [`MAX_SOLO`]). Returns how long.
+    fn stalled(&self, at_least: Duration) -> Duration {
+        let last = Duration::from_nanos(self.solo_for.load(Ordering::Relaxed));
+        let d = (last * 2).max(at_least).min(MAX_SOLO);
+        self.solo_for.store(nanos(d), Ordering::Relaxed);
+        let until = nanos(self.base.elapsed() + d);
+        self.until.fetch_max(until, Ordering::Relaxed);
+        d
+    }
+
+    /// A window paid: the next stall backs off from the start.
+    fn paid(&self) {
+        self.solo_for.store(0, Ordering::Relaxed);
+    }
+
+    /// Whether runs stay on their callers now.
+    fn solo(&self) -> bool {
+        nanos(self.base.elapsed()) < self.until.load(Ordering::Relaxed)
+    }
+}
 
 /// The verdict on a stream's threaded runs so far.
 #[derive(Debug)]
@@ -57,6 +124,9 @@ pub(super) struct Gain {
     /// machine, a core that idled may take milliseconds to come back) and
     /// is not judged: what it costs is not what the pool costs.
     warm: bool,
+    /// What the process's streams learned of the machine (the tests give
+    /// each stream its own, unless a test shares one).
+    pub(super) machine: Arc<Machine>,
 }
 
 impl Default for Gain {
@@ -68,6 +138,11 @@ impl Default for Gain {
             solo_for: Duration::ZERO,
             window: (0, 0.0, 0.0),
             warm: true,
+            machine: if cfg!(test) {
+                Arc::new(Machine::new())
+            } else {
+                Arc::clone(&MACHINE)
+            },
         }
     }
 }
@@ -75,6 +150,10 @@ impl Default for Gain {
 impl Gain {
     /// Whether the next run goes to the pool.
     pub(super) fn threaded(&mut self) -> bool {
+        if self.checked && self.solo_until.is_none() && self.machine.solo() {
+            self.warm = false;
+            return false;
+        }
         match self.solo_until {
             Some(until) if Instant::now() < until => {
                 self.warm = false;
@@ -97,14 +176,26 @@ impl Gain {
         self.alone = Some(self.alone.map_or(per, |a| 0.75 * a + 0.25 * per));
     }
 
-    /// A threaded run of `units` units took `t`. Every [`WINDOW`] runs,
-    /// the window is a loss when its runs were not faster than the caller
-    /// alone, and the runs that follow stay on the caller for a while.
-    pub(super) fn judge(&mut self, units: usize, t: Duration) {
+    /// A threaded run of `units` units took `t` (`helped`: a pool thread
+    /// took part). Every [`WINDOW`] runs, the window is a loss when its
+    /// runs were not faster than the caller alone, and the runs that
+    /// follow stay on the caller for a while; a run that stalled backs
+    /// off every stream at once.
+    pub(super) fn judge(&mut self, units: usize, t: Duration, helped: bool) {
         let Some(alone) = self.alone else {
             return;
         };
         if !self.checked || units == 0 || !std::mem::replace(&mut self.warm, true) {
+            return;
+        }
+        let (took, solo) = (t.as_secs_f64(), alone * units as f64);
+        if helped && took > solo + STALL.as_secs_f64() {
+            self.window = (0, 0.0, 0.0);
+            let lost = Duration::from_secs_f64(took - solo);
+            self.solo_for = self
+                .machine
+                .stalled((self.solo_for * 2).max(lost * SOLO_PER_LOSS));
+            self.solo_until = Some(Instant::now() + self.solo_for);
             return;
         }
         let w = &mut self.window;
@@ -115,6 +206,7 @@ impl Gain {
         let (_, took, solo) = std::mem::take(w);
         if took < PAYS * solo {
             self.solo_for = Duration::ZERO;
+            self.machine.paid();
             return;
         }
         let lost = Duration::from_secs_f64(took - solo.min(took));
@@ -142,7 +234,7 @@ mod tests {
     /// A window of threaded runs of `units` units, each taking `t`.
     fn window(g: &mut Gain, units: usize, t: Duration) {
         for _ in 0..WINDOW {
-            g.judge(units, t);
+            g.judge(units, t, false);
         }
     }
 
@@ -159,10 +251,10 @@ mod tests {
             assert!(g.threaded());
         }
         for _ in 0..WINDOW - 1 {
-            g.judge(4, 1000 * US);
+            g.judge(4, 1000 * US, false);
         }
         assert!(g.threaded(), "the window is not full");
-        g.judge(4, 1000 * US);
+        g.judge(4, 1000 * US, false);
         assert!(!g.threaded(), "a full window that lost");
     }
 
@@ -176,7 +268,7 @@ mod tests {
         assert!(!g.threaded());
         g.solo_until = None;
         assert!(g.threaded());
-        g.judge(2, 100_000 * US);
+        g.judge(2, 100_000 * US, false);
         window(&mut g, 2, 60 * US);
         assert_eq!(g.solo_for, Duration::ZERO, "the slow first run left out");
     }
@@ -188,7 +280,7 @@ mod tests {
         let mut g = checked();
         g.alone(1, 50 * US);
         for r in 0..WINDOW {
-            g.judge(2, if r == 3 { 140 * US } else { 60 * US });
+            g.judge(2, if r == 3 { 140 * US } else { 60 * US }, false);
         }
         assert!(g.threaded());
         assert_eq!(g.solo_for, Duration::ZERO);
@@ -203,7 +295,7 @@ mod tests {
         g.alone(1, 50 * US);
         // 4 units alone: 200 µs a run; one run waited 3 ms for a thread.
         for r in 0..WINDOW {
-            g.judge(4, if r == 0 { 3200 * US } else { 200 * US });
+            g.judge(4, if r == 0 { 3200 * US } else { 200 * US }, false);
         }
         assert!(!g.threaded(), "after a loss, the caller alone");
         assert_eq!(g.solo_for, 3000 * US * SOLO_PER_LOSS);
@@ -211,7 +303,7 @@ mod tests {
         assert!(g.threaded());
         // A small loss after it (the first run after the backing off
         // left out): the backing off doubles.
-        g.judge(4, 200 * US);
+        g.judge(4, 200 * US, false);
         window(&mut g, 4, 200 * US);
         assert_eq!(g.solo_for, 2 * 3000 * US * SOLO_PER_LOSS);
         for _ in 0..2 {
@@ -246,5 +338,44 @@ mod tests {
         g.alone(1, 10 * US);
         window(&mut g, 4, 1000 * US);
         assert!(g.threaded());
+    }
+
+    /// A run a pool thread took part in that took a millisecond more than
+    /// the caller alone stalled: the stream backs off at once, without
+    /// waiting for its window, and so does every stream sharing its
+    /// machine, a stream made later included; each stall after it doubles
+    /// the backing off, and a window that pays in any stream ends that.
+    #[test]
+    fn a_stall_backs_off_every_stream_at_once() {
+        let mut g = checked();
+        let mut later = Gain {
+            machine: Arc::clone(&g.machine),
+            ..checked()
+        };
+        g.alone(1, 50 * US);
+        g.judge(4, 200 * US + 2 * STALL, false);
+        assert!(g.threaded(), "a run without the pool's help: no stall");
+        g.judge(4, 200 * US + 2 * STALL, true);
+        assert!(!g.threaded(), "one stalled run, not a window");
+        assert_eq!(g.solo_for, 2 * STALL * SOLO_PER_LOSS);
+        assert!(!later.threaded(), "the other stream backs off too");
+        let alone = Gain::default();
+        assert!(!Arc::ptr_eq(&alone.machine, &g.machine));
+        // The next stall, in the other stream, backs off twice as long.
+        g.machine.until.store(0, Ordering::Relaxed);
+        later.solo_until = None;
+        assert!(later.threaded());
+        later.alone(1, 50 * US);
+        // (The first run after runs alone is not judged.)
+        later.judge(4, 200 * US, true);
+        later.judge(4, 200 * US + 2 * STALL, true);
+        assert_eq!(later.solo_for, 4 * STALL * SOLO_PER_LOSS);
+        // A window that pays ends the doubling.
+        g.machine.until.store(0, Ordering::Relaxed);
+        g.solo_until = None;
+        assert!(g.threaded());
+        g.judge(4, 100 * US, true);
+        window(&mut g, 4, 100 * US);
+        assert_eq!(g.machine.solo_for.load(Ordering::Relaxed), 0);
     }
 }

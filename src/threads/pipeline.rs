@@ -99,9 +99,11 @@ impl Workers {
             self.gain.alone(1, Duration::from_secs_f64(work + deliver));
         }
         // A run of one unit is the caller's alone whatever the verdict: it
-        // says nothing of what the pool gives.
+        // says nothing of what the pool gives. A pipeline's time includes
+        // the inner writer's, which may wait for its peer: it is never
+        // taken for a stall.
         if judged && spawn > 0 && delivered.units == units && delivered.error.is_none() {
-            self.gain.judge(units, t.elapsed());
+            self.gain.judge(units, t.elapsed(), false);
         }
         self.linger();
         line.finish(delivered)

@@ -170,7 +170,7 @@ impl Workers {
         }
         let (claims_ref, job, waits) = (&claims, &job, &self.waits);
         let (awake, generation) = (&*self.awake, &*self.generation);
-        let (taken, own, alone) = pool.in_place_scope(|scope| {
+        let (taken, own, alone, spawned) = pool.in_place_scope(|scope| {
             // Shares go to a pool thread only while it runs: a job handed
             // to a thread that has not started holds the scope until it
             // has (on a busy machine, a scheduler's time slice), even if
@@ -211,16 +211,17 @@ impl Workers {
             // about to return: then the scope's end finds it done and does
             // not sleep), never for one that has not started.
             wait::spin_while(|| claims_ref.active.load(Ordering::Acquire) > 0, waits);
-            (taken, own, alone)
+            (taken, own, alone, spawned)
         });
         self.gain.alone(own, alone);
         // A run of one share is the caller's alone whatever the verdict:
         // it says nothing of what the pool gives. A run the pool was woken
         // for but never joined is judged: it gained nothing, and a stream
         // whose pool threads do not get to run (the machine's cores are
-        // taken) stops waking them for a while.
+        // taken) stops waking them for a while. One a pool thread joined
+        // may have stalled.
         if judged && helpers > 0 {
-            self.gain.judge(total, t.elapsed());
+            self.gain.judge(total, t.elapsed(), spawned > 0);
         }
         self.ran(taken);
         if claims.panicked.into_inner() {
