@@ -184,7 +184,10 @@ impl ReaderBuilder {
     /// at a time, against the calling thread alone, and while they do not
     /// pay, the calling thread does the runs alone (for a while that
     /// doubles as they keep not paying, at most 0.5 s), then tries the
-    /// threads again.
+    /// threads again. A run that a thread stopped in the middle of its
+    /// share held up by a millisecond or more sends every stream of the
+    /// process to its calling thread alone at once, for the same while
+    /// (a stream made later does not pay for the same lesson).
     ///
     /// On the async front (`build_async`, feature `tokio`) the runs
     /// open inside `poll_read`, as with one thread: the polling thread is
