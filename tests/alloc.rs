@@ -53,7 +53,7 @@ fn main() {
             buf_read_allocates_no_more_than_build(p, alg);
         }
         for threads in [2, 3] {
-            threaded_streams_hold_about_2n_plus_1_segments(p, threads);
+            threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p, threads);
             one_long_threaded_write_holds_about_2n_plus_1_segments(p, threads);
         }
     }
@@ -646,7 +646,7 @@ fn buf_read_allocates_no_more_than_build(p: Provider, alg: Algorithm) {
 /// 13 KB measured, given a margin of 24 KiB). Threaded streams allocate
 /// per batch, not per segment: the list of pieces and the pool's jobs,
 /// freed by the end of the call (counted, bounded per batch).
-fn threaded_streams_hold_about_2n_plus_1_segments(p: Provider, threads: usize) {
+fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, threads: usize) {
     let key = Key::generate(Algorithm::Aes128Gcm);
     let seg = 64 * KIB;
     let sealed = seg + 16;
