@@ -102,8 +102,9 @@ impl Awake {
     }
 }
 
-/// The threads of one stream: the caller plus `threads - 1` pool threads,
-/// started on the first [`run`](Self::run).
+/// The threads of one stream: the caller plus `threads - 1` pool threads
+/// (at most one per CPU besides the caller's), started on the first
+/// [`run`](Self::run).
 pub(crate) struct Workers {
     pub(super) threads: usize,
     pub(super) pool: Option<rayon_core::ThreadPool>,
@@ -119,8 +120,10 @@ pub(crate) struct Workers {
     /// Pool threads sleep this long once they have claimed a share or a
     /// unit (tests: a thread descheduled in the middle of its share).
     pub(crate) pool_delay: Fault<Duration>,
-    /// Bumped when a run starts or the workers end: a pool thread kept
-    /// awake after a run ([`linger`](Self::linger)) stops waiting then.
+    /// Bumped when work is handed to the pool, when a run ends, when runs
+    /// go to the caller alone and when the workers end: a pool thread kept
+    /// awake ([`linger`](Self::linger), [`wake`](Self::wake)) stops
+    /// waiting then.
     pub(super) generation: Arc<AtomicUsize>,
     /// The pool's threads, each kept awake after a run: `threads - 1`, at
     /// most one less than the machine's CPUs (more would wait for cores
