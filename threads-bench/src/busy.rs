@@ -11,7 +11,11 @@
 //! each way a caller moves bytes:
 //!
 //! - decrypt with 1 MiB reads, with `io::copy` (8 KiB reads into
-//!   `io::sink()`), and through `BufRead` (`fill_buf`/`consume`);
+//!   `io::sink()`), and through `BufRead` (`fill_buf`/`consume`), from a
+//!   plain `Read` (the sealed bytes copied into the read-ahead);
+//! - decrypt with 1 MiB reads from an inner `BufRead`
+//!   (`build_from_buf_read`: segments opened where the inner reader holds
+//!   them, no copy before a run);
 //! - encrypt with 1 MiB writes and with 1 KiB writes.
 //!
 //! 64 KiB segments, RustCrypto, ChaCha20-Poly1305 and AES-128-GCM. Every
@@ -47,16 +51,20 @@ enum Call {
     Copy,
     /// `fill_buf`/`consume` on the reader itself.
     BufRead,
+    /// `read` into a 1 MiB buffer, from an inner `BufRead`
+    /// (`build_from_buf_read` over the slice).
+    Read1MInner,
     /// `write_all` of 1 MiB.
     Write1M,
     /// `write_all` of 1 KiB.
     Write1K,
 }
 
-const CALLS: [Call; 5] = [
+const CALLS: [Call; 6] = [
     Call::Read1M,
     Call::Copy,
     Call::BufRead,
+    Call::Read1MInner,
     Call::Write1M,
     Call::Write1K,
 ];
@@ -67,13 +75,17 @@ impl Call {
             Call::Read1M => "decrypt, 1 MiB reads",
             Call::Copy => "decrypt, io::copy",
             Call::BufRead => "decrypt, BufRead",
+            Call::Read1MInner => "decrypt, 1 MiB reads, inner BufRead",
             Call::Write1M => "encrypt, 1 MiB writes",
             Call::Write1K => "encrypt, 1 KiB writes",
         }
     }
 
     fn decrypts(self) -> bool {
-        matches!(self, Call::Read1M | Call::Copy | Call::BufRead)
+        matches!(
+            self,
+            Call::Read1M | Call::Copy | Call::BufRead | Call::Read1MInner
+        )
     }
 }
 
@@ -206,21 +218,16 @@ impl Inputs {
 /// One stream through `call`: the bytes moved (checked by the caller).
 fn one(key: &Key, call: Call, threads: usize, plain: &[u8], sealed: &[u8]) -> io::Result<usize> {
     if call.decrypts() {
-        let r = CipherReader::builder(key)
+        let b = CipherReader::builder(key)
             .capacity(SEGMENT)
             .threads(threads)
-            .provider(PROVIDER)
-            .build(sealed);
+            .provider(PROVIDER);
+        if call == Call::Read1MInner {
+            return read_all(b.build_from_buf_read(sealed));
+        }
+        let r = b.build(sealed);
         return match call {
-            Call::Read1M => {
-                let (mut r, mut buf, mut n) = (r, vec![0u8; MIB], 0);
-                loop {
-                    match r.read(&mut buf)? {
-                        0 => break Ok(n),
-                        k => n += k,
-                    }
-                }
-            }
+            Call::Read1M => read_all(r),
             Call::Copy => {
                 let mut r = r;
                 io::copy(&mut r, &mut io::sink()).map(|n| n as usize)
@@ -248,6 +255,17 @@ fn one(key: &Key, call: Call, threads: usize, plain: &[u8], sealed: &[u8]) -> io
         w.write_all(c)?;
     }
     Ok(w.finish()?.len())
+}
+
+/// Reads `r` to its end in 1 MiB reads: the bytes read.
+fn read_all(mut r: impl Read) -> io::Result<usize> {
+    let (mut buf, mut n) = (vec![0u8; MIB], 0);
+    loop {
+        match r.read(&mut buf)? {
+            0 => break Ok(n),
+            k => n += k,
+        }
+    }
 }
 
 /// One pass of a variant: its wall time.
