@@ -222,12 +222,15 @@ fn one(key: &Key, call: Call, threads: usize, plain: &[u8], sealed: &[u8]) -> io
             .capacity(SEGMENT)
             .threads(threads)
             .provider(PROVIDER);
-        if call == Call::Read1MInner {
-            return read_all(b.build_from_buf_read(sealed));
-        }
-        let r = b.build(sealed);
+        // The same reader type either way: only where the sealed bytes
+        // are opened from differs.
+        let r = if call == Call::Read1MInner {
+            b.build_from_buf_read(sealed)
+        } else {
+            b.build(sealed)
+        };
         return match call {
-            Call::Read1M => read_all(r),
+            Call::Read1M | Call::Read1MInner => read_all(r),
             Call::Copy => {
                 let mut r = r;
                 io::copy(&mut r, &mut io::sink()).map(|n| n as usize)
