@@ -19,9 +19,10 @@
 //! - encrypt with 1 MiB writes and with 1 KiB writes.
 //!
 //! 64 KiB segments, RustCrypto, ChaCha20-Poly1305 and AES-128-GCM. Every
-//! variant of a load level runs once per round, the order rotating each
-//! round; a round's value is the fastest of its passes; ratios are paired
-//! by round. The report gives threads(n) ÷ threads(1) and threads(n) ÷
+//! variant of a load level runs once per round, in an order shuffled anew
+//! each round (a rotation keeps each variant behind the same other one:
+//! behind an eight-thread ceiling, say, every round); a round's value is
+//! the fastest of its passes; ratios are paired by round. The report gives threads(n) ÷ threads(1) and threads(n) ÷
 //! ceiling(n), median and min–max over the rounds.
 
 use std::fmt::Write as _;
@@ -216,7 +217,18 @@ impl Inputs {
 }
 
 /// One stream through `call`: the bytes moved (checked by the caller).
-fn one(key: &Key, call: Call, threads: usize, plain: &[u8], sealed: &[u8]) -> io::Result<usize> {
+/// A writer writes into `out`, cleared first: a buffer reused from pass to
+/// pass, as a reader reads into one, so that neither direction pays for
+/// first touching its pages inside the timing (a fresh 32 MiB `Vec` is
+/// thousands of page faults, all on the thread that writes it).
+fn one(
+    key: &Key,
+    call: Call,
+    threads: usize,
+    plain: &[u8],
+    sealed: &[u8],
+    out: &mut Vec<u8>,
+) -> io::Result<usize> {
     if call.decrypts() {
         let b = CipherReader::builder(key)
             .capacity(SEGMENT)
@@ -249,11 +261,12 @@ fn one(key: &Key, call: Call, threads: usize, plain: &[u8], sealed: &[u8]) -> io
         };
     }
     let chunk = if call == Call::Write1K { KIB } else { MIB };
+    out.clear();
     let mut w = CipherWriter::builder(key)
         .capacity(SEGMENT)
         .threads(threads)
         .provider(PROVIDER)
-        .build(Vec::with_capacity(plain.len() + plain.len() / 64 + 64));
+        .build(out);
     for c in plain.chunks(chunk) {
         w.write_all(c)?;
     }
@@ -272,7 +285,8 @@ fn read_all(mut r: impl Read) -> io::Result<usize> {
 }
 
 /// One pass of a variant: its wall time.
-fn pass(inp: &Inputs, v: Variant) -> io::Result<Duration> {
+/// `outs`: a writer's output buffer for each stream of the pass.
+fn pass(inp: &Inputs, v: Variant, outs: &mut [Vec<u8>]) -> io::Result<Duration> {
     let key = inp.key(v.alg);
     let start = Instant::now();
     if v.split {
@@ -287,7 +301,8 @@ fn pass(inp: &Inputs, v: Variant) -> io::Result<Duration> {
             let jobs: Vec<_> = plains
                 .iter()
                 .zip(sealed)
-                .map(|(p, c)| s.spawn(move || one(key, v.call, 1, p, c)))
+                .zip(outs.iter_mut())
+                .map(|((p, c), o)| s.spawn(move || one(key, v.call, 1, p, c, o)))
                 .collect();
             jobs.into_iter()
                 .map(|j| j.join().expect("a split stream panicked"))
@@ -300,7 +315,7 @@ fn pass(inp: &Inputs, v: Variant) -> io::Result<Duration> {
             .find(|(a, _)| *a == v.alg)
             .expect("sealed")
             .1;
-        let n = one(key, v.call, v.threads, &inp.data, sealed)?;
+        let n = one(key, v.call, v.threads, &inp.data, sealed, &mut outs[0])?;
         black_box(n);
     }
     Ok(start.elapsed())
@@ -331,9 +346,24 @@ fn variants() -> Vec<Variant> {
     v
 }
 
+/// A writer's output buffer for each stream of a pass (as many as the
+/// most threads), each with room for the whole sealed stream and its pages
+/// touched once, before any timing.
+fn outputs(inp: &Inputs) -> Vec<Vec<u8>> {
+    let room = inp.data.len() + inp.data.len() / 64 + 64 * KIB;
+    (0..THREADS.into_iter().max().unwrap_or(1))
+        .map(|_| {
+            let mut v = vec![1u8; room];
+            v.clear();
+            v
+        })
+        .collect()
+}
+
 /// Every variant moves the plaintext: what it reads is the plaintext, what
 /// it writes reads back to it.
 fn check(inp: &Inputs) -> io::Result<()> {
+    let mut out = Vec::new();
     for alg in ALGORITHMS {
         let key = inp.key(alg);
         let sealed = &inp
@@ -344,7 +374,20 @@ fn check(inp: &Inputs) -> io::Result<()> {
             .1;
         for call in CALLS {
             for threads in THREADS {
-                let n = one(key, call, threads, &inp.data, sealed)?;
+                let n = one(key, call, threads, &inp.data, sealed, &mut out)?;
+                if !call.decrypts() {
+                    let mut back = Vec::new();
+                    CipherReader::builder(key)
+                        .provider(PROVIDER)
+                        .build(&out[..])
+                        .read_to_end(&mut back)?;
+                    if back != inp.data {
+                        return Err(io::Error::other(format!(
+                            "{alg:?} {} threads {threads}: wrote a stream that does not read back to the plaintext",
+                            call.name()
+                        )));
+                    }
+                }
                 let want = if call.decrypts() {
                     inp.data.len()
                 } else {
@@ -395,22 +438,36 @@ pub fn run(b: &Busy) -> io::Result<()> {
         let bound = Duration::from_secs(60 + (b.rounds * b.passes * b.mib) as u64 * 4);
         let spinners = Spinners::start(load, bound)?;
         let mut secs = vec![Vec::new(); all.len()];
+        let mut outs = outputs(&inp);
         for round in 0..b.rounds {
-            for k in 0..all.len() {
-                let i = (k + round * 7) % all.len();
+            for i in shuffled(all.len(), load * b.rounds + round) {
                 let mut best = Duration::MAX;
                 for _ in 0..b.passes {
-                    best = best.min(pass(&inp, all[i])?);
+                    best = best.min(pass(&inp, all[i], &mut outs)?);
                 }
                 secs[i].push(best.as_secs_f64());
             }
         }
         drop(spinners);
-        table(&mut out, load, &all, &secs);
+        table(&mut out, load, &all, &secs, b.mib * MIB);
     }
     let _ = writeln!(out, "load average after: {}", loadavg());
     print!("{out}");
     Ok(())
+}
+
+/// `0..len` in an order drawn from `seed` (Fisher–Yates over xorshift):
+/// the same for the same seed, different from round to round.
+fn shuffled(len: usize, seed: usize) -> Vec<usize> {
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ (seed as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let mut order: Vec<usize> = (0..len).collect();
+    for i in (1..len).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    order
 }
 
 /// Per-round speed of `fast` relative to `base`: `base`'s time ÷ `fast`'s.
@@ -418,14 +475,17 @@ fn speedups(base: &[f64], fast: &[f64]) -> Vec<f64> {
     base.iter().zip(fast).map(|(b, f)| b / f).collect()
 }
 
-fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>]) {
+/// A load level's table: for each algorithm and call, one thread's speed
+/// (its spread shows how much the machine gave one thread from round to
+/// round), then threads(n) ÷ threads(1) and ÷ ceiling(n).
+fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len: usize) {
     let _ = writeln!(
         out,
         "## {load} CPU-bound process{} beside the stream\n",
         if load == 1 { "" } else { "es" }
     );
-    let mut head = "| algorithm | calls |".to_string();
-    let mut rule = "|---|---|".to_string();
+    let mut head = "| algorithm | calls | threads 1, GB/s |".to_string();
+    let mut rule = "|---|---|---:|".to_string();
     for n in THREADS.into_iter().filter(|&n| n > 1) {
         let _ = write!(head, " threads {n} ÷ 1 | threads {n} ÷ ceiling |");
         rule.push_str("---:|---:|");
@@ -448,7 +508,8 @@ fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>]) {
     for alg in ALGORITHMS {
         for call in CALLS {
             let one = find(alg, call, 1, false);
-            let mut row = format!("| {alg:?} | {} |", call.name());
+            let speeds: Vec<f64> = one.iter().map(|s| len as f64 / s / 1e9).collect();
+            let mut row = format!("| {alg:?} | {} | {} |", call.name(), cell(&speeds, 2));
             for n in THREADS.into_iter().filter(|&n| n > 1) {
                 let threaded = find(alg, call, n, false);
                 let ceiling = find(alg, call, n, true);
