@@ -5,7 +5,8 @@
 //! thread when the other cores are taken. This mode starts its own
 //! CPU-bound processes (this executable with `--spin SECS`: a loop that
 //! ends after SECS seconds even if this process dies, and is killed as
-//! soon as its load level is measured) and measures, at 0, 1 and 2 of
+//! soon as its load level is measured; pinned one per CPU with `taskset`
+//! when it is there, unless `--unpinned`) and measures, at 0, 1 and 2 of
 //! them, `threads(n)` for n = 1, 2, 3 and 8 and the ceiling of `n`
 //! (`n` one-thread streams at once over 1/`n` of the plaintext each), for
 //! each way a caller moves bytes:
@@ -106,6 +107,8 @@ pub struct Busy {
     pub rounds: usize,
     pub passes: usize,
     pub smoke: bool,
+    /// Leave the spinners to the scheduler rather than pin them.
+    pub unpinned: bool,
 }
 
 /// The child's side of `--spin SECS`: burn a core for at most SECS.
@@ -122,13 +125,37 @@ pub fn spin(secs: u64) {
 /// The CPU-bound processes of one load level, killed on drop.
 struct Spinners(Vec<Child>);
 
+/// Whether `taskset` (util-linux) is there to pin the spinners.
+fn taskset() -> bool {
+    Command::new("taskset")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 impl Spinners {
-    fn start(n: usize, bound: Duration) -> io::Result<Spinners> {
+    /// `n` spinners, the `i`-th pinned to CPU `i` (modulo the CPUs) when
+    /// `pin`: left to the scheduler, two spinners on two cores sometimes
+    /// share one and leave the stream's thread a core of its own, and
+    /// sometimes do not, so that one thread's speed itself changes twofold
+    /// from round to round and no ratio to it means much. Pinned, every
+    /// core carries the same load in every round.
+    fn start(n: usize, bound: Duration, pin: bool) -> io::Result<Spinners> {
         let exe = std::env::current_exe()?;
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let secs = bound.as_secs().max(1).to_string();
         let children = (0..n)
-            .map(|_| {
-                Command::new(&exe)
-                    .args(["--spin", &bound.as_secs().max(1).to_string()])
+            .map(|i| {
+                let mut c = if pin {
+                    let mut c = Command::new("taskset");
+                    c.args(["-c", &(i % cpus).to_string()]).arg(&exe);
+                    c
+                } else {
+                    Command::new(&exe)
+                };
+                c.args(["--spin", &secs])
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .spawn()
@@ -420,13 +447,19 @@ pub fn run(b: &Busy) -> io::Result<()> {
     check(&inp)?;
     let all = variants();
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let pin = !b.unpinned && taskset();
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# threads(n) on a busy machine\n\n{} MiB, 64 KiB segments, RustCrypto, {} rounds of {} passes, {cpus} CPUs; load average before: {}\n",
+        "# threads(n) on a busy machine\n\n{} MiB, 64 KiB segments, RustCrypto, {} rounds of {} passes, {cpus} CPUs, spinners {}; load average before: {}\n",
         b.mib,
         b.rounds,
         b.passes,
+        if pin {
+            "pinned one per CPU (taskset)"
+        } else {
+            "left to the scheduler"
+        },
         loadavg()
     );
     if b.smoke {
@@ -436,7 +469,7 @@ pub fn run(b: &Busy) -> io::Result<()> {
         // A generous bound: the spinners end on their own if this process
         // dies; they are killed as soon as this level is measured.
         let bound = Duration::from_secs(60 + (b.rounds * b.passes * b.mib) as u64 * 4);
-        let spinners = Spinners::start(load, bound)?;
+        let spinners = Spinners::start(load, bound, pin)?;
         let mut secs = vec![Vec::new(); all.len()];
         let mut outs = outputs(&inp);
         for round in 0..b.rounds {

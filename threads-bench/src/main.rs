@@ -38,9 +38,10 @@
 //! one pass: the correctness check of every variant, with timings too
 //! short to mean anything (CI runs it).
 //!
-//! `--busy` (with `--quick`, `--smoke`, `--rounds N`, `--mib N`): the same
-//! streams beside 0, 1 and 2 CPU-bound processes this executable starts
-//! and ends, for each way a caller moves bytes (`busy.rs`).
+//! `--busy` (with `--quick`, `--smoke`, `--rounds N`, `--mib N`,
+//! `--unpinned`): the same streams beside 0, 1 and 2 CPU-bound processes
+//! this executable starts and ends, for each way a caller moves bytes
+//! (`busy.rs`).
 //!
 //! `--idle`: the CPU a threaded stream burns after its caller's last call,
 //! while it is alive, in its first 1, 10 and 100 ms (`idle.rs`; Linux).
@@ -165,7 +166,7 @@ fn main() -> ExitCode {
     report::main_with("threads_bench", parse_args, run)
 }
 
-/// `--busy [--quick | --smoke] [--rounds N] [--mib N]`.
+/// `--busy [--quick | --smoke] [--rounds N] [--mib N] [--unpinned]`.
 fn parse_busy() -> Result<busy::Busy, String> {
     let a = std::env::args()
         .filter(|a| a != "--busy")
@@ -175,6 +176,7 @@ fn parse_busy() -> Result<busy::Busy, String> {
         rounds: 5,
         passes: 2,
         smoke: false,
+        unpinned: false,
     };
     let mut it = a.iter().skip(1);
     while let Some(x) = it.next() {
@@ -189,9 +191,10 @@ fn parse_busy() -> Result<busy::Busy, String> {
             "--smoke" => (b.mib, b.rounds, b.passes, b.smoke) = (1, 1, 1, true),
             "--rounds" => b.rounds = num()?,
             "--mib" => b.mib = num()?,
+            "--unpinned" => b.unpinned = true,
             other => {
                 return Err(format!(
-                    "unknown argument {other:?}\nusage: threads_bench --busy [--quick | --smoke] [--rounds N] [--mib N]"
+                    "unknown argument {other:?}\nusage: threads_bench --busy [--quick | --smoke] [--rounds N] [--mib N] [--unpinned]"
                 ));
             }
         }
