@@ -531,7 +531,7 @@ pub fn run(b: &Busy) -> io::Result<()> {
 
 /// `0..len` in an order drawn from `seed` (Fisher–Yates over xorshift):
 /// the same for the same seed, different from round to round.
-fn shuffled(len: usize, seed: usize) -> Vec<usize> {
+pub fn shuffled(len: usize, seed: usize) -> Vec<usize> {
     let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ (seed as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
     let mut order: Vec<usize> = (0..len).collect();
     for i in (1..len).rev() {

@@ -29,9 +29,10 @@
 //! the stream's own worker threads) through `finish` or end of stream.
 //! Every variant is first checked once: what it writes reads back to the
 //! plaintext, what it reads is the plaintext. Then all variants run in one
-//! process, round by round, the order rotating each round; a round's value
-//! for a variant is the fastest of a few passes (one descheduled pass
-//! should not count). Tables give the median and min–max over the rounds;
+//! process, round by round, in an order shuffled anew each round (a
+//! rotation would keep each variant behind the same other one); a round's
+//! value for a variant is the fastest of a few passes (one descheduled
+//! pass should not count). Tables give the median and min–max over the rounds;
 //! ratios are paired by round (both variants ran in the same round).
 //!
 //! `--quick`: 8 MiB, 5 rounds of 2 passes. `--smoke`: 1 MiB, one round of
@@ -726,8 +727,7 @@ fn run(args: &Args) -> io::Result<()> {
     // [variant]: (CPU seconds, wall seconds) over all its passes.
     let mut busy = vec![(0.0, 0.0); variants.len()];
     for round in 0..args.rounds {
-        for k in 0..variants.len() {
-            let i = (k + round) % variants.len();
+        for i in busy::shuffled(variants.len(), round) {
             let mut best = Duration::MAX;
             let cpu_before = cpu_seconds();
             let t = Instant::now();
