@@ -125,35 +125,55 @@ pub fn spin(secs: u64) {
 /// The CPU-bound processes of one load level, killed on drop.
 struct Spinners(Vec<Child>);
 
-/// Whether `taskset` (util-linux) is there to pin the spinners.
-fn taskset() -> bool {
-    Command::new("taskset")
+/// The CPUs this process may run on, for pinning the spinners to them
+/// (`Cpus_allowed_list` of `/proc/self/status`, as `0-1,4`): `None` where
+/// that cannot be read or `taskset` (util-linux) is not there to pin with.
+fn pinnable_cpus() -> Option<Vec<usize>> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim();
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let (lo, hi) = (
+            lo.trim().parse::<usize>().ok()?,
+            hi.trim().parse::<usize>().ok()?,
+        );
+        cpus.extend(lo..=hi);
+    }
+    let taskset = Command::new("taskset")
         .arg("-V")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_ok_and(|s| s.success())
+        .is_ok_and(|s| s.success());
+    (taskset && !cpus.is_empty()).then_some(cpus)
 }
 
 impl Spinners {
-    /// `n` spinners, the `i`-th pinned to CPU `i` (modulo the CPUs) when
-    /// `pin`: left to the scheduler, two spinners on two cores sometimes
-    /// share one and leave the stream's thread a core of its own, and
-    /// sometimes do not, so that one thread's speed itself changes twofold
-    /// from round to round and no ratio to it means much. Pinned, every
-    /// core carries the same load in every round.
-    fn start(n: usize, bound: Duration, pin: bool) -> io::Result<Spinners> {
+    /// `n` spinners, the `i`-th pinned to the `i`-th of the `pin` CPUs
+    /// (modulo their count) when given: left to the scheduler, two
+    /// spinners on two cores sometimes share one and leave the stream's
+    /// thread a core of its own, and sometimes do not, so that one
+    /// thread's speed itself changes twofold from round to round and no
+    /// ratio to it means much. Pinned, each loaded core carries the same
+    /// load in every round. Fails if a spinner has ended before the
+    /// timing starts (a CPU it could not be pinned to, say): the level
+    /// would be measured without its load.
+    fn start(n: usize, bound: Duration, pin: Option<&[usize]>) -> io::Result<Spinners> {
         let exe = std::env::current_exe()?;
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         let secs = bound.as_secs().max(1).to_string();
         let children = (0..n)
             .map(|i| {
-                let mut c = if pin {
-                    let mut c = Command::new("taskset");
-                    c.args(["-c", &(i % cpus).to_string()]).arg(&exe);
-                    c
-                } else {
-                    Command::new(&exe)
+                let mut c = match pin {
+                    Some(cpus) if !cpus.is_empty() => {
+                        let mut c = Command::new("taskset");
+                        c.args(["-c", &cpus[i % cpus.len()].to_string()]).arg(&exe);
+                        c
+                    }
+                    _ => Command::new(&exe),
                 };
                 c.args(["--spin", &secs])
                     .stdin(Stdio::null())
@@ -163,7 +183,15 @@ impl Spinners {
             .collect::<io::Result<Vec<_>>>()?;
         // Let them reach their loop before anything is timed.
         std::thread::sleep(Duration::from_millis(200));
-        Ok(Spinners(children))
+        let mut spinners = Spinners(children);
+        for c in &mut spinners.0 {
+            if let Some(status) = c.try_wait()? {
+                return Err(io::Error::other(format!(
+                    "a CPU-bound process ended before the timing began ({status})"
+                )));
+            }
+        }
+        Ok(spinners)
     }
 }
 
@@ -245,9 +273,9 @@ impl Inputs {
 
 /// One stream through `call`: the bytes moved (checked by the caller).
 /// A writer writes into `out`, cleared first: a buffer reused from pass to
-/// pass, as a reader reads into one, so that neither direction pays for
-/// first touching its pages inside the timing (a fresh 32 MiB `Vec` is
-/// thousands of page faults, all on the thread that writes it). A reader
+/// pass, so that it does not pay for first touching its pages inside the
+/// timing (a fresh 32 MiB `Vec` is thousands of page faults, all on the
+/// thread that writes it; a reader's 1 MiB read buffer is a few hundred). A reader
 /// keeps what it read in `out` (cleared first) only when `keep`: for the
 /// check, never in a timed pass.
 fn one(
@@ -417,13 +445,15 @@ fn variants() -> Vec<Variant> {
 }
 
 /// A writer's output buffer for each stream of a pass (as many as the
-/// most threads), each with room for the whole sealed stream and its pages
-/// touched once, before any timing.
+/// most threads), its pages touched once, before any timing. The `k`-th
+/// (from 0) serves a threaded stream only when `k` is 0, and otherwise
+/// the `k`-th part of a split into more than `k` parts: room for
+/// 1/(`k` + 1) of the plaintext, sealed.
 fn outputs(inp: &Inputs) -> Vec<Vec<u8>> {
-    let room = inp.data.len() + inp.data.len() / 64 + 64 * KIB;
     (0..THREADS.into_iter().max().unwrap_or(1))
-        .map(|_| {
-            let mut v = vec![1u8; room];
+        .map(|k| {
+            let plain = inp.data.len().div_ceil(k + 1);
+            let mut v = vec![1u8; plain + plain / 64 + 64 * KIB];
             v.clear();
             v
         })
@@ -487,7 +517,7 @@ pub fn run(b: &Busy) -> io::Result<()> {
     check(&inp)?;
     let all = variants();
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    let pin = !b.unpinned && taskset();
+    let pin = if b.unpinned { None } else { pinnable_cpus() };
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -495,8 +525,8 @@ pub fn run(b: &Busy) -> io::Result<()> {
         b.mib,
         b.rounds,
         b.passes,
-        if pin {
-            "pinned one per CPU (taskset)"
+        if pin.is_some() {
+            "pinned one per CPU (taskset), in the order the process may use them"
         } else {
             "left to the scheduler"
         },
@@ -509,7 +539,7 @@ pub fn run(b: &Busy) -> io::Result<()> {
         // A generous bound: the spinners end on their own if this process
         // dies; they are killed as soon as this level is measured.
         let bound = Duration::from_secs(60 + (b.rounds * b.passes * b.mib) as u64 * 4);
-        let spinners = Spinners::start(load, bound, pin)?;
+        let spinners = Spinners::start(load, bound, pin.as_deref())?;
         let mut secs = vec![Vec::new(); all.len()];
         let mut outs = outputs(&inp);
         for round in 0..b.rounds {
