@@ -15,6 +15,12 @@
 //! - **The end is the inner reader's word**: only a read of 0 bytes ends
 //!   the input; a short read is a hint (which final flag to try first),
 //!   never trusted.
+//! - **Reads beside a run land behind it**: a read made while a run opens
+//!   from the read-ahead goes into a second buffer, after a copy of what
+//!   the run leaves; once the run is over the two buffers trade places
+//!   (or, after a run that stopped at a failure, the new bytes are
+//!   appended), so the bytes stay in stream order and the run's input is
+//!   never moved under it.
 
 use crate::Error;
 use crate::core::window::Window;
@@ -64,6 +70,64 @@ pub(crate) struct ReadAhead {
     flow: Flow,
     /// Room offered by the last [`make_room`](Self::make_room).
     offered: usize,
+    /// Where a read beside a run lands.
+    behind: Behind,
+}
+
+/// An inner read made on the caller's thread while the workers open a
+/// run from the read-ahead: the front's answer to it.
+pub(crate) trait Beside {
+    /// Reads into `room`, as the inner reader's `read` would: the bytes
+    /// it brought (0: the input is at its end), or `None` when it brought
+    /// nothing to add (an error the front keeps for the call that next
+    /// needs input, or an interruption).
+    fn read_beside(&mut self, room: &mut [u8]) -> Option<usize>;
+}
+
+/// The second buffer of the read-ahead: what a run leaves of it, then the
+/// bytes read beside the run.
+pub(crate) struct Behind {
+    buf: Window,
+    /// Bytes at its start copied from the end of the read-ahead.
+    kept: usize,
+    /// Room offered to the read beside the run.
+    offered: usize,
+    /// What the read beside the run brought; `None`: no read was made.
+    read: Option<usize>,
+}
+
+impl Behind {
+    /// Copies `left` (what the run leaves of the read-ahead) to the start
+    /// of the second buffer and reads after it through `side`, up to
+    /// `total` bytes in all. No read when that leaves less than `capacity`
+    /// bytes of room (the read-ahead holds the next run already) or the
+    /// buffer cannot grow to `total` (the next call reads as usual).
+    pub(crate) fn fill(
+        &mut self,
+        left: &[u8],
+        total: usize,
+        capacity: usize,
+        side: &mut dyn Beside,
+    ) {
+        self.read = None;
+        let Some(room) = total.checked_sub(left.len()).filter(|&r| r >= capacity) else {
+            return;
+        };
+        self.buf.clear();
+        if self.buf.grow(total).is_err() {
+            return;
+        }
+        self.buf.extend(left);
+        self.kept = left.len();
+        self.offered = room;
+        if let Some(n) = side.read_beside(self.buf.spare_to(total)) {
+            // A reader that claims more than it was offered is not
+            // believed past the room.
+            let n = n.min(room);
+            self.buf.commit(n);
+            self.read = Some(n);
+        }
+    }
 }
 
 impl std::ops::Deref for ReadAhead {
@@ -84,7 +148,53 @@ impl ReadAhead {
             need: 0,
             flow: Flow::Open,
             offered: 0,
+            behind: Behind {
+                buf: Window::public(),
+                kept: 0,
+                offered: 0,
+                read: None,
+            },
         }
+    }
+
+    /// For a run with a read beside it: what is held (the run's input),
+    /// the second buffer the read lands in, and the room such a read
+    /// fills up to, whole units of `unit` sealed bytes from a unit
+    /// boundary (the read-ahead's target, rounded down).
+    pub(crate) fn for_run(&mut self, unit: usize) -> (&[u8], &mut Behind, usize) {
+        let total = (self.target / unit.max(1)).max(1) * unit.max(1);
+        (self.buf.data(), &mut self.behind, total)
+    }
+
+    /// After a run that used `used` bytes of what is held: the bytes read
+    /// beside it (if a read was made) follow what is left. Returns the
+    /// bytes that read brought (for the position; `None`: no read was
+    /// made) and the bytes copied to make room for it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Allocation`] when the read-ahead cannot grow to take the
+    /// new bytes after a run that stopped at a failure.
+    pub(crate) fn after_run(&mut self, used: usize) -> Result<(Option<usize>, usize), Error> {
+        self.buf.consume(used);
+        let Some(n) = self.behind.read.take() else {
+            return Ok((None, 0));
+        };
+        let kept = self.behind.kept;
+        let mut moved = kept;
+        if self.buf.available() == kept {
+            // The run used all it was given: the second buffer holds what
+            // it left, then the new bytes.
+            std::mem::swap(&mut self.buf, &mut self.behind.buf);
+        } else {
+            // It stopped at a failure: what it did not open comes first.
+            moved += self.buf.compact() + n;
+            self.buf.grow(self.buf.available() + n)?;
+            self.buf.extend(&self.behind.buf.data()[kept..]);
+        }
+        self.behind.buf.clear();
+        self.note_read(n, self.behind.offered);
+        Ok((Some(n), moved))
     }
 
     /// The configured read-ahead.
@@ -250,18 +360,20 @@ impl ReadAhead {
     /// The inner reader put `n` bytes into the [`spare`](Self::spare) room
     /// (0: it is at its end).
     pub(crate) fn filled(&mut self, n: usize) {
+        self.note_read(n, self.offered);
+        if n > 0 {
+            self.buf.commit(n);
+        }
+    }
+
+    /// What a read of `n` bytes, offered `offered`, says of the input's
+    /// end.
+    fn note_read(&mut self, n: usize, offered: usize) {
         if n == 0 {
             self.flow = Flow::Ended;
-            return;
+        } else if self.flow != Flow::Ended {
+            self.flow = if n < offered { Flow::Short } else { Flow::Open };
         }
-        if self.flow != Flow::Ended {
-            self.flow = if n < self.offered {
-                Flow::Short
-            } else {
-                Flow::Open
-            };
-        }
-        self.buf.commit(n);
     }
 }
 

@@ -28,6 +28,7 @@
 //!   first failure; that segment then goes through the one-thread path,
 //!   which gives the error (or the final segment) one thread would.
 
+pub(crate) use crate::core::ahead::Beside;
 use crate::core::ahead::{ReadAhead, Shape};
 use crate::core::layout::{Fixed, Units};
 use crate::core::plain::{Held, Plain};
@@ -94,6 +95,9 @@ pub(crate) struct Opener {
     /// made with the header.
     threads: usize,
     workers: Option<Workers>,
+    /// With threads, the caller's thread reads the next run's input while
+    /// the workers open a run, if the front offers such a read.
+    prefetch: bool,
     /// What the tests count (zero-sized outside them).
     pub(crate) counts: Counts,
 }
@@ -108,6 +112,8 @@ pub(crate) struct Counts {
     pub(crate) opens: Count,
     /// Runs of segments opened on the workers.
     pub(crate) runs: Count,
+    /// Inner reads made beside a run.
+    pub(crate) beside: Count,
 }
 
 impl Opener {
@@ -144,8 +150,16 @@ impl Opener {
             provider,
             threads,
             workers: None,
+            prefetch: false,
             counts: Counts::default(),
         }
+    }
+
+    /// With threads, whether the next run's input is read while a run
+    /// opens (see [`Beside`]); off by default.
+    pub(crate) fn with_prefetch(mut self, on: bool) -> Opener {
+        self.prefetch = on;
+        self
     }
 
     /// The configured read-ahead.
@@ -202,12 +216,17 @@ impl Opener {
 
     /// One step of a `read` into `buf`. `fresh`: the first step of a
     /// caller's call (the inner buffer is shown at most once per call,
-    /// before any inner read).
+    /// before any inner read). `side`: the front's read beside a run.
     ///
     /// # Errors
     ///
     /// The stream's typed errors, sticky.
-    pub(crate) fn read(&mut self, buf: &mut [u8], fresh: bool) -> Result<Step, Error> {
+    pub(crate) fn read(
+        &mut self,
+        buf: &mut [u8],
+        fresh: bool,
+        mut side: Option<&mut (dyn Beside + '_)>,
+    ) -> Result<Step, Error> {
         loop {
             if let Some(step) = self.seek_step()? {
                 return Ok(step);
@@ -233,10 +252,10 @@ impl Opener {
             if buf.len() < cap || self.position.skips() {
                 // Small read: through the internal buffer. (An empty final
                 // segment leaves it empty; the loop then reports the end.)
-                self.fill_plain(cap)?;
+                self.fill_plain(cap, side.as_deref_mut())?;
                 continue;
             }
-            if let Some(n) = self.read_direct(buf)? {
+            if let Some(n) = self.read_direct(buf, side.as_deref_mut())? {
                 return Ok(Step::Done(n));
             }
             // Only an empty final segment; report the end properly.
@@ -247,16 +266,25 @@ impl Opener {
     /// is already read ahead and fits (with threads, first every run of
     /// segments they can open). `None`: nothing was delivered (an empty
     /// final segment opened).
-    fn read_direct(&mut self, buf: &mut [u8]) -> Result<Option<usize>, Error> {
+    fn read_direct(
+        &mut self,
+        buf: &mut [u8],
+        mut side: Option<&mut (dyn Beside + '_)>,
+    ) -> Result<Option<usize>, Error> {
         let mut n = 0;
         loop {
-            match self.open_run(&mut buf[n..]) {
-                Ok(k) => n += k,
+            let run = match self.open_run(&mut buf[n..], side.as_deref_mut()) {
+                Ok(k) => k,
                 Err(e) if n == 0 => return Err(e),
                 Err(_) => break,
-            }
+            };
+            n += run;
             if n > 0 && !self.next_fits(buf.len() - n) {
                 break;
+            }
+            if run > 0 {
+                // What follows may be another run (read beside this one).
+                continue;
             }
             let r = self.open_next(&mut buf[n..]);
             match self.after_open(r) {
@@ -283,7 +311,11 @@ impl Opener {
     /// # Errors
     ///
     /// The stream's typed errors, sticky.
-    pub(crate) fn fill(&mut self, fresh: bool) -> Result<Step, Error> {
+    pub(crate) fn fill(
+        &mut self,
+        fresh: bool,
+        mut side: Option<&mut (dyn Beside + '_)>,
+    ) -> Result<Step, Error> {
         loop {
             if let Some(step) = self.seek_step()? {
                 return Ok(step);
@@ -294,7 +326,7 @@ impl Opener {
             match self.ready(fresh)? {
                 Ready::Step(step) => return Ok(step),
                 Ready::Again => {}
-                Ready::Unit(cap) => self.fill_plain(cap)?,
+                Ready::Unit(cap) => self.fill_plain(cap, side.as_deref_mut())?,
             }
         }
     }

@@ -26,11 +26,14 @@ pub(crate) struct Run {
 /// records whose header says they are not final. All are opened as
 /// non-final, each from its own index, straight into `out`; what opened
 /// after the first failure is wiped (it is not released before it).
-/// Fewer than two qualifying segments: nothing is done.
+/// Fewer than two qualifying segments: nothing is done. `beside` is
+/// given what the run leaves of `data` and is done on the caller's thread
+/// while the workers open the run (not at all without a run).
 ///
 /// # Errors
 ///
 /// [`Error::WorkerPanicked`], with `out` wiped.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn open_pieces(
     workers: &mut Workers,
     setup: &Setup,
@@ -39,6 +42,7 @@ pub(crate) fn open_pieces(
     out: &mut [u8],
     max: usize,
     ends: bool,
+    beside: impl FnOnce(&[u8]),
 ) -> Result<Run, Error> {
     let Setup { suite, units } = setup;
     let tag = units.layout().tag;
@@ -52,14 +56,20 @@ pub(crate) fn open_pieces(
             plain: 0,
         });
     }
-    let ran = workers.run(&mut pieces, |p| {
-        p.result = if let Units::Framed(_) = units {
-            // Its header says it is not final (`piece_at`).
-            unit::open_record(suite, tag, p.index, p.input, p.output).map(|_| ())
-        } else {
-            suite.open_at(p.index, false, &[], p.input, p.output)
-        };
-    });
+    let taken: usize = pieces.iter().map(|p| p.input.len()).sum();
+    let left = &data[taken..];
+    let ran = workers.run_beside(
+        &mut pieces,
+        |p| {
+            p.result = if let Units::Framed(_) = units {
+                // Its header says it is not final (`piece_at`).
+                unit::open_record(suite, tag, p.index, p.input, p.output).map(|_| ())
+            } else {
+                suite.open_at(p.index, false, &[], p.input, p.output)
+            };
+        },
+        || beside(left),
+    );
     let good = pieces.iter().take_while(|p| p.result.is_ok());
     let (opened, used, plain) = good.fold((0, 0, 0), |(k, s, n), p| {
         (k + 1, s + p.input.len(), n + p.output.len())

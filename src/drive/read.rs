@@ -4,7 +4,7 @@
 
 use std::io;
 
-use crate::core::opener::Opener;
+use crate::core::opener::{Beside, Opener};
 use crate::core::step::Step;
 
 /// What the read loop asks of an inner reader. Each method stops at the
@@ -24,10 +24,37 @@ pub(crate) trait Source {
     /// inner reader and reports the result to the engine. Asked only after
     /// a seek or a length query.
     fn seek(&mut self, engine: &mut Opener, step: &Step) -> io::Result<()>;
+
+    /// A read beside a run (asked only of a reader built to prefetch):
+    /// `Read::read` of the inner reader, whose error (an interruption
+    /// aside) is kept for [`take_deferred`](Self::take_deferred) instead
+    /// of failing the call that has the run's plaintext to give.
+    fn read_beside(&mut self, room: &mut [u8]) -> Option<usize> {
+        let _ = room;
+        None
+    }
+
+    /// The error of a read beside a run, for the next call that needs
+    /// input.
+    fn take_deferred(&mut self) -> Option<io::Error> {
+        None
+    }
+}
+
+/// A [`Source`]'s read beside a run, as the engine asks for it.
+struct Side<'a, S>(&'a mut S);
+
+impl<S: Source> Beside for Side<'_, S> {
+    fn read_beside(&mut self, room: &mut [u8]) -> Option<usize> {
+        self.0.read_beside(room)
+    }
 }
 
 /// Reads into the read-ahead the engine offers.
 fn read_ahead<S: Source>(engine: &mut Opener, inner: &mut S) -> io::Result<()> {
+    if let Some(e) = inner.take_deferred() {
+        return Err(e);
+    }
     let n = inner.read(engine.room()?)?;
     engine.filled(n);
     Ok(())
@@ -41,7 +68,7 @@ pub(crate) fn read<S: Source>(
 ) -> io::Result<usize> {
     let mut fresh = true;
     loop {
-        match engine.read(buf, fresh)? {
+        match engine.read(buf, fresh, Some(&mut Side(&mut *inner)))? {
             Step::Done(n) => return Ok(n),
             Step::Read => read_ahead(engine, inner)?,
             Step::Window => {
@@ -61,7 +88,7 @@ pub(crate) fn read<S: Source>(
 pub(crate) fn fill<S: Source>(engine: &mut Opener, inner: &mut S) -> io::Result<()> {
     let mut fresh = true;
     loop {
-        match engine.fill(fresh)? {
+        match engine.fill(fresh, Some(&mut Side(&mut *inner)))? {
             Step::Done(_) => return Ok(()),
             Step::Read => read_ahead(engine, inner)?,
             Step::Window => {

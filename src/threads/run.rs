@@ -139,10 +139,28 @@ impl Workers {
         pieces: &mut [Piece<'_>],
         job: impl Fn(&mut Piece<'_>) + Sync,
     ) -> Result<(), Error> {
+        self.run_beside(pieces, job, || ())
+    }
+
+    /// [`run`](Self::run), with `beside` done on the caller's thread once
+    /// the pool threads awake have their jobs and before the caller takes
+    /// a share: work of its own (a read of the next run's input) that the
+    /// pool's shares overlap. Its time is left out of the run's timing.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    pub(crate) fn run_beside(
+        &mut self,
+        pieces: &mut [Piece<'_>],
+        job: impl Fn(&mut Piece<'_>) + Sync,
+        beside: impl FnOnce(),
+    ) -> Result<(), Error> {
         let threads = self.threads;
         let inject = self.inject_panic.armed().is_some();
         let delay = self.pool_delay.armed();
         let (Some(judged), Some(pool)) = (self.begin(), &self.pool) else {
+            beside();
             let t = Instant::now();
             pieces.iter_mut().for_each(&job);
             self.gain.alone(pieces.len(), t.elapsed());
@@ -170,7 +188,7 @@ impl Workers {
         }
         let (claims_ref, job, waits) = (&claims, &job, &self.waits);
         let (awake, generation) = (&*self.awake, &*self.generation);
-        let (taken, own, alone, spawned) = pool.in_place_scope(|scope| {
+        let (taken, own, alone, spawned, side) = pool.in_place_scope(|scope| {
             // Shares go to a pool thread only while it runs: a job handed
             // to a thread that has not started holds the scope until it
             // has (on a busy machine, a scheduler's time slice), even if
@@ -193,6 +211,12 @@ impl Workers {
                 })
             };
             let mut spawned = hand_over();
+            let side = Instant::now();
+            beside();
+            let side = side.elapsed();
+            if spawned == 0 {
+                spawned = hand_over();
+            }
             let t = Instant::now();
             if inject {
                 claims_ref.guarded(|| panic!("injected worker panic"));
@@ -211,7 +235,7 @@ impl Workers {
             // about to return: then the scope's end finds it done and does
             // not sleep), never for one that has not started.
             wait::spin_while(|| claims_ref.active.load(Ordering::Acquire) > 0, waits);
-            (taken, own, alone, spawned)
+            (taken, own, alone, spawned, side)
         });
         self.gain.alone(own, alone);
         // A run of one share is the caller's alone whatever the verdict:
@@ -221,7 +245,8 @@ impl Workers {
         // taken) stops waking them for a while. One a pool thread joined
         // may have stalled.
         if judged && helpers > 0 {
-            self.gain.judge(total, t.elapsed(), spawned > 0);
+            self.gain
+                .judge(total, t.elapsed().saturating_sub(side), spawned > 0);
         }
         self.ran(taken);
         if claims.panicked.into_inner() {

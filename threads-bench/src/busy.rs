@@ -40,7 +40,6 @@ const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 const SEGMENT: usize = 64 * KIB;
 const THREADS: [usize; 4] = [1, 2, 3, 8];
-const LOADS: [usize; 3] = [0, 1, 2];
 const ALGORITHMS: [Algorithm; 2] = [Algorithm::ChaCha20Poly1305, Algorithm::Aes128Gcm];
 const PROVIDER: Provider = Provider::RustCrypto;
 
@@ -51,6 +50,11 @@ enum Call {
     Read1M,
     /// `io::copy` into `io::sink()` (8 KiB reads).
     Copy,
+    /// `read` into a 1 MiB buffer, with `prefetch(true)` (the next run
+    /// read while one opens).
+    Read1MPrefetch,
+    /// `io::copy`, with `prefetch(true)`.
+    CopyPrefetch,
     /// `fill_buf`/`consume` on the reader itself.
     BufRead,
     /// `read` into a 1 MiB buffer, from an inner `BufRead`
@@ -62,9 +66,11 @@ enum Call {
     Write1K,
 }
 
-const CALLS: [Call; 6] = [
+const CALLS: [Call; 8] = [
     Call::Read1M,
     Call::Copy,
+    Call::Read1MPrefetch,
+    Call::CopyPrefetch,
     Call::BufRead,
     Call::Read1MInner,
     Call::Write1M,
@@ -76,6 +82,8 @@ impl Call {
         match self {
             Call::Read1M => "decrypt, 1 MiB reads",
             Call::Copy => "decrypt, io::copy",
+            Call::Read1MPrefetch => "decrypt, 1 MiB reads, prefetch",
+            Call::CopyPrefetch => "decrypt, io::copy, prefetch",
             Call::BufRead => "decrypt, BufRead",
             Call::Read1MInner => "decrypt, 1 MiB reads, inner BufRead",
             Call::Write1M => "encrypt, 1 MiB writes",
@@ -86,7 +94,12 @@ impl Call {
     fn decrypts(self) -> bool {
         matches!(
             self,
-            Call::Read1M | Call::Copy | Call::BufRead | Call::Read1MInner
+            Call::Read1M
+                | Call::Copy
+                | Call::Read1MPrefetch
+                | Call::CopyPrefetch
+                | Call::BufRead
+                | Call::Read1MInner
         )
     }
 }
@@ -109,6 +122,9 @@ pub struct Busy {
     pub smoke: bool,
     /// Leave the spinners to the scheduler rather than pin them.
     pub unpinned: bool,
+    /// The levels to measure: how many spinners (0, 1, 2) beside the
+    /// streams.
+    pub loads: Vec<usize>,
 }
 
 /// The child's side of `--spin SECS`: burn a core for at most SECS.
@@ -291,6 +307,7 @@ fn one(
         let b = CipherReader::builder(key)
             .capacity(SEGMENT)
             .threads(threads)
+            .prefetch(matches!(call, Call::Read1MPrefetch | Call::CopyPrefetch))
             .provider(PROVIDER);
         // The same reader type either way: only where the sealed bytes
         // are opened from differs.
@@ -302,8 +319,8 @@ fn one(
         out.clear();
         let mut kept = keep.then_some(out);
         return match call {
-            Call::Read1M | Call::Read1MInner => read_all(r, kept),
-            Call::Copy => {
+            Call::Read1M | Call::Read1MPrefetch | Call::Read1MInner => read_all(r, kept),
+            Call::Copy | Call::CopyPrefetch => {
                 let mut r = r;
                 match kept {
                     Some(o) => io::copy(&mut r, &mut Keep(o)),
@@ -535,7 +552,7 @@ pub fn run(b: &Busy) -> io::Result<()> {
     if b.smoke {
         out.push_str("(--smoke: the timings below mean nothing.)\n\n");
     }
-    for load in LOADS {
+    for &load in &b.loads {
         // A generous bound: the spinners end on their own if this process
         // dies; they are killed as soon as this level is measured.
         let bound = Duration::from_secs(60 + (b.rounds * b.passes * b.mib) as u64 * 4);

@@ -167,7 +167,7 @@ fn main() -> ExitCode {
     report::main_with("threads_bench", parse_args, run)
 }
 
-/// `--busy [--quick | --smoke] [--rounds N] [--mib N] [--unpinned]`.
+/// `--busy [--quick | --smoke] [--rounds N] [--mib N] [--unpinned] [--loads L,…]`.
 fn parse_busy() -> Result<busy::Busy, String> {
     let a = std::env::args()
         .filter(|a| a != "--busy")
@@ -178,6 +178,7 @@ fn parse_busy() -> Result<busy::Busy, String> {
         passes: 2,
         smoke: false,
         unpinned: false,
+        loads: vec![0, 1, 2],
     };
     let mut it = a.iter().skip(1);
     while let Some(x) = it.next() {
@@ -193,9 +194,21 @@ fn parse_busy() -> Result<busy::Busy, String> {
             "--rounds" => b.rounds = num()?,
             "--mib" => b.mib = num()?,
             "--unpinned" => b.unpinned = true,
+            "--loads" => {
+                b.loads = it
+                    .next()
+                    .map(|v| {
+                        v.split(',')
+                            .map(str::parse)
+                            .collect::<Result<Vec<usize>, _>>()
+                    })
+                    .and_then(Result::ok)
+                    .filter(|l| !l.is_empty() && l.iter().all(|&n| n <= 2))
+                    .ok_or("--loads needs a list of 0, 1 and 2 (e.g. 0,2)")?;
+            }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?}\nusage: threads_bench --busy [--quick | --smoke] [--rounds N] [--mib N] [--unpinned]"
+                    "unknown argument {other:?}\nusage: threads_bench --busy [--quick | --smoke] [--rounds N] [--mib N] [--unpinned] [--loads L,…]"
                 ));
             }
         }

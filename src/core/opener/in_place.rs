@@ -114,7 +114,16 @@ impl Opener {
         let (Some(workers), Some(stream)) = (&mut self.workers, &self.stream) else {
             return None;
         };
-        match open_pieces(workers, stream, self.next, window, buf, usize::MAX, true) {
+        match open_pieces(
+            workers,
+            stream,
+            self.next,
+            window,
+            buf,
+            usize::MAX,
+            true,
+            |_| (),
+        ) {
             Ok(run) if run.tried > 0 => {
                 self.counts.opens.add(run.tried);
                 self.counts.runs.add(1);

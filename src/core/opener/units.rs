@@ -101,12 +101,21 @@ impl Opener {
     /// # Errors
     ///
     /// [`Error::WorkerPanicked`] (sticky), with nothing released.
-    pub(super) fn open_run(&mut self, out: &mut [u8]) -> Result<usize, Error> {
+    ///
+    /// With prefetch and a `side` read, the caller's thread reads the next
+    /// run's input meanwhile, unless the input is at its end or the
+    /// segments open in the inner reader's buffer.
+    pub(super) fn open_run(
+        &mut self,
+        out: &mut [u8],
+        side: Option<&mut (dyn Beside + '_)>,
+    ) -> Result<usize, Error> {
         let (Some(workers), Stage::Body, Some(stream)) =
             (&mut self.workers, &self.stage, &self.stream)
         else {
             return Ok(0);
         };
+        let side = side.filter(|_| self.prefetch && !self.ahead.at_end() && !self.in_place.is_on());
         let batch = parallel::open_batch_segments(workers.threads(), stream.units.layout().rest);
         // A fixed-size segment that ends the read-ahead may be final.
         // Unless the input looks at its end (then it is likely final,
@@ -114,15 +123,39 @@ impl Opener {
         // try it as non-final first too: so does the run, and if that
         // fails it is left to the one-thread path, which tries both.
         let ends = !self.ahead.looks_ended();
-        let data = self.ahead.data();
-        let r = open_pieces(workers, stream, self.next, data, out, batch, ends);
+        let capacity = self.ahead.capacity();
+        let (data, behind, total) = self.ahead.for_run(stream.units.layout().max_sealed());
+        let read_beside = |left: &[u8]| {
+            if let Some(side) = side {
+                behind.fill(left, total, capacity, side);
+            }
+        };
+        let r = open_pieces(
+            workers,
+            stream,
+            self.next,
+            data,
+            out,
+            batch,
+            ends,
+            read_beside,
+        );
         if let Ok(run) = &r {
             self.counts.opens.add(run.tried);
             self.counts.runs.add(usize::from(run.tried > 0));
         }
         let run = r.map_err(|e| self.fail(e))?;
         self.next += run.opened as u64;
-        self.ahead.consume(run.used);
+        match self.ahead.after_run(run.used) {
+            Ok((read, moved)) => {
+                self.counts.moved.add(moved);
+                if let Some(n) = read {
+                    self.counts.beside.add(1);
+                    self.position.inner_read(n);
+                }
+            }
+            Err(e) => return Err(self.fail(e)),
+        }
         if run.opened > 0 {
             self.authenticated();
         }
@@ -178,7 +211,11 @@ impl Opener {
     /// found complete and to hold up to `cap` plaintext bytes, into the
     /// internal plaintext buffer (with threads, the run of segments that
     /// starts with it, if the read-ahead holds one).
-    pub(super) fn fill_plain(&mut self, cap: usize) -> Result<(), Error> {
+    pub(super) fn fill_plain(
+        &mut self,
+        cap: usize,
+        side: Option<&mut (dyn Beside + '_)>,
+    ) -> Result<(), Error> {
         let Some(units) = self.units() else {
             unreachable!("called while in the body")
         };
@@ -190,7 +227,7 @@ impl Opener {
         };
         let index = self.next;
         let mut plain = std::mem::replace(&mut self.plain, Plain::new());
-        if let Some(r) = self.fill_run(&mut plain, units.layout(), avail) {
+        if let Some(r) = self.fill_run(&mut plain, units.layout(), avail, side) {
             self.plain = plain;
             return r;
         }
@@ -217,6 +254,7 @@ impl Opener {
         plain: &mut Plain,
         layout: &Layout,
         avail: usize,
+        side: Option<&mut (dyn Beside + '_)>,
     ) -> Option<Result<(), Error>> {
         let w = self.workers.as_ref()?;
         let index = self.next;
@@ -225,7 +263,7 @@ impl Opener {
         let batch = parallel::open_batch_segments(w.threads(), layout.rest) as u64;
         let room = layout.run_len(index, batch, avail);
         let r = match plain.open_into(room) {
-            Ok(out) => self.open_run(out),
+            Ok(out) => self.open_run(out, side),
             Err(e) => Err(self.fail(e)),
         };
         if let Ok(n @ 1..) = r {
