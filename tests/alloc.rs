@@ -44,6 +44,7 @@ fn main() {
     for &p in Provider::ALL {
         memory_follows_the_bytes_that_arrived(p);
         forged_headers_cost_about_twice_what_arrived_on_every_thread_count(p);
+        forged_runs_grow_nothing_beside_them(p);
         framed_record_lengths_allocate_nothing_they_ask(p);
         hostile_headers_allocate_no_segment_buffer(p);
         for &alg in Algorithm::ALL {
@@ -201,9 +202,12 @@ fn forged_headers_cost_about_twice_what_arrived_on_every_thread_count(p: Provide
                 input.extend(size.to_be_bytes());
             }
             input.resize(HEADER_LEN + arrived, 0x5a);
-            for threads in [1, 2, 4, 8] {
+            for (threads, prefetch) in [(1, false), (2, false), (2, true), (4, false), (8, true)] {
                 let region = Region::new(GLOBAL);
-                let b = CipherReader::builder(&key).provider(p).threads(threads);
+                let b = CipherReader::builder(&key)
+                    .provider(p)
+                    .threads(threads)
+                    .prefetch(prefetch);
                 let err = if silence {
                     let mut r = b.build(ThenSilence(&input));
                     let e = r.read(&mut [0u8; 4096]).unwrap_err();
@@ -222,15 +226,62 @@ fn forged_headers_cost_about_twice_what_arrived_on_every_thread_count(p: Provide
                 let (held, e) = err;
                 let layout = if framed { "framed" } else { "fixed" };
                 println!(
-                    "alloc: {p:?} {layout}, threads({threads}), forged header for 16 MiB segments, {arrived} bytes of junk: {held} bytes held ({:.2}x), {e}",
+                    "alloc: {p:?} {layout}, threads({threads}), prefetch {prefetch}, forged header for 16 MiB segments, {arrived} bytes of junk: {held} bytes held ({:.2}x), {e}",
                     held as f64 / input.len() as f64
                 );
                 assert!(
                     held <= 2 * input.len() + 8 * KIB + 64 * KIB,
-                    "{p:?} {layout}, threads({threads}): {held} bytes held for {} that arrived",
+                    "{p:?} {layout}, threads({threads}), prefetch {prefetch}: {held} bytes held for {} that arrived",
                     input.len()
                 );
             }
+        }
+    }
+}
+
+/// Forged headers followed by a few forged units that would make a run (two
+/// empty records that say they are not final; two 512-byte segments and
+/// more): a prefetching reader grows nothing for a read beside a run before
+/// a unit has authenticated, so it holds what any other reader holds.
+fn forged_runs_grow_nothing_beside_them(p: Provider) {
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    let records = {
+        let header = Header::new(Algorithm::Aes256Gcm, 16 << 20, [5; 32], [6; 7]).with_framed(true);
+        let mut input = header.to_bytes().to_vec();
+        for _ in 0..2 {
+            input.extend(0u32.to_be_bytes());
+            input.extend([0x11; 16]);
+        }
+        input
+    };
+    let segments = {
+        let mut input = Header::new(Algorithm::Aes256Gcm, 512, [5; 32], [6; 7])
+            .to_bytes()
+            .to_vec();
+        input.extend([0x22u8; 2 * 528 + 10]);
+        input
+    };
+    for (what, input) in [("framed", records), ("fixed", segments)] {
+        for (threads, prefetch) in [(1, false), (2, false), (2, true), (8, true)] {
+            let region = Region::new(GLOBAL);
+            let mut r = CipherReader::builder(&key)
+                .provider(p)
+                .threads(threads)
+                .prefetch(prefetch)
+                .build(ThenSilence(&input));
+            let e = r.read(&mut [0u8; 4096]).unwrap_err();
+            let held = live(&region.change());
+            drop(r);
+            assert_eq!(Error::from_io(&e), Some(&Error::Authentication), "{p:?}");
+            println!(
+                "alloc: {p:?} {what}, threads({threads}), prefetch {prefetch}, forged header and units, {} bytes arrived: {held} bytes held",
+                input.len()
+            );
+            assert!(
+                held <= 2 * input.len() + 8 * KIB + 64 * KIB,
+                "{p:?} {what}, threads({threads}), prefetch {prefetch}: {held} bytes held for {} that arrived",
+                input.len()
+            );
         }
     }
 }
@@ -686,11 +737,15 @@ fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, th
     assert!(batches > 10, "the writer saw many calls");
 
     let (_, stream) = sealed_stream(&key, p, seg, 0x42, 8 * MIB);
-    for read in [100, 8 * KIB, MIB] {
+    for (read, prefetch) in [100, 8 * KIB, MIB]
+        .into_iter()
+        .flat_map(|r| [(r, false), (r, true)])
+    {
         let whole = Region::new(GLOBAL);
         let mut r = CipherReader::builder(&key)
             .provider(p)
             .threads(threads)
+            .prefetch(prefetch)
             .build(&stream[..]);
         let mut buf = vec![0u8; read];
         let before = live(&whole.change());
@@ -704,13 +759,15 @@ fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, th
         }
         // A run: n shares of 64 KiB and of 512 KiB ÷ n at least.
         let run = threads * (64 * KIB).max((512 * KIB).div_ceil(threads)).div_ceil(seg);
-        let bound = 8 * KIB + HEADER_LEN + 2 * run * sealed + pool;
+        // Prefetch: a second read-ahead of one run.
+        let runs = 2 + usize::from(prefetch);
+        let bound = 8 * KIB + HEADER_LEN + runs * run * sealed + pool;
         println!(
-            "alloc: {p:?} reader on {threads} threads, {read}-byte reads, held at most {most} bytes ({bound} allowed)"
+            "alloc: {p:?} reader on {threads} threads, prefetch {prefetch}, {read}-byte reads, held at most {most} bytes ({bound} allowed)"
         );
         assert!(
             most <= bound,
-            "{p:?} threads {threads} reads of {read}: the reader held {most} bytes, more than its read-ahead and two runs ({bound})"
+            "{p:?} threads {threads} prefetch {prefetch} reads of {read}: the reader held {most} bytes, more than its read-ahead and {runs} runs ({bound})"
         );
     }
 }

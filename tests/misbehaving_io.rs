@@ -658,7 +658,7 @@ fn reader_inject_at_every_position(kind: ErrorKind, exactly_once: bool) {
                             max_per_call,
                             bufsize,
                             kind,
-                            exactly_once,
+                            (exactly_once, true),
                             |inner| front.build_reader(f.reader(b"").capacity(rcap), inner),
                         );
                     }

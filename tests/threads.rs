@@ -11,7 +11,10 @@
 //!   `tests/tamper.rs` hold for it);
 //! * misbehaving inner I/O (`WouldBlock`, `Interrupted` at every call
 //!   position, 1-byte calls): nothing lost, nothing sealed twice;
-//! * `threads(0)` is refused.
+//! * `threads(0)` is refused;
+//! * with `prefetch(true)` (the next run read while one opens) every one
+//!   of the above holds for the readers too, and an inner error met in a
+//!   read beside a run comes, once, with the next call that needs input.
 //!
 //! (That the bytes on the wire are one thread's needs an injected salt:
 //! `src/threads/stream_tests.rs`. The socket case, a read that never waits
@@ -40,6 +43,15 @@ const THREADS: &[usize] = &[2, 3, 8];
 /// the engine cuts them: a 64 KiB share per thread, at most 64 segments).
 fn batch(threads: usize, seg: usize) -> usize {
     threads * (64 * KIB).div_ceil(seg).clamp(1, 64)
+}
+
+/// The prefetch settings that differ for a reader on `threads` threads.
+fn prefetches(threads: usize) -> &'static [bool] {
+    if threads > 1 {
+        &[false, true]
+    } else {
+        &[false]
+    }
 }
 
 fn read_modes(seg: usize, len: usize) -> Vec<ReadMode> {
@@ -83,8 +95,14 @@ fn round_trips_on_threads() {
                             let ct = encrypt(front, w, &pt, mode);
                             assert_eq!(ct.len(), l.stream_len(len), "{ctx}");
                             for read in read_modes(seg, len) {
-                                let r = CipherReader::builder(&key).provider(rp).threads(rt);
-                                decrypt_ok(&ctx, front, r, &ct, &pt, &read);
+                                for &prefetch in prefetches(rt) {
+                                    let r = CipherReader::builder(&key)
+                                        .provider(rp)
+                                        .threads(rt)
+                                        .prefetch(prefetch);
+                                    let ctx = format!("{ctx} prefetch {prefetch}");
+                                    decrypt_ok(&ctx, front, r, &ct, &pt, &read);
+                                }
                             }
                         }
                     }
@@ -146,19 +164,25 @@ fn damaged_as_on_one_thread<K: StreamKey>(
                         continue;
                     }
                     for mode in &tamper_patterns(l) {
-                        let builder = |t| {
+                        let builder = |t, prefetch| {
                             CipherReader::builder(key)
                                 .provider(rp)
                                 .capacity(cap)
                                 .threads(t)
+                                .prefetch(prefetch)
                         };
-                        let one = outcome(front, builder(1), stream, (chunk, buffered), mode);
+                        let one =
+                            outcome(front, builder(1, false), stream, (chunk, buffered), mode);
                         errors += usize::from(one.1.is_some());
-                        for &t in THREADS {
+                        // Prefetch at two threads only: the reads beside the
+                        // runs do not depend on the thread count.
+                        let prefetch = [(2, true)];
+                        for (t, prefetch) in THREADS.iter().map(|&t| (t, false)).chain(prefetch) {
                             let ctx = format!(
-                                "{ctx} {what} [{front:?} {rp:?} cap {cap} chunk {chunk} {buffered:?} {mode:?} threads {t}]"
+                                "{ctx} {what} [{front:?} {rp:?} cap {cap} chunk {chunk} {buffered:?} {mode:?} threads {t} prefetch {prefetch}]"
                             );
-                            let many = outcome(front, builder(t), stream, (chunk, buffered), mode);
+                            let b = builder(t, prefetch);
+                            let many = outcome(front, b, stream, (chunk, buffered), mode);
                             assert_eq!(many.1, one.1, "{ctx}: error");
                             assert!(
                                 many.0 == one.0,
@@ -265,7 +289,9 @@ fn bytes_after_a_full_final_segment_fail_as_on_one_thread() {
             for (what, stream) in &damaged {
                 for &front in Front::ALL {
                     for &rp in Provider::ALL {
-                        for t in [1, 2, 8] {
+                        for (t, prefetch) in
+                            [(1, false), (2, false), (2, true), (8, false), (8, true)]
+                        {
                             for (cap, buffered) in [(1, None), (8 * KIB, None), (1, Some(seg + 20))]
                             {
                                 if buffered.is_some() && front != Front::Std {
@@ -275,11 +301,12 @@ fn bytes_after_a_full_final_segment_fail_as_on_one_thread() {
                                     let b = CipherReader::builder(&key)
                                         .provider(rp)
                                         .capacity(cap)
-                                        .threads(t);
+                                        .threads(t)
+                                        .prefetch(prefetch);
                                     let (got, e) =
                                         outcome(front, b, stream, (usize::MAX, buffered), mode);
                                     let ctx = format!(
-                                        "{ctx}, {what} [{front:?} {rp:?} threads {t} cap {cap} {buffered:?} {mode:?}]"
+                                        "{ctx}, {what} [{front:?} {rp:?} threads {t} prefetch {prefetch} cap {cap} {buffered:?} {mode:?}]"
                                     );
                                     assert_eq!(e, Some(Error::TrailingData), "{ctx}");
                                     assert!(got == pt, "{ctx}: released {} bytes", got.len());
@@ -522,11 +549,12 @@ fn readers_on_threads_over_misbehaving_inner_readers() {
         &pt,
         &WriteMode::AllAtOnce,
     );
-    for &t in &[2, 8] {
+    for (t, prefetch) in [(2, false), (2, true), (8, false), (8, true)] {
         for &front in Front::ALL {
             for kind in [ErrorKind::WouldBlock, ErrorKind::Interrupted] {
                 for (per_call, bufsize) in [(usize::MAX, 100 * KIB), (3000, 700)] {
-                    let ctx = format!("threads {t} {front:?} {per_call}/{bufsize}");
+                    let ctx =
+                        format!("threads {t} prefetch {prefetch} {front:?} {per_call}/{bufsize}");
                     read_injecting_at_every_call(
                         &ctx,
                         &ct,
@@ -534,8 +562,11 @@ fn readers_on_threads_over_misbehaving_inner_readers() {
                         per_call,
                         bufsize,
                         kind,
-                        kind == ErrorKind::WouldBlock,
-                        |inner| front.build_reader(CipherReader::builder(&key).threads(t), inner),
+                        (kind == ErrorKind::WouldBlock, !prefetch),
+                        |inner| {
+                            let b = CipherReader::builder(&key).threads(t).prefetch(prefetch);
+                            front.build_reader(b, inner)
+                        },
                     );
                 }
             }

@@ -158,12 +158,14 @@ impl ReadAhead {
     }
 
     /// For a run with a read beside it: what is held (the run's input),
-    /// the second buffer the read lands in, and the room such a read
-    /// fills up to, whole units of `unit` sealed bytes from a unit
-    /// boundary (the read-ahead's target, rounded down).
-    pub(crate) fn for_run(&mut self, unit: usize) -> (&[u8], &mut Behind, usize) {
-        let total = (self.target / unit.max(1)).max(1) * unit.max(1);
-        (self.buf.data(), &mut self.behind, total)
+    /// the second buffer the read lands in, and how large that may grow:
+    /// no larger than the read-ahead has grown by its own rules as bytes
+    /// arrived, and not at all before a unit authenticated (a forged
+    /// header, or records that merely say they are not final, make the
+    /// second buffer no larger than the first).
+    pub(crate) fn for_run(&mut self) -> (&[u8], &mut Behind, usize) {
+        let limit = if self.proven { self.buf.len() } else { 0 };
+        (self.buf.data(), &mut self.behind, limit)
     }
 
     /// After a run that used `used` bytes of what is held: the bytes read

@@ -283,7 +283,13 @@ impl Opener {
                 break;
             }
             if run > 0 {
-                // What follows may be another run (read beside this one).
+                // What follows may be another run (read beside this one);
+                // a prefetching reader starts one only with room for all
+                // of it, so that the run leaves nothing to copy behind the
+                // next read.
+                if self.prefetch && !self.next_run_fits(buf.len() - n) {
+                    break;
+                }
                 continue;
             }
             let r = self.open_next(&mut buf[n..]);

@@ -435,6 +435,10 @@ impl<R: Read> Source for Inner<'_, R> {
     }
 
     fn read_beside(&mut self, room: &mut [u8]) -> Option<usize> {
+        if self.deferred.is_some() {
+            // The error comes first, with the next read that needs input.
+            return None;
+        }
         match self.inner.read(room) {
             Ok(n) => Some(n),
             Err(e) => {

@@ -415,3 +415,92 @@ fn buffered_reads_open_runs_in_the_inner_buffer() {
     assert!(r.engine.counts.runs.get() >= 40 / 16 - 1, "{ctx}");
     assert!(r.engine.counts.opens.get() <= 41 + 1, "{ctx}");
 }
+
+/// With prefetch, each run's ciphertext is read while the run before it
+/// opens: after the first run nearly every inner read is one made beside
+/// a run, the runs are as many as without it, no segment is opened twice
+/// (the final one aside), and only what a run leaves of the read-ahead
+/// is copied. Without prefetch, with one thread, or from an inner buffer,
+/// no read is made beside a run.
+#[test]
+fn prefetching_readers_read_the_next_run_beside_each_run() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 64 * 1024;
+    for (len, threads, chunk) in [
+        (40 * seg, 2, 1 << 20),
+        (40 * seg + 77, 2, 8 * 1024),
+        (40 * seg + 77, 3, 1 << 20),
+        (40 * seg, 8, 8 * 1024),
+    ] {
+        let pt = data(len);
+        let plan = Plan {
+            chunk: pt.len(),
+            flush: false,
+        };
+        let ct = write_std(CipherWriter::builder(&key).capacity(seg), &pt, plan, 1).0;
+        let segments = len.div_ceil(seg);
+        let reader = |prefetch| {
+            CipherReader::builder(&key)
+                .capacity(seg)
+                .threads(threads)
+                .prefetch(prefetch)
+        };
+        let mut plain = reader(false).build(Counted::new(&ct[..]));
+        assert!(read_in_chunks(&mut plain, chunk) == pt);
+        let mut r = reader(true).build(Counted::new(&ct[..]));
+        assert!(read_in_chunks(&mut r, chunk) == pt);
+        let c = &r.engine.counts;
+        let (runs, beside, calls) = (c.runs.get(), c.beside.get(), r.get_ref().calls);
+        let ctx = format!(
+            "len {len} threads {threads} chunk {chunk}: {runs} runs ({} without prefetch), \
+             {beside} reads beside them of {calls} inner reads, {} opens, {} bytes moved",
+            plain.engine.counts.runs.get(),
+            c.opens.get(),
+            c.moved.get(),
+        );
+        assert_eq!(plain.engine.counts.beside.get(), 0, "{ctx}");
+        assert!(runs >= plain.engine.counts.runs.get(), "{ctx}");
+        assert!(beside + 1 >= runs, "{ctx}");
+        assert!(calls <= beside + 3, "{ctx}");
+        assert!(c.opens.get() <= segments + 2, "{ctx}");
+        assert!(c.moved.get() <= 2 * (seg + 16), "{ctx}");
+    }
+    let ct = write_std(
+        CipherWriter::builder(&key).capacity(seg),
+        &data(20 * seg),
+        Plan {
+            chunk: 20 * seg,
+            flush: false,
+        },
+        1,
+    )
+    .0;
+    let mut one = CipherReader::builder(&key).prefetch(true).build(&ct[..]);
+    assert_eq!(read_in_chunks(&mut one, 1 << 20).len(), 20 * seg);
+    assert_eq!(one.engine.counts.beside.get(), 0, "one thread");
+    let mut inner_buf = CipherReader::builder(&key)
+        .threads(2)
+        .prefetch(true)
+        .build_from_buf_read(&ct[..]);
+    assert_eq!(read_in_chunks(&mut inner_buf, 1 << 20).len(), 20 * seg);
+    assert_eq!(inner_buf.engine.counts.beside.get(), 0, "inner buffer");
+}
+
+/// An inner reader that counts its calls.
+struct Counted<R> {
+    inner: R,
+    calls: usize,
+}
+
+impl<R> Counted<R> {
+    fn new(inner: R) -> Self {
+        Counted { inner, calls: 0 }
+    }
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.calls += 1;
+        self.inner.read(buf)
+    }
+}

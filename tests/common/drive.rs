@@ -236,9 +236,11 @@ pub fn read_retrying<R: Read + Unpin>(
 /// of the clean run. `open` makes the front reader over the inner one.
 /// Every run gives back `pt`; the injected error surfaces only as itself,
 /// exactly once if `exactly_once` (else at most once: the front may retry
-/// it, as `Read::read_exact` does `Interrupted`), and the inner reader is
-/// called exactly once more than in the clean run (the failed call: no
-/// call is lost or repeated).
+/// it, as `Read::read_exact` does `Interrupted`), and, if `same_calls`,
+/// the inner reader is called exactly once more than in the clean run (the
+/// failed call: no call is lost or repeated). (A prefetching reader's
+/// failed read beside a run is made again as an ordinary read, which may
+/// ask for a different room: its calls are not counted, its bytes are.)
 #[allow(clippy::too_many_arguments)]
 pub fn read_injecting_at_every_call<'a>(
     ctx: &str,
@@ -247,7 +249,7 @@ pub fn read_injecting_at_every_call<'a>(
     max_per_call: usize,
     bufsize: usize,
     kind: ErrorKind,
-    exactly_once: bool,
+    (exactly_once, same_calls): (bool, bool),
     open: impl Fn(ScriptReader<'a>) -> FrontReader<ScriptReader<'a>>,
 ) {
     let mut r = open(ScriptReader::new(ct).max_per_call(max_per_call));
@@ -270,6 +272,8 @@ pub fn read_injecting_at_every_call<'a>(
         } else {
             assert!(errors.len() <= 1, "{ctx}");
         }
-        assert_eq!(r.get_ref().calls, clean_calls + 1, "{ctx}");
+        if same_calls {
+            assert_eq!(r.get_ref().calls, clean_calls + 1, "{ctx}");
+        }
     }
 }

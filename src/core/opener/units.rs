@@ -78,6 +78,16 @@ impl Opener {
         })
     }
 
+    /// Whether `room` bytes hold the plaintext of a whole run (with
+    /// threads).
+    pub(super) fn next_run_fits(&self, room: usize) -> bool {
+        let (Some(w), Some(s)) = (&self.workers, &self.stream) else {
+            return false;
+        };
+        let rest = s.units.layout().rest;
+        room >= rest.saturating_mul(parallel::open_batch_segments(w.threads(), rest))
+    }
+
     /// Whether the next unit is complete in the read-ahead (at its full
     /// length) and its plaintext fits in `room` bytes, the stream going on.
     #[inline]
@@ -124,7 +134,15 @@ impl Opener {
         // fails it is left to the one-thread path, which tries both.
         let ends = !self.ahead.looks_ended();
         let capacity = self.ahead.capacity();
-        let (data, behind, total) = self.ahead.for_run(stream.units.layout().max_sealed());
+        // The read beside the run fills the second buffer up to one run
+        // (fixed-size: of whole units, so that the next run, if the caller
+        // has room for it, takes all of it and leaves nothing to copy).
+        let (data, behind, limit) = self.ahead.for_run();
+        let unit = stream.units.layout().max_sealed().max(1);
+        let total = match stream.units {
+            Units::Fixed(_) => limit.min(unit.saturating_mul(batch)) / unit * unit,
+            Units::Framed(_) => limit.min(unit.saturating_mul(batch)),
+        };
         let read_beside = |left: &[u8]| {
             if let Some(side) = side {
                 behind.fill(left, total, capacity, side);
