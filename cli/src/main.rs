@@ -333,7 +333,7 @@ fn encrypt(a: &EncryptArgs) -> Result<()> {
         (None, None) => None,
     };
     let aad = a.stream.associated_data()?;
-    let (mut src, mut out, in_name, out_name) = a.io.open(Contents::Ciphertext)?;
+    let (mut src, mut out, in_name, out_name, _) = a.io.open(Contents::Ciphertext)?;
     let mut builder = CipherWriter::builder(&key.key)
         .associated_data(&aad)
         .threads(usize::from(a.stream.threads));
@@ -404,14 +404,18 @@ fn read_prefix(r: &mut impl Read, n: usize) -> io::Result<Vec<u8>> {
     Ok(prefix)
 }
 
-/// Opens the stream on `src` and copies its authenticated plaintext to
-/// `out` (or drops it, for `verify`).
+/// Opens the stream on `src` on `threads` threads and copies its
+/// authenticated plaintext to `out` (or drops it, for `verify`). From a
+/// regular file (`regular`), which never waits for this side, the next
+/// run is read while the threads open one (prefetch); from a pipe or a
+/// terminal it is not, so that what has arrived is written out before
+/// the next read waits.
 fn open_stream(
     keys: &Keys,
     src: impl Read,
     in_name: &str,
     aad: &[u8],
-    threads: u16,
+    (threads, regular): (u16, bool),
     mut out: Option<(&mut dyn Write, &str)>,
 ) -> Result<(u64, String)> {
     let mut src = src;
@@ -430,6 +434,7 @@ fn open_stream(
     let mut r = CipherReader::builder(&key.key)
         .associated_data(aad)
         .threads(usize::from(threads))
+        .prefetch(regular)
         .capacity(CHUNK)
         .build(Cursor::new(prefix).chain(src));
     let mut buf = vec![0u8; CHUNK];
@@ -462,24 +467,28 @@ fn stream_error(e: io::Error, in_name: &str) -> anyhow::Error {
     anyhow::Error::new(e).context(what)
 }
 
+/// What [`IoArgs::open`] opened: the input behind its progress bar, the
+/// output, their names, and whether the input is a regular file.
+type Opened = (Progress<std::fs::File>, Output, String, String, bool);
+
 impl IoArgs {
     /// Opens the input and the output for `contents` (after the signal
     /// handlers that remove a temporary output), with the progress bar on
-    /// the input: the source, the output, and their names for messages.
-    fn open(
-        &self,
-        contents: Contents,
-    ) -> Result<(Progress<std::fs::File>, Output, String, String)> {
+    /// the input: the source, the output, their names for messages, and
+    /// whether the input is a regular file.
+    fn open(&self, contents: Contents) -> Result<Opened> {
         files::handle_signals()?;
         let input = Input::open(self.input.as_deref())?;
         let out = Output::open(self.output.as_deref(), &input, contents, self.force)?;
         let in_name = input.name.clone();
         let out_name = out.name().to_string();
+        let regular = input.len.is_some();
         Ok((
             Progress::new(input.file, input.len, self.quiet),
             out,
             in_name,
             out_name,
+            regular,
         ))
     }
 }
@@ -487,13 +496,13 @@ impl IoArgs {
 fn decrypt(a: &DecryptArgs) -> Result<()> {
     let keys = keyfile::load(&a.key.source())?;
     let aad = a.stream.associated_data()?;
-    let (src, mut out, in_name, out_name) = a.io.open(Contents::Plaintext)?;
+    let (src, mut out, in_name, out_name, regular) = a.io.open(Contents::Plaintext)?;
     open_stream(
         &keys,
         src,
         &in_name,
         &aad,
-        a.stream.threads,
+        (a.stream.threads, regular),
         Some((out.file(), &out_name)),
     )?;
     // Only now, with the final segment authenticated, does the file appear.
@@ -505,8 +514,10 @@ fn verify(a: &VerifyArgs) -> Result<()> {
     let aad = a.stream.associated_data()?;
     let input = Input::open(a.input.as_deref())?;
     let in_name = input.name.clone();
+    let regular = input.len.is_some();
     let src = Progress::new(input.file, input.len, a.quiet);
-    let (len, label) = open_stream(&keys, src, &in_name, &aad, a.stream.threads, None)?;
+    let threads = (a.stream.threads, regular);
+    let (len, label) = open_stream(&keys, src, &in_name, &aad, threads, None)?;
     if !a.quiet {
         eprintln!("{in_name}: authentic: {len} bytes of plaintext, sealed with the {label}");
     }

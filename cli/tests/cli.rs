@@ -297,6 +297,26 @@ fn segment_size_and_threads_shape_the_stream_not_the_plaintext() {
             .code(OK)
             .stdout(predicate::eq(p.clone()));
     }
+    // Several runs of segments: from a file the threads read each run while
+    // they open the one before (prefetch); from standard input they do not.
+    let long = data(3 << 20, 12);
+    let ct = s.encrypt(&long, "long", &["--segment-size", "4K"]);
+    for threads in ["2", "3"] {
+        cipherio()
+            .args(["decrypt", "--threads", threads, "-k"])
+            .arg(s.key())
+            .arg(&ct)
+            .assert()
+            .code(OK)
+            .stdout(predicate::eq(long.clone()));
+        cipherio()
+            .args(["decrypt", "--threads", threads, "-k"])
+            .arg(s.key())
+            .write_stdin(fs::read(&ct).expect("ct"))
+            .assert()
+            .code(OK)
+            .stdout(predicate::eq(long.clone()));
+    }
 }
 
 #[test]

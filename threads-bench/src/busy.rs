@@ -91,6 +91,17 @@ impl Call {
         }
     }
 
+    /// The call a prefetching one is measured against (the same reads
+    /// without prefetch): its one-thread stream and ceilings are the same
+    /// streams, measured once.
+    fn without_prefetch(self) -> Option<Call> {
+        match self {
+            Call::Read1MPrefetch => Some(Call::Read1M),
+            Call::CopyPrefetch => Some(Call::Copy),
+            _ => None,
+        }
+    }
+
     fn decrypts(self) -> bool {
         matches!(
             self,
@@ -441,13 +452,18 @@ fn variants() -> Vec<Variant> {
     for alg in ALGORITHMS {
         for call in CALLS {
             for threads in THREADS {
+                // Prefetch changes nothing on one thread, nor in a ceiling
+                // of one-thread streams.
+                if call.without_prefetch().is_some() && threads == 1 {
+                    continue;
+                }
                 v.push(Variant {
                     alg,
                     call,
                     threads,
                     split: false,
                 });
-                if threads > 1 {
+                if threads > 1 && call.without_prefetch().is_none() {
                     v.push(Variant {
                         alg,
                         call,
@@ -597,7 +613,9 @@ fn speedups(base: &[f64], fast: &[f64]) -> Vec<f64> {
 
 /// A load level's table: for each algorithm and call, one thread's speed
 /// (its spread shows how much the machine gave one thread from round to
-/// round), then threads(n) ÷ threads(1) and ÷ ceiling(n).
+/// round), then threads(n) ÷ threads(1) and ÷ ceiling(n); for a
+/// prefetching call, those of the same call without prefetch, and a
+/// second table of threads(n) with prefetch ÷ without, round by round.
 fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len: usize) {
     let _ = writeln!(
         out,
@@ -611,7 +629,11 @@ fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len:
         rule.push_str("---:|---:|");
     }
     let _ = writeln!(out, "{head}\n{rule}");
-    let find = |alg, call, threads, split| {
+    let find = |alg, call: Call, threads, split| {
+        let call = match call.without_prefetch() {
+            Some(base) if threads == 1 || split => base,
+            _ => call,
+        };
         let i = all
             .iter()
             .position(|v| {
@@ -639,6 +661,27 @@ fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len:
                     cell(&speedups(one, threaded), 2),
                     cell(&speedups(ceiling, threaded), 2)
                 );
+            }
+            let _ = writeln!(out, "{row}");
+        }
+    }
+    out.push('\n');
+    let mut head = "| algorithm | calls |".to_string();
+    let mut rule = "|---|---|".to_string();
+    for n in THREADS.into_iter().filter(|&n| n > 1) {
+        let _ = write!(head, " threads {n}, prefetch ÷ without |");
+        rule.push_str("---:|");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    for alg in ALGORITHMS {
+        for call in CALLS {
+            let Some(base) = call.without_prefetch() else {
+                continue;
+            };
+            let mut row = format!("| {alg:?} | {} |", call.name());
+            for n in THREADS.into_iter().filter(|&n| n > 1) {
+                let speedup = speedups(find(alg, base, n, false), find(alg, call, n, false));
+                let _ = write!(row, " {}× |", cell(&speedup, 2));
             }
             let _ = writeln!(out, "{row}");
         }
