@@ -288,11 +288,14 @@ fn segment_size_and_threads_shape_the_stream_not_the_plaintext() {
         .assert()
         .code(OK)
         .stdout(contains("4096 bytes of plaintext").and(contains("ChaCha20-Poly1305")));
+    let decrypt = |threads: &str| {
+        let mut c = cipherio();
+        c.args(["decrypt", "--threads", threads, "-k"]).arg(s.key());
+        c
+    };
     for threads in ["1", "2", "3"] {
-        cipherio()
-            .args(["decrypt", "--threads", threads, "-k"])
-            .arg(s.key())
-            .arg(&ct)
+        let mut c = decrypt(threads);
+        c.arg(&ct)
             .assert()
             .code(OK)
             .stdout(predicate::eq(p.clone()));
@@ -302,17 +305,13 @@ fn segment_size_and_threads_shape_the_stream_not_the_plaintext() {
     let long = data(3 << 20, 12);
     let ct = s.encrypt(&long, "long", &["--segment-size", "4K"]);
     for threads in ["2", "3"] {
-        cipherio()
-            .args(["decrypt", "--threads", threads, "-k"])
-            .arg(s.key())
-            .arg(&ct)
+        let mut c = decrypt(threads);
+        c.arg(&ct)
             .assert()
             .code(OK)
             .stdout(predicate::eq(long.clone()));
-        cipherio()
-            .args(["decrypt", "--threads", threads, "-k"])
-            .arg(s.key())
-            .write_stdin(fs::read(&ct).expect("ct"))
+        let mut c = decrypt(threads);
+        c.write_stdin(fs::read(&ct).expect("ct"))
             .assert()
             .code(OK)
             .stdout(predicate::eq(long.clone()));

@@ -606,6 +606,24 @@ pub fn shuffled(len: usize, seed: usize) -> Vec<usize> {
     order
 }
 
+/// A table's head: the algorithm and the calls, `first` (a column, or
+/// nothing), then `per` columns for each thread count above 1 (`{n}` in
+/// them is the count).
+fn head(out: &mut String, first: &str, per: &[&str]) {
+    let mut head = format!("| algorithm | calls |{first}");
+    let mut rule = "|---|---|".to_string();
+    if !first.is_empty() {
+        rule.push_str("---:|");
+    }
+    for n in THREADS.into_iter().filter(|&n| n > 1) {
+        for column in per {
+            head.push_str(&column.replace("{n}", &n.to_string()));
+            rule.push_str("---:|");
+        }
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+}
+
 /// Per-round speed of `fast` relative to `base`: `base`'s time ÷ `fast`'s.
 fn speedups(base: &[f64], fast: &[f64]) -> Vec<f64> {
     base.iter().zip(fast).map(|(b, f)| b / f).collect()
@@ -622,13 +640,11 @@ fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len:
         "## {load} CPU-bound process{} beside the stream\n",
         if load == 1 { "" } else { "es" }
     );
-    let mut head = "| algorithm | calls | threads 1, GB/s |".to_string();
-    let mut rule = "|---|---|---:|".to_string();
-    for n in THREADS.into_iter().filter(|&n| n > 1) {
-        let _ = write!(head, " threads {n} ÷ 1 | threads {n} ÷ ceiling |");
-        rule.push_str("---:|---:|");
-    }
-    let _ = writeln!(out, "{head}\n{rule}");
+    head(
+        out,
+        " threads 1, GB/s |",
+        &[" threads {n} ÷ 1 |", " threads {n} ÷ ceiling |"],
+    );
     let find = |alg, call: Call, threads, split| {
         let call = match call.without_prefetch() {
             Some(base) if threads == 1 || split => base,
@@ -666,13 +682,7 @@ fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len:
         }
     }
     out.push('\n');
-    let mut head = "| algorithm | calls |".to_string();
-    let mut rule = "|---|---|".to_string();
-    for n in THREADS.into_iter().filter(|&n| n > 1) {
-        let _ = write!(head, " threads {n}, prefetch ÷ without |");
-        rule.push_str("---:|");
-    }
-    let _ = writeln!(out, "{head}\n{rule}");
+    head(out, "", &[" threads {n}, prefetch ÷ without |"]);
     for alg in ALGORITHMS {
         for call in CALLS {
             let Some(base) = call.without_prefetch() else {
