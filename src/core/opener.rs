@@ -15,7 +15,9 @@
 //!   or the internal one only from a segment that authenticated.
 //! - **Only the first segment may wait**: a step asks for input only while
 //!   the segment it works on is incomplete; every complete segment already
-//!   read ahead is opened without asking again.
+//!   read ahead is opened without asking again. The one exception is the
+//!   front's to ask for: with prefetch, the caller's thread reads the next
+//!   run's input beside each run the workers open.
 //! - **The final flag**: a short segment is final; a full-length one is
 //!   tried with the likelier flag first, then the other; a final segment
 //!   must end the input (trailing data is an error), and an input that ends
