@@ -65,6 +65,8 @@ struct How {
     provider: Provider,
     capacity: usize,
     threads: usize,
+    /// With threads: read the next run while one opens.
+    prefetch: bool,
     inner: Inner,
     drops: Pattern,
     drop_at: Option<usize>,
@@ -75,7 +77,8 @@ fn open(key: &Key, case: &Case<'_>, how: &How) -> Box<dyn ModelFront> {
     let builder: ReaderBuilder = CipherReader::builder(key)
         .provider(how.provider)
         .capacity(how.capacity)
-        .threads(how.threads);
+        .threads(how.threads)
+        .prefetch(how.prefetch);
     match how.front {
         Front::Std => std_front(case, builder, how.inner),
         #[cfg(feature = "tokio")]
@@ -237,6 +240,7 @@ fn draw(g: &mut Rng, front: Front) -> Model {
         #[cfg(feature = "tokio")]
         Front::Tokio => Inner::Plain,
     };
+    let threads = 1 + g.below(3);
     Model {
         key,
         pt,
@@ -247,7 +251,8 @@ fn draw(g: &mut Rng, front: Front) -> Model {
             front,
             provider: Provider::default(),
             capacity: g.pick(&CAPACITIES),
-            threads: 1 + g.below(3),
+            threads,
+            prefetch: threads > 1 && g.chance(50),
             inner,
             drops: Pattern::default(),
             drop_at: None,
@@ -409,6 +414,7 @@ fn hows(fronts: &[Front], inner: Inner, capacity: usize, drop: bool) -> Vec<How>
                 provider,
                 capacity,
                 threads: 1,
+                prefetch: false,
                 inner,
                 drops: Pattern::default(),
                 drop_at: drop.then_some(0),

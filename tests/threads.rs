@@ -661,3 +661,105 @@ fn threaded_streams_on_a_tokio_runtime() {
     });
     assert!(back == pt);
 }
+
+/// A seekable inner reader whose call number `fail` (from 0) fails once.
+struct FailOnce {
+    inner: io::Cursor<Vec<u8>>,
+    calls: usize,
+    fail: usize,
+}
+
+impl io::Read for FailOnce {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.calls += 1;
+        if self.calls - 1 == self.fail {
+            return Err(io::Error::other("injected"));
+        }
+        self.inner.read(buf)
+    }
+}
+
+impl io::Seek for FailOnce {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+/// A prefetching reader asked for its length, or moved to where it is,
+/// after any of its reads, over an inner reader that fails once at every
+/// call position in turn: the error surfaces exactly once (from a read or
+/// the length query, whichever needs input first, even when it was met in
+/// a read beside a run), and the plaintext is whole.
+#[test]
+fn an_inner_error_beside_a_run_surfaces_once_across_length_queries_and_seeks() {
+    use std::io::{Read, Seek, SeekFrom};
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = KIB;
+    // Eight runs of 128 segments at two threads.
+    let pt = data(8 * 128 * seg + 100, 23);
+    let ct = encrypt(
+        Front::Std,
+        CipherWriter::builder(&key).capacity(seg),
+        &pt,
+        &WriteMode::AllAtOnce,
+    );
+    for prefetch in [false, true] {
+        // Reads of 20 KiB; after read number `at`, the length query or a
+        // seek to where the reader is. Returns the plaintext, the injected
+        // errors seen, the reads and the inner calls made.
+        let run = |fail: usize, at: usize, length: bool| {
+            let inner = FailOnce {
+                inner: io::Cursor::new(ct.clone()),
+                calls: 0,
+                fail,
+            };
+            let mut r = CipherReader::builder(&key)
+                .threads(2)
+                .prefetch(prefetch)
+                .build(inner);
+            let (mut out, mut errors, mut buf) = (Vec::new(), 0, vec![0u8; 20 * KIB]);
+            let mut injected = |e: io::Error| {
+                assert_eq!(e.to_string(), "injected", "prefetch {prefetch} fail {fail}");
+                errors += 1;
+            };
+            let mut reads = 0;
+            loop {
+                match r.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => out.extend_from_slice(&buf[..n]),
+                    Err(e) => {
+                        injected(e);
+                        continue;
+                    }
+                }
+                reads += 1;
+                if reads == at {
+                    let moved = if length {
+                        r.plaintext_len().map(|n| assert_eq!(n, pt.len() as u64))
+                    } else {
+                        let here = out.len() as u64;
+                        r.seek(SeekFrom::Start(here)).map(|p| assert_eq!(p, here))
+                    };
+                    if let Err(e) = moved {
+                        injected(e);
+                    }
+                }
+            }
+            (out, errors, reads, r.get_ref().calls)
+        };
+        let (out, errors, reads, calls) = run(usize::MAX, 0, true);
+        assert!(out == pt && errors == 0, "prefetch {prefetch}: clean run");
+        for fail in 0..calls {
+            for at in 1..reads {
+                for length in [true, false] {
+                    let (out, errors, _, _) = run(fail, at, length);
+                    let ctx = format!(
+                        "prefetch {prefetch}, call {fail} of {calls} fails, length {length} after read {at}"
+                    );
+                    assert_eq!(errors, 1, "{ctx}");
+                    assert!(out == pt, "{ctx}: plaintext");
+                }
+            }
+        }
+    }
+}

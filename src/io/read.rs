@@ -233,9 +233,13 @@ impl ReaderBuilder {
     /// the first segment it works on is incomplete.)
     ///
     /// An error of `inner` in a read beside a run does not fail the call
-    /// that delivers the run's plaintext: it is returned by the next call
-    /// that needs input (an `Interrupted` is dropped; a seek that moves
-    /// `inner` drops it too). No effect with one thread, with
+    /// that delivers the run's plaintext: it is returned, once, by the next
+    /// call that needs input (a read, a seek's first read,
+    /// [`plaintext_len`](CipherReader::plaintext_len)), which may then
+    /// report a `WouldBlock` or `TimedOut` that `inner` gave earlier
+    /// (an `Interrupted` is dropped). [`into_inner`](CipherReader::into_inner)
+    /// loses up to one more run read ahead, and such an error. No effect
+    /// with one thread, with
     /// [`build_from_buf_read`](Self::build_from_buf_read) (nothing is
     /// copied to overlap) or on the async front.
     ///
@@ -473,9 +477,6 @@ impl<R: Read> Source for Inner<'_, R> {
             .inner_seek
             .unwrap_or_else(|| unreachable!("asked only after a seek or a length query"));
         let pos = engine.inner_seek_for(step, s.base)?;
-        // An error met before the inner reader moved is not this
-        // position's.
-        *self.deferred = None;
         let result = (s.seek)(self.inner, pos);
         engine.inner_sought(step, s.base, result)?;
         Ok(())
