@@ -25,34 +25,42 @@ pub(crate) trait Source {
     /// a seek or a length query.
     fn seek(&mut self, engine: &mut Opener, step: &Step) -> io::Result<()>;
 
-    /// A read beside a run (asked only of a reader built to prefetch):
-    /// `Read::read` of the inner reader, whose error (an interruption
-    /// aside) is kept for [`take_deferred`](Self::take_deferred) instead
-    /// of failing the call that has the run's plaintext to give.
-    fn read_beside(&mut self, room: &mut [u8]) -> Option<usize> {
-        let _ = room;
-        None
-    }
-
-    /// The error of a read beside a run, for the next call that needs
-    /// input.
-    fn take_deferred(&mut self) -> Option<io::Error> {
+    /// Where an error of a read beside a run waits for the next call that
+    /// needs input (kept across calls by the front); `None`: the front
+    /// makes no read beside a run.
+    fn deferred(&mut self) -> Option<&mut Option<io::Error>> {
         None
     }
 }
 
-/// A [`Source`]'s read beside a run, as the engine asks for it.
+/// A [`Source`]'s read beside a run, as the engine asks for it: the inner
+/// reader's `read`, whose error does not fail the call that has the run's
+/// plaintext to give. The error waits in the source's
+/// [`deferred`](Source::deferred) slot (an interruption is dropped), and
+/// while one waits no read beside a run is made: it comes first, with the
+/// next call that needs input.
 struct Side<'a, S>(&'a mut S);
 
 impl<S: Source> Beside for Side<'_, S> {
     fn read_beside(&mut self, room: &mut [u8]) -> Option<usize> {
-        self.0.read_beside(room)
+        if self.0.deferred()?.is_some() {
+            return None;
+        }
+        match self.0.read(room) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    *self.0.deferred()? = Some(e);
+                }
+                None
+            }
+        }
     }
 }
 
 /// Reads into the read-ahead the engine offers.
 fn read_ahead<S: Source>(engine: &mut Opener, inner: &mut S) -> io::Result<()> {
-    if let Some(e) = inner.take_deferred() {
+    if let Some(e) = inner.deferred().and_then(Option::take) {
         return Err(e);
     }
     let n = inner.read(engine.room()?)?;

@@ -442,24 +442,8 @@ impl<R: Read> Source for Inner<'_, R> {
         self.inner.read(buf)
     }
 
-    fn read_beside(&mut self, room: &mut [u8]) -> Option<usize> {
-        if self.deferred.is_some() {
-            // The error comes first, with the next read that needs input.
-            return None;
-        }
-        match self.inner.read(room) {
-            Ok(n) => Some(n),
-            Err(e) => {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    *self.deferred = Some(e);
-                }
-                None
-            }
-        }
-    }
-
-    fn take_deferred(&mut self) -> Option<io::Error> {
-        self.deferred.take()
+    fn deferred(&mut self) -> Option<&mut Option<io::Error>> {
+        Some(self.deferred)
     }
 
     fn window(&mut self, engine: &mut Opener, buf: &mut [u8]) -> io::Result<usize> {
