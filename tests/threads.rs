@@ -244,7 +244,7 @@ fn damaged_copies(l: &Layout, ct: &[u8], every: usize) -> Vec<(String, Vec<u8>)>
 #[test]
 fn damaged_native_streams_fail_as_on_one_thread() {
     let key = Key::generate(Algorithm::Aes128Gcm);
-    for (seg, segments, every) in [(17, 2 * batch(2, 17) + 5, 61), (4 * KIB, 40, 13)] {
+    for (seg, segments, every) in [(17, 2 * batch(2, 17) + 5, 87), (4 * KIB, 40, 20)] {
         let l = Layout::native(seg);
         let pt = data(seg * (segments - 1) + seg / 2, 9);
         let ct = encrypt(
@@ -695,8 +695,8 @@ fn an_inner_error_beside_a_run_surfaces_once_across_length_queries_and_seeks() {
     use std::io::{Read, Seek, SeekFrom};
     let key = Key::generate(Algorithm::Aes128Gcm);
     let seg = KIB;
-    // Eight runs of 128 segments at two threads.
-    let pt = data(8 * 128 * seg + 100, 23);
+    // Four runs of 128 segments at two threads.
+    let pt = data(4 * 128 * seg + 100, 23);
     let ct = encrypt(
         Front::Std,
         CipherWriter::builder(&key).capacity(seg),
