@@ -40,6 +40,9 @@ const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 const SEGMENT: usize = 64 * KIB;
 const THREADS: [usize; 4] = [1, 2, 3, 8];
+/// The thread counts compared with one thread (all of them unless
+/// `--threads` picks some).
+pub const COUNTS: [usize; 3] = [2, 3, 8];
 const ALGORITHMS: [Algorithm; 2] = [Algorithm::ChaCha20Poly1305, Algorithm::Aes128Gcm];
 const PROVIDER: Provider = Provider::RustCrypto;
 
@@ -136,6 +139,9 @@ pub struct Busy {
     /// The levels to measure: how many spinners (0, 1, 2) beside the
     /// streams.
     pub loads: Vec<usize>,
+    /// The thread counts above one to measure (one thread always is):
+    /// fewer variants, so more rounds in the same time.
+    pub threads: Vec<usize>,
 }
 
 /// The child's side of `--spin SECS`: burn a core for at most SECS.
@@ -447,11 +453,14 @@ fn pass(inp: &Inputs, v: Variant, outs: &mut [Vec<u8>]) -> io::Result<Duration> 
     Ok(start.elapsed())
 }
 
-fn variants() -> Vec<Variant> {
+fn variants(counts: &[usize]) -> Vec<Variant> {
     let mut v = Vec::new();
     for alg in ALGORITHMS {
         for call in CALLS {
-            for threads in THREADS {
+            for threads in THREADS
+                .into_iter()
+                .filter(|n| *n == 1 || counts.contains(n))
+            {
                 // Prefetch changes nothing on one thread, nor in a ceiling
                 // of one-thread streams.
                 if call.without_prefetch().is_some() && threads == 1 {
@@ -548,7 +557,7 @@ fn check(inp: &Inputs) -> io::Result<()> {
 pub fn run(b: &Busy) -> io::Result<()> {
     let inp = Inputs::new(b.mib * MIB)?;
     check(&inp)?;
-    let all = variants();
+    let all = variants(&b.threads);
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let pin = if b.unpinned { None } else { pinnable_cpus() };
     let mut out = String::new();
@@ -585,7 +594,7 @@ pub fn run(b: &Busy) -> io::Result<()> {
             }
         }
         drop(spinners);
-        table(&mut out, load, &all, &secs, b.mib * MIB);
+        table(&mut out, load, &all, &secs, b.mib * MIB, &b.threads);
     }
     let _ = writeln!(out, "load average after: {}", loadavg());
     print!("{out}");
@@ -607,15 +616,15 @@ pub fn shuffled(len: usize, seed: usize) -> Vec<usize> {
 }
 
 /// A table's head: the algorithm and the calls, `first` (a column, or
-/// nothing), then `per` columns for each thread count above 1 (`{n}` in
-/// them is the count).
-fn head(out: &mut String, first: &str, per: &[&str]) {
+/// nothing), then `per` columns for each thread count in `counts` (`{n}`
+/// in them is the count).
+fn head(out: &mut String, first: &str, per: &[&str], counts: &[usize]) {
     let mut head = format!("| algorithm | calls |{first}");
     let mut rule = "|---|---|".to_string();
     if !first.is_empty() {
         rule.push_str("---:|");
     }
-    for n in THREADS.into_iter().filter(|&n| n > 1) {
+    for &n in counts {
         for column in per {
             head.push_str(&column.replace("{n}", &n.to_string()));
             rule.push_str("---:|");
@@ -634,7 +643,14 @@ fn speedups(base: &[f64], fast: &[f64]) -> Vec<f64> {
 /// round), then threads(n) ÷ threads(1) and ÷ ceiling(n); for a
 /// prefetching call, those of the same call without prefetch, and a
 /// second table of threads(n) with prefetch ÷ without, round by round.
-fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len: usize) {
+fn table(
+    out: &mut String,
+    load: usize,
+    all: &[Variant],
+    secs: &[Vec<f64>],
+    len: usize,
+    counts: &[usize],
+) {
     let _ = writeln!(
         out,
         "## {load} CPU-bound process{} beside the stream\n",
@@ -644,6 +660,7 @@ fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len:
         out,
         " threads 1, GB/s |",
         &[" threads {n} ÷ 1 |", " threads {n} ÷ ceiling |"],
+        counts,
     );
     let find = |alg, call: Call, threads, split| {
         let call = match call.without_prefetch() {
@@ -668,7 +685,7 @@ fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len:
             let one = find(alg, call, 1, false);
             let speeds: Vec<f64> = one.iter().map(|s| len as f64 / s / 1e9).collect();
             let mut row = format!("| {alg:?} | {} | {} |", call.name(), cell(&speeds, 2));
-            for n in THREADS.into_iter().filter(|&n| n > 1) {
+            for &n in counts {
                 let threaded = find(alg, call, n, false);
                 let ceiling = find(alg, call, n, true);
                 let _ = write!(
@@ -682,14 +699,14 @@ fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len:
         }
     }
     out.push('\n');
-    head(out, "", &[" threads {n}, prefetch ÷ without |"]);
+    head(out, "", &[" threads {n}, prefetch ÷ without |"], counts);
     for alg in ALGORITHMS {
         for call in CALLS {
             let Some(base) = call.without_prefetch() else {
                 continue;
             };
             let mut row = format!("| {alg:?} | {} |", call.name());
-            for n in THREADS.into_iter().filter(|&n| n > 1) {
+            for &n in counts {
                 let speedup = speedups(find(alg, base, n, false), find(alg, call, n, false));
                 let _ = write!(row, " {}× |", cell(&speedup, 2));
             }

@@ -167,7 +167,7 @@ fn main() -> ExitCode {
     report::main_with("threads_bench", parse_args, run)
 }
 
-/// `--busy [--quick | --smoke] [--rounds N] [--mib N] [--unpinned] [--loads L,…]`.
+/// `--busy [--quick | --smoke] [--rounds N] [--mib N] [--unpinned] [--loads L,…] [--threads N,…]`.
 fn parse_busy() -> Result<busy::Busy, String> {
     let a = std::env::args()
         .filter(|a| a != "--busy")
@@ -179,6 +179,7 @@ fn parse_busy() -> Result<busy::Busy, String> {
         smoke: false,
         unpinned: false,
         loads: vec![0, 1, 2],
+        threads: busy::COUNTS.to_vec(),
     };
     let mut it = a.iter().skip(1);
     while let Some(x) = it.next() {
@@ -206,9 +207,23 @@ fn parse_busy() -> Result<busy::Busy, String> {
                     .filter(|l| !l.is_empty() && l.iter().all(|&n| n <= 2))
                     .ok_or("--loads needs a list of 0, 1 and 2 (e.g. 0,2)")?;
             }
+            "--threads" => {
+                b.threads = it
+                    .next()
+                    .map(|v| {
+                        v.split(',')
+                            .map(str::parse)
+                            .collect::<Result<Vec<usize>, _>>()
+                    })
+                    .and_then(Result::ok)
+                    .filter(|t| !t.is_empty() && t.iter().all(|n| busy::COUNTS.contains(n)))
+                    .ok_or("--threads needs a list of 2, 3 and 8 (e.g. 2)")?;
+                b.threads.sort_unstable();
+                b.threads.dedup();
+            }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?}\nusage: threads_bench --busy [--quick | --smoke] [--rounds N] [--mib N] [--unpinned] [--loads L,…]"
+                    "unknown argument {other:?}\nusage: threads_bench --busy [--quick | --smoke] [--rounds N] [--mib N] [--unpinned] [--loads L,…] [--threads N,…]"
                 ));
             }
         }
