@@ -1,6 +1,7 @@
 //! The pool of one stream's threads: started on the first run (a stream
-//! that stays small spawns nothing), kept awake for a while after each
-//! run ([`Workers::linger`]), and joined when the stream drops its
+//! that stays small spawns nothing), kept awake from the end of its part
+//! of a run to the run's end ([`Workers::stay_awake`]) and for a while
+//! after each run ([`Workers::linger`]), and joined when the stream drops its
 //! [`Workers`], so that no thread outlives its stream.
 
 use std::sync::Arc;
@@ -139,6 +140,9 @@ pub(crate) struct Workers {
     /// Shares of batch runs the caller's thread claimed so far (tests
     /// that the caller takes the shares no pool thread started).
     pub(crate) caller_shares: Count,
+    /// Runs with shares for the pool whose hand-over found no pool
+    /// thread awake (tests).
+    pub(crate) cold_runs: Count,
     /// Make jobs panic (tests of the panic path): on every thread of a
     /// [`run`](Self::run) on the pool (each as it starts) and of a
     /// [`pipeline`](Self::pipeline).
@@ -169,6 +173,7 @@ impl Workers {
             awake: Arc::default(),
             wake_delay: Fault::default(),
             caller_shares: Count::default(),
+            cold_runs: Count::default(),
             inject_panic: probe::worker_panic(),
             alive: Alive::default(),
             waits: Waits::default(),
@@ -261,6 +266,16 @@ impl Workers {
         self.lingered.add(self.pool_threads);
         for _ in 0..self.pool_threads {
             self.post_linger(LINGER);
+        }
+    }
+
+    /// Work was handed to the pool threads: each stays awake, once it
+    /// has done its part, for the rest of the run (at most [`WAKE`]);
+    /// the run's end moves the generation on, and its lingering takes
+    /// over.
+    pub(super) fn stay_awake(&self) {
+        for _ in 0..self.pool_threads {
+            self.post_linger(WAKE);
         }
     }
 

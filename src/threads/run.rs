@@ -188,7 +188,8 @@ impl Workers {
         }
         let (claims_ref, job, waits) = (&claims, &job, &self.waits);
         let (awake, generation) = (&*self.awake, &*self.generation);
-        let (taken, own, alone, spawned, side) = pool.in_place_scope(|scope| {
+        let this = &*self;
+        let (taken, own, alone, spawned, side, cold) = pool.in_place_scope(|scope| {
             // Shares go to a pool thread only while it runs: a job handed
             // to a thread that has not started holds the scope until it
             // has (on a busy machine, a scheduler's time slice), even if
@@ -196,8 +197,13 @@ impl Workers {
             // spawned for the pool threads awake now, or, if none is, the
             // first time the caller finds one awake after a share of its
             // own.
+            // A pool thread handed a job stays awake once it has done its
+            // part, until the run's end posts the lingering that follows
+            // it: back asleep while the caller finishes its last share, it
+            // would be woken by that lingering only after the next run
+            // has looked for it, and that run would start without it.
             let hand_over = || {
-                awake.hand_over(generation, helpers, claims_ref.left(), || {
+                let handed = awake.hand_over(generation, helpers, claims_ref.left(), || {
                     scope.spawn(move |_| {
                         claims_ref.active.fetch_add(1, Ordering::AcqRel);
                         if inject {
@@ -208,9 +214,14 @@ impl Workers {
                         }
                         claims_ref.active.fetch_sub(1, Ordering::AcqRel);
                     });
-                })
+                });
+                if handed > 0 {
+                    this.stay_awake();
+                }
+                handed
             };
             let mut spawned = hand_over();
+            let cold = spawned == 0;
             let side = Instant::now();
             beside();
             let side = side.elapsed();
@@ -235,8 +246,9 @@ impl Workers {
             // about to return: then the scope's end finds it done and does
             // not sleep), never for one that has not started.
             wait::spin_while(|| claims_ref.active.load(Ordering::Acquire) > 0, waits);
-            (taken, own, alone, spawned, side)
+            (taken, own, alone, spawned, side, cold)
         });
+        self.cold_runs.add(usize::from(cold && helpers > 0));
         self.gain.alone(own, alone);
         // A run of one share is the caller's alone whatever the verdict:
         // it says nothing of what the pool gives. A run the pool was woken

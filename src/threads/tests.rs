@@ -290,6 +290,51 @@ fn pool_threads_linger_after_each_run_and_end_with_the_workers() {
     }
 }
 
+/// A pool thread that runs out of shares while the caller still works on
+/// its own stays awake for the next run: of twelve back-to-back runs whose
+/// caller's share is slow (2 ms) and the pool's fast, few start with no
+/// pool thread awake (the first, which starts the pool, and any that the
+/// system kept the pool thread from running). Asleep by the run's end, it
+/// would be woken by the lingering that follows only after the next run
+/// looked for it, and nearly every run would start without it (11 or 12 of
+/// 12 here, quiet or busy). The twelve runs are tried up to twenty times,
+/// with fresh workers: beside other tests that take the cores, a pool
+/// thread can be kept from running through a whole try.
+#[test]
+fn a_pool_thread_that_ran_out_of_shares_is_awake_for_the_next_run() {
+    if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
+        return;
+    }
+    let caller = std::thread::current().id();
+    let inputs: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 3]).collect();
+    let runs = 12;
+    let try_once = || {
+        let mut w = Workers::new(2);
+        for _ in 0..runs {
+            let mut outputs = vec![vec![0u8; 3]; 4];
+            let mut p = pieces(&inputs, &mut outputs);
+            w.run(&mut p, |_| {
+                if std::thread::current().id() == caller {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+            .unwrap();
+        }
+        w.cold_runs.get()
+    };
+    let mut colds = Vec::new();
+    for _ in 0..20 {
+        colds.push(try_once());
+        if colds.last().is_some_and(|&c| c <= runs / 3) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!(
+        "runs (of {runs}) that found no pool thread awake at their hand-over, try by try: {colds:?}"
+    );
+}
+
 #[test]
 fn gather_moves_the_pending_bytes_to_the_front_in_order() {
     // Three slots of four bytes; units in slots 2, 0, 1 (wrapped),
