@@ -269,12 +269,13 @@ impl Workers {
         }
     }
 
-    /// Work was handed to the pool threads: each stays awake, once it
-    /// has done its part, for the rest of the run (at most [`WAKE`]);
+    /// Work was handed to `handed` pool threads: each stays awake, once
+    /// it has done its part, for the rest of the run (at most [`WAKE`]);
     /// the run's end moves the generation on, and its lingering takes
-    /// over.
-    pub(super) fn stay_awake(&self) {
-        for _ in 0..self.pool_threads {
+    /// over. (Threads handed nothing are not kept awake for a run that
+    /// has no share for them.)
+    pub(super) fn stay_awake(&self, handed: usize) {
+        for _ in 0..handed.min(self.pool_threads) {
             self.post_linger(WAKE);
         }
     }

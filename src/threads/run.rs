@@ -215,9 +215,7 @@ impl Workers {
                         claims_ref.active.fetch_sub(1, Ordering::AcqRel);
                     });
                 });
-                if handed > 0 {
-                    this.stay_awake();
-                }
+                this.stay_awake(handed);
                 handed
             };
             let mut spawned = hand_over();
