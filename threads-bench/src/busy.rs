@@ -39,10 +39,11 @@ use crate::report::{cell, loadavg, pattern};
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 const SEGMENT: usize = 64 * KIB;
-const THREADS: [usize; 4] = [1, 2, 3, 8];
 /// The thread counts compared with one thread (all of them unless
 /// `--threads` picks some).
 pub const COUNTS: [usize; 3] = [2, 3, 8];
+/// One thread and [`COUNTS`].
+const THREADS: [usize; 4] = [1, COUNTS[0], COUNTS[1], COUNTS[2]];
 const ALGORITHMS: [Algorithm; 2] = [Algorithm::ChaCha20Poly1305, Algorithm::Aes128Gcm];
 const PROVIDER: Provider = Provider::RustCrypto;
 
@@ -278,7 +279,7 @@ impl Inputs {
         let mut split = Vec::new();
         for (alg, key) in &keys {
             sealed.push((*alg, seal(key, &data)?));
-            for n in THREADS.into_iter().filter(|&n| n > 1) {
+            for n in COUNTS {
                 let p = parts(&data, n)
                     .into_iter()
                     .map(|p| seal(key, p))
@@ -594,7 +595,7 @@ pub fn run(b: &Busy) -> io::Result<()> {
             }
         }
         drop(spinners);
-        table(&mut out, load, &all, &secs, b.mib * MIB, &b.threads);
+        table(&mut out, load, &all, &secs, b.mib * MIB);
     }
     let _ = writeln!(out, "load average after: {}", loadavg());
     print!("{out}");
@@ -643,14 +644,13 @@ fn speedups(base: &[f64], fast: &[f64]) -> Vec<f64> {
 /// round), then threads(n) ÷ threads(1) and ÷ ceiling(n); for a
 /// prefetching call, those of the same call without prefetch, and a
 /// second table of threads(n) with prefetch ÷ without, round by round.
-fn table(
-    out: &mut String,
-    load: usize,
-    all: &[Variant],
-    secs: &[Vec<f64>],
-    len: usize,
-    counts: &[usize],
-) {
+fn table(out: &mut String, load: usize, all: &[Variant], secs: &[Vec<f64>], len: usize) {
+    // The thread counts measured, one thread aside.
+    let counts: Vec<usize> = COUNTS
+        .into_iter()
+        .filter(|&n| all.iter().any(|v| v.threads == n))
+        .collect();
+    let counts = &counts[..];
     let _ = writeln!(
         out,
         "## {load} CPU-bound process{} beside the stream\n",

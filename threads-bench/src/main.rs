@@ -196,30 +196,12 @@ fn parse_busy() -> Result<busy::Busy, String> {
             "--mib" => b.mib = num()?,
             "--unpinned" => b.unpinned = true,
             "--loads" => {
-                b.loads = it
-                    .next()
-                    .map(|v| {
-                        v.split(',')
-                            .map(str::parse)
-                            .collect::<Result<Vec<usize>, _>>()
-                    })
-                    .and_then(Result::ok)
-                    .filter(|l| !l.is_empty() && l.iter().all(|&n| n <= 2))
+                b.loads = list(it.next(), &[0, 1, 2])
                     .ok_or("--loads needs a list of 0, 1 and 2 (e.g. 0,2)")?;
             }
             "--threads" => {
-                b.threads = it
-                    .next()
-                    .map(|v| {
-                        v.split(',')
-                            .map(str::parse)
-                            .collect::<Result<Vec<usize>, _>>()
-                    })
-                    .and_then(Result::ok)
-                    .filter(|t| !t.is_empty() && t.iter().all(|n| busy::COUNTS.contains(n)))
+                b.threads = list(it.next(), &busy::COUNTS)
                     .ok_or("--threads needs a list of 2, 3 and 8 (e.g. 2)")?;
-                b.threads.sort_unstable();
-                b.threads.dedup();
             }
             other => {
                 return Err(format!(
@@ -229,6 +211,20 @@ fn parse_busy() -> Result<busy::Busy, String> {
         }
     }
     Ok(b)
+}
+
+/// A comma-separated list of numbers each in `allowed`, sorted, without
+/// repeats; `None` when it is missing, empty or has any other word.
+fn list(arg: Option<&String>, allowed: &[usize]) -> Option<Vec<usize>> {
+    let mut l = arg?
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<Vec<usize>, _>>()
+        .ok()
+        .filter(|l| !l.is_empty() && l.iter().all(|n| allowed.contains(n)))?;
+    l.sort_unstable();
+    l.dedup();
+    Some(l)
 }
 
 /// User + system CPU time of this process so far, in seconds (Linux:
