@@ -46,6 +46,11 @@
 //!
 //! `--idle`: the CPU a threaded stream burns after its caller's last call,
 //! while it is alive, in its first 1, 10 and 100 ms (`idle.rs`; Linux).
+//!
+//! `--layouts` (with `--smoke`, `--rounds N`, `--mib N`): how fast two
+//! threads can decrypt one stream for 8 KiB reads by how the work is laid
+//! out between them, with the raw AEADs and nothing of cipherio
+//! (`layouts.rs`).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -58,6 +63,7 @@ use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider, backend};
 
 mod busy;
 mod idle;
+mod layouts;
 #[path = "../../bench-common/report.rs"]
 mod report;
 use report::{cell, loadavg, pattern, stats};
@@ -160,6 +166,9 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         };
+    }
+    if args.iter().any(|a| a == "--layouts") {
+        return report::main_with("threads_bench --layouts", layouts::parse, layouts::run);
     }
     if args.iter().any(|a| a == "--busy") {
         return report::main_with("threads_bench --busy", parse_busy, busy::run);

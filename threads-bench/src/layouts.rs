@@ -1,0 +1,507 @@
+//! `--layouts`: how fast two threads can decrypt one stream for a caller
+//! that reads 8 KiB at a time (`io::copy`), by the way the work is laid
+//! out between them, with nothing of cipherio in the way: the raw AEADs,
+//! 64 KiB segments, `memcpy` for the inner reader and the hand-out.
+//!
+//! Each segment costs three steps: its sealed bytes read into a buffer
+//! (a copy from the source), the opening into a plaintext buffer, and the
+//! hand-out in 8 KiB copies. One thread does the three in turn; the
+//! ceiling is two such streams at once, sharing nothing. The two-thread
+//! layouts keep every read of the inner reader and every hand-out on the
+//! calling thread (cipherio's `Read` does not ask `R: Send`) except the
+//! last, and differ in when the second thread may open:
+//!
+//! - *runs of 8*: the caller reads 8 segments, both threads open them
+//!   (each takes the next unopened one), the caller waits for the last
+//!   and hands the 8 out while the other thread has nothing to do
+//!   (cipherio's `threads(2)` reader: runs of 512 KiB);
+//! - *…, prefetch*: the caller reads the next run while the other thread
+//!   opens this one (cipherio's with prefetch), in runs of 8 or 16;
+//! - *runs of 16, prefetch, posted*: besides, the other thread opens the
+//!   next run while the caller hands this one out (runs that outlive their
+//!   call);
+//! - *pipeline*: no runs: the caller keeps up to 4 read segments ahead of
+//!   the openings (32 at most in flight), opens the next one itself when
+//!   none is read ahead, and hands each segment out as soon as it is
+//!   open; waits park (no spin) and the side that makes work wakes the
+//!   other;
+//! - *pipeline, spinning waits*: the same, every wait a spin (a bound: no
+//!   wake-up costs);
+//! - *pipeline, each thread reads its own*: each thread reads the sealed
+//!   bytes of the segments it opens (in order), so only the plaintext of
+//!   the other thread's segments crosses cores (what `R: Send` would
+//!   allow).
+//!
+//! The run layouts wait by spinning, so their figures bound what any
+//! implementation of them can do. Every round runs each layout once, in
+//! turn; a layout's ÷ ceiling is taken in each round against that round's
+//! ceiling, then its median over the rounds.
+
+use std::hint::black_box;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use aead::consts::{U12, U16};
+use aead::{AeadInOut, KeyInit, inout::InOutBuf};
+
+use crate::report::{cell, loadavg, pattern, stats};
+
+const SEG: usize = 64 * 1024;
+const TAG: usize = 16;
+const SEALED: usize = SEG + TAG;
+/// Bytes per hand-out, as `io::copy` asks.
+const CALL: usize = 8 * 1024;
+/// Segments in flight at most (buffers in the ring).
+const RING: usize = 32;
+/// Read segments the pipeline's caller keeps ahead of the openings.
+const AHEAD: usize = 4;
+
+/// What the command line asked for.
+pub struct Args {
+    mib: usize,
+    rounds: usize,
+    smoke: bool,
+}
+
+/// `--layouts [--smoke] [--rounds N] [--mib N]`.
+pub fn parse() -> Result<Args, String> {
+    let usage = "usage: threads_bench --layouts [--smoke] [--rounds N] [--mib N]";
+    let mut a = Args {
+        mib: 32,
+        rounds: 30,
+        smoke: false,
+    };
+    let mut it = std::env::args().skip(1).filter(|a| a != "--layouts");
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--smoke" => (a.mib, a.rounds, a.smoke) = (2, 1, true),
+            "--rounds" | "--mib" => {
+                let v: usize = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&v| v > 0)
+                    .ok_or_else(|| format!("{arg} needs a positive number"))?;
+                if arg == "--rounds" {
+                    a.rounds = v;
+                } else {
+                    a.mib = v;
+                }
+            }
+            "-h" | "--help" => return Err(usage.into()),
+            other => return Err(format!("unknown argument {other:?}\n{usage}")),
+        }
+    }
+    Ok(a)
+}
+
+/// An AEAD as the segments use it.
+trait Seg: AeadInOut<NonceSize = U12, TagSize = U16> + KeyInit + Sync {}
+impl<A: AeadInOut<NonceSize = U12, TagSize = U16> + KeyInit + Sync> Seg for A {}
+
+fn nonce(i: usize) -> [u8; 12] {
+    let mut n = [0u8; 12];
+    n[..8].copy_from_slice(&(i as u64).to_be_bytes());
+    n
+}
+
+fn seal<A: Seg>(a: &A, plain: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; plain.len() / SEG * SEALED];
+    for (i, (p, c)) in plain.chunks(SEG).zip(out.chunks_mut(SEALED)).enumerate() {
+        let (body, tag) = c.split_at_mut(SEG);
+        let t = a
+            .encrypt_inout_detached((&nonce(i)).into(), b"", InOutBuf::new(p, body).unwrap())
+            .expect("a segment within the AEAD's limit");
+        tag.copy_from_slice(&t);
+    }
+    out
+}
+
+fn open<A: Seg>(a: &A, i: usize, sealed: &[u8], plain: &mut [u8]) {
+    let (body, tag) = sealed.split_at(SEG);
+    let tag: &[u8; TAG] = tag.try_into().unwrap();
+    a.decrypt_inout_detached(
+        (&nonce(i)).into(),
+        b"",
+        InOutBuf::new(body, plain).unwrap(),
+        tag.into(),
+    )
+    .expect("a segment this run sealed opens");
+}
+
+/// Where the hand-out goes: an 8 KiB buffer overwritten call after call
+/// (`io::copy`'s), or, in a smoke run, everything, to be compared with the
+/// plaintext.
+struct Sink {
+    call: [u8; CALL],
+    all: Option<Vec<u8>>,
+}
+
+impl Sink {
+    fn new(keep: bool) -> Sink {
+        Sink {
+            call: [0; CALL],
+            all: keep.then(Vec::new),
+        }
+    }
+
+    fn hand_out(&mut self, plain: &[u8]) {
+        for c in plain.chunks(CALL) {
+            self.call[..c.len()].copy_from_slice(c);
+            black_box(&self.call);
+            if let Some(all) = &mut self.all {
+                all.extend_from_slice(c);
+            }
+        }
+    }
+}
+
+fn sealed(src: &[u8], i: usize) -> &[u8] {
+    &src[i * SEALED..(i + 1) * SEALED]
+}
+
+/// One thread: read, open, hand out, segment after segment.
+fn one<A: Seg>(a: &A, src: &[u8], sink: &mut Sink) {
+    let mut buf = vec![0u8; SEALED];
+    let mut plain = vec![0u8; SEG];
+    for i in 0..src.len() / SEALED {
+        buf.copy_from_slice(sealed(src, i));
+        open(a, i, &buf, &mut plain);
+        sink.hand_out(&plain);
+    }
+}
+
+/// A side that waits: spins, or parks until the other side wakes it.
+struct Bell {
+    parks: bool,
+    asleep: AtomicBool,
+}
+
+impl Bell {
+    fn new(parks: bool) -> Bell {
+        Bell {
+            parks,
+            asleep: AtomicBool::new(false),
+        }
+    }
+
+    fn wait(&self, ready: impl Fn() -> bool) {
+        if !self.parks {
+            while !ready() {
+                std::hint::spin_loop();
+            }
+            return;
+        }
+        self.asleep.store(true, Ordering::SeqCst);
+        while !ready() {
+            thread::park_timeout(Duration::from_millis(1));
+        }
+        self.asleep.store(false, Ordering::SeqCst);
+    }
+
+    /// Wakes the side that waits on this bell, if it sleeps; after the
+    /// work it waits for is published (the fence orders that store before
+    /// this load, as `wait` orders its `asleep` before its check).
+    fn wake(&self, t: &Thread) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.asleep.load(Ordering::SeqCst) {
+            t.unpark();
+        }
+    }
+}
+
+/// The ring both threads share, and where each segment is.
+struct Ring {
+    sealed: Vec<Mutex<Vec<u8>>>,
+    plain: Vec<Mutex<Vec<u8>>>,
+    segments: usize,
+    /// Segments whose sealed bytes are in the ring.
+    read: AtomicUsize,
+    /// The segments below it may be opened (the run layouts' gate).
+    gate: AtomicUsize,
+    /// The next segment to open.
+    next: AtomicUsize,
+    /// Slot i % RING holds i + 1 once segment i is open.
+    opened: Vec<AtomicUsize>,
+    /// Segments handed out.
+    out: AtomicUsize,
+    done: AtomicBool,
+}
+
+impl Ring {
+    fn new(segments: usize) -> Ring {
+        Ring {
+            sealed: (0..RING).map(|_| Mutex::new(vec![0; SEALED])).collect(),
+            plain: (0..RING).map(|_| Mutex::new(vec![0; SEG])).collect(),
+            segments,
+            read: AtomicUsize::new(0),
+            gate: AtomicUsize::new(0),
+            next: AtomicUsize::new(0),
+            opened: (0..RING).map(|_| AtomicUsize::new(0)).collect(),
+            out: AtomicUsize::new(0),
+            done: AtomicBool::new(false),
+        }
+    }
+
+    fn slot<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reads segment i's sealed bytes into its slot.
+    fn read(&self, src: &[u8], i: usize) {
+        Self::slot(&self.sealed[i % RING]).copy_from_slice(sealed(src, i));
+        self.read.store(i + 1, Ordering::Release);
+    }
+
+    /// The next segment to open, claimed, if one may be opened now: below
+    /// the gate, or with `own_reads` within the ring.
+    fn claim(&self, own_reads: bool) -> Option<usize> {
+        let i = self.next.load(Ordering::Acquire);
+        let limit = if own_reads {
+            (self.out.load(Ordering::Acquire) + RING).min(self.segments)
+        } else {
+            self.gate.load(Ordering::Acquire)
+        };
+        (i < limit)
+            .then(|| {
+                self.next
+                    .compare_exchange(i, i + 1, Ordering::AcqRel, Ordering::Acquire)
+            })
+            .and_then(Result::ok)
+    }
+
+    /// Opens claimed segment i; with `own_reads` reads it first, in turn.
+    fn open<A: Seg>(&self, a: &A, src: &[u8], i: usize, own_reads: bool) {
+        if own_reads {
+            while self.read.load(Ordering::Acquire) != i {
+                std::hint::spin_loop();
+            }
+            self.read(src, i);
+        }
+        let s = Self::slot(&self.sealed[i % RING]);
+        open(a, i, &s, &mut Self::slot(&self.plain[i % RING]));
+        self.opened[i % RING].store(i + 1, Ordering::Release);
+    }
+
+    fn is_open(&self, i: usize) -> bool {
+        self.opened[i % RING].load(Ordering::Acquire) == i + 1
+    }
+
+    fn hand_out(&self, i: usize, sink: &mut Sink) {
+        sink.hand_out(&Self::slot(&self.plain[i % RING]));
+        self.out.store(i + 1, Ordering::Release);
+    }
+}
+
+/// The other thread of every two-thread layout: opens what it may until
+/// the caller is done.
+fn helper<A: Seg>(
+    a: &A,
+    src: &[u8],
+    r: &Ring,
+    own_reads: bool,
+    me: &Bell,
+    caller: &Thread,
+    bell: &Bell,
+) {
+    while !r.done.load(Ordering::Acquire) {
+        match r.claim(own_reads) {
+            Some(i) => {
+                r.open(a, src, i, own_reads);
+                bell.wake(caller);
+            }
+            None => me.wait(|| {
+                r.done.load(Ordering::Acquire)
+                    || r.next.load(Ordering::Acquire)
+                        < if own_reads {
+                            (r.out.load(Ordering::Acquire) + RING).min(r.segments)
+                        } else {
+                            r.gate.load(Ordering::Acquire)
+                        }
+            }),
+        }
+    }
+}
+
+/// The run layouts: `prefetch` reads the next run while this one opens,
+/// `posted` lets the other thread open the next run during the hand-out.
+fn runs<A: Seg>(a: &A, src: &[u8], sink: &mut Sink, run: usize, prefetch: bool, posted: bool) {
+    let n = src.len() / SEALED;
+    let r = Ring::new(n);
+    let (spin, spin2) = (Bell::new(false), Bell::new(false));
+    let caller = thread::current();
+    thread::scope(|s| {
+        s.spawn(|| helper(a, src, &r, false, &spin, &caller, &spin2));
+        let read = |from: usize, to: usize| (from..to.min(n)).for_each(|i| r.read(src, i));
+        if prefetch {
+            read(0, run);
+        }
+        let mut start = 0;
+        while start < n {
+            let end = (start + run).min(n);
+            if !prefetch {
+                read(start, end);
+            }
+            r.gate.fetch_max(end, Ordering::AcqRel);
+            if prefetch {
+                read(end, end + run);
+            }
+            while let Some(i) = r.claim(false) {
+                r.open(a, src, i, false);
+            }
+            (start..end).for_each(|i| spin.wait(|| r.is_open(i)));
+            if posted {
+                r.gate.fetch_max((end + run).min(n), Ordering::AcqRel);
+            }
+            (start..end).for_each(|i| r.hand_out(i, sink));
+            start = end;
+        }
+        r.done.store(true, Ordering::Release);
+    });
+}
+
+/// The pipeline layouts.
+fn pipeline<A: Seg>(a: &A, src: &[u8], sink: &mut Sink, parks: bool, own_reads: bool) {
+    let n = src.len() / SEALED;
+    let r = Ring::new(n);
+    let (mine, theirs) = (Bell::new(parks), Bell::new(parks));
+    let caller = thread::current();
+    thread::scope(|s| {
+        let h = s.spawn(|| helper(a, src, &r, own_reads, &theirs, &caller, &mine));
+        let helper_thread = h.thread().clone();
+        let mut out = 0;
+        while out < n {
+            if r.is_open(out) {
+                r.hand_out(out, sink);
+                out += 1;
+                continue;
+            }
+            if !own_reads {
+                // Reads first while the other thread has few to open, then
+                // opens, then reads further.
+                let read = r.read.load(Ordering::Acquire);
+                let room = read < n && read < out + RING;
+                if room && read - r.next.load(Ordering::Acquire) < AHEAD {
+                    r.read(src, read);
+                    r.gate.store(read + 1, Ordering::Release);
+                    theirs.wake(&helper_thread);
+                    continue;
+                }
+                if let Some(i) = r.claim(false) {
+                    r.open(a, src, i, false);
+                    continue;
+                }
+                if room {
+                    r.read(src, read);
+                    r.gate.store(read + 1, Ordering::Release);
+                    theirs.wake(&helper_thread);
+                    continue;
+                }
+            } else if let Some(i) = r.claim(true) {
+                r.open(a, src, i, true);
+                continue;
+            }
+            mine.wait(|| r.is_open(out));
+        }
+        r.done.store(true, Ordering::Release);
+        helper_thread.unpark();
+    });
+}
+
+const LAYOUTS: [&str; 9] = [
+    "one thread",
+    "ceiling (two one-thread streams)",
+    "runs of 8",
+    "runs of 8, prefetch",
+    "runs of 16, prefetch",
+    "runs of 16, prefetch, posted",
+    "pipeline",
+    "pipeline, spinning waits",
+    "pipeline, each thread reads its own",
+];
+
+fn layout<A: Seg>(v: usize, a: &A, src: &[u8], src2: &[u8], sink: &mut Sink) {
+    match v {
+        0 => one(a, src, sink),
+        1 => thread::scope(|s| {
+            s.spawn(|| one(a, src2, &mut Sink::new(false)));
+            one(a, src, sink);
+        }),
+        2 => runs(a, src, sink, 8, false, false),
+        3 => runs(a, src, sink, 8, true, false),
+        4 => runs(a, src, sink, 16, true, false),
+        5 => runs(a, src, sink, 16, true, true),
+        6 => pipeline(a, src, sink, true, false),
+        7 => pipeline(a, src, sink, false, false),
+        _ => pipeline(a, src, sink, false, true),
+    }
+}
+
+fn algorithm<A: Seg>(name: &str, args: &Args, out: &mut String) -> io::Result<()> {
+    let a = A::new(&Default::default());
+    let plain = pattern(args.mib * 1024 * 1024 / SEG * SEG);
+    let src = seal(&a, &plain);
+    let src2 = src.clone();
+    let layouts = LAYOUTS.len();
+    let mut mbs = vec![Vec::new(); layouts];
+    let mut ratio = vec![Vec::new(); layouts];
+    for _ in 0..args.rounds {
+        let mut round = vec![0.0; layouts];
+        for (v, speed) in round.iter_mut().enumerate() {
+            let mut sink = Sink::new(args.smoke);
+            let t = Instant::now();
+            layout(v, &a, &src, &src2, &mut sink);
+            let secs = t.elapsed().as_secs_f64();
+            if args.smoke && sink.all.as_deref() != Some(&plain[..]) {
+                return Err(io::Error::other(format!(
+                    "{name}, {}: the hand-out is not the plaintext",
+                    LAYOUTS[v]
+                )));
+            }
+            let streams = if v == 1 { 2.0 } else { 1.0 };
+            *speed = streams * plain.len() as f64 / secs / 1e6;
+        }
+        for v in 0..layouts {
+            mbs[v].push(round[v]);
+            ratio[v].push(round[v] / round[1]);
+        }
+    }
+    use std::fmt::Write as _;
+    let _ = writeln!(out, "\n### {name}\n");
+    let _ = writeln!(
+        out,
+        "| layout | MB/s | ÷ one thread | ÷ ceiling (per round) |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|");
+    let one = stats(&mbs[0]).0;
+    for v in 0..layouts {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.2} | {} |",
+            LAYOUTS[v],
+            cell(&mbs[v], 0),
+            stats(&mbs[v]).0 / one,
+            cell(&ratio[v], 2)
+        );
+    }
+    Ok(())
+}
+
+/// Runs every layout for both algorithms and prints the tables.
+pub fn run(args: &Args) -> io::Result<()> {
+    let mut out = format!(
+        "## Layouts of two threads decrypting one stream for 8 KiB reads\n\n{} MiB of 64 KiB segments, {} rounds, each layout once per round in turn; medians (min–max). Load average before: {}.\n",
+        args.mib,
+        args.rounds,
+        loadavg()
+    );
+    if args.smoke {
+        out.push_str("\n(--smoke: every layout's hand-out checked against the plaintext; the timings below mean nothing.)\n");
+    }
+    algorithm::<chacha20poly1305::ChaCha20Poly1305>("ChaCha20-Poly1305", args, &mut out)?;
+    algorithm::<aes_gcm::Aes128Gcm>("AES-128-GCM", args, &mut out)?;
+    print!("{out}");
+    Ok(())
+}
