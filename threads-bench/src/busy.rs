@@ -25,6 +25,14 @@
 //! behind an eight-thread ceiling, say, every round); a round's value is
 //! the fastest of its passes; ratios are paired by round. The report gives threads(n) ÷ threads(1) and threads(n) ÷
 //! ceiling(n), median and min–max over the rounds.
+//!
+//! On the quiet machine with threads 2, two layouts of the raw AEADs
+//! (`--layouts`: runs of 8 with prefetch, the reader's own layout, and a
+//! pipeline) run shuffled in with the streams, and a last table pairs
+//! them by round with `io::copy` with prefetch: how near the reader is to
+//! its layout's bound, and how far that bound is from a pipeline's, in
+//! ratios that do not move with how dearly the machine lets data cross
+//! cores at the time.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -34,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use cipherio::{Algorithm, CipherReader, CipherWriter, Key, Provider};
 
+use crate::layouts::{Bound, Bounds};
 use crate::report::{cell, loadavg, pattern};
 
 const KIB: usize = 1024;
@@ -248,6 +257,8 @@ struct Inputs {
     /// split variants' parts.
     sealed: Vec<(Algorithm, Vec<u8>)>,
     split: SplitStreams,
+    /// The plaintext sealed with the raw AEADs, for the layouts' bounds.
+    bounds: Bounds,
 }
 
 fn seal(key: &Key, data: &[u8]) -> io::Result<Vec<u8>> {
@@ -288,6 +299,7 @@ impl Inputs {
             }
         }
         Ok(Inputs {
+            bounds: Bounds::new(&data),
             data,
             keys,
             sealed,
@@ -585,17 +597,40 @@ pub fn run(b: &Busy) -> io::Result<()> {
         let spinners = Spinners::start(load, bound, pin.as_deref())?;
         let mut secs = vec![Vec::new(); all.len()];
         let mut outs = outputs(&inp);
+        // On a quiet machine with threads 2: the raw AEADs' layouts too,
+        // shuffled in with the streams.
+        let bound: Vec<(Algorithm, Bound)> = if load == 0 && all.iter().any(|v| v.threads == 2) {
+            ALGORITHMS
+                .into_iter()
+                .flat_map(|a| Bound::ALL.map(|l| (a, l)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut bound_secs = vec![Vec::new(); bound.len()];
         for round in 0..b.rounds {
-            for i in shuffled(all.len(), load * b.rounds + round) {
+            for i in shuffled(all.len() + bound.len(), load * b.rounds + round) {
                 let mut best = Duration::MAX;
                 for _ in 0..b.passes {
-                    best = best.min(pass(&inp, all[i], &mut outs)?);
+                    best = best.min(match all.get(i) {
+                        Some(&v) => pass(&inp, v, &mut outs)?,
+                        None => {
+                            let (alg, l) = bound[i - all.len()];
+                            inp.bounds.pass(alg == Algorithm::ChaCha20Poly1305, l)
+                        }
+                    });
                 }
-                secs[i].push(best.as_secs_f64());
+                match secs.get_mut(i) {
+                    Some(s) => s.push(best.as_secs_f64()),
+                    None => bound_secs[i - all.len()].push(best.as_secs_f64()),
+                }
             }
         }
         drop(spinners);
         table(&mut out, load, &all, &secs, b.mib * MIB);
+        if !bound.is_empty() {
+            bound_table(&mut out, &all, &secs, &bound, &bound_secs);
+        }
     }
     let _ = writeln!(out, "load average after: {}", loadavg());
     print!("{out}");
@@ -637,6 +672,50 @@ fn head(out: &mut String, first: &str, per: &[&str], counts: &[usize]) {
 /// Per-round speed of `fast` relative to `base`: `base`'s time ÷ `fast`'s.
 fn speedups(base: &[f64], fast: &[f64]) -> Vec<f64> {
     base.iter().zip(fast).map(|(b, f)| b / f).collect()
+}
+
+/// The quiet machine's last table: cipherio's `threads(2)` `io::copy`
+/// with prefetch against the raw AEADs laid out the same way (runs of 8,
+/// prefetch), and the pipeline against that layout, per round: ratios in
+/// which the machine's state (how dearly data crosses cores) cancels out.
+fn bound_table(
+    out: &mut String,
+    all: &[Variant],
+    secs: &[Vec<f64>],
+    bound: &[(Algorithm, Bound)],
+    bound_secs: &[Vec<f64>],
+) {
+    let _ = writeln!(
+        out,
+        "| algorithm | threads 2, io::copy, prefetch ÷ raw AEAD, runs of 8, prefetch | raw AEAD: pipeline ÷ runs of 8, prefetch |\n|---|---:|---:|"
+    );
+    for alg in ALGORITHMS {
+        let Some(lib) = all.iter().position(|v| {
+            *v == Variant {
+                alg,
+                call: Call::CopyPrefetch,
+                threads: 2,
+                split: false,
+            }
+        }) else {
+            continue;
+        };
+        let raw = |l| {
+            let i = bound
+                .iter()
+                .position(|&b| b == (alg, l))
+                .expect("every layout is measured");
+            &bound_secs[i]
+        };
+        let runs = raw(Bound::Runs8Prefetch);
+        let _ = writeln!(
+            out,
+            "| {alg:?} | {} | {} |",
+            cell(&speedups(runs, &secs[lib]), 2),
+            cell(&speedups(runs, raw(Bound::Pipeline)), 2)
+        );
+    }
+    out.push('\n');
 }
 
 /// A load level's table: for each algorithm and call, one thread's speed

@@ -489,6 +489,64 @@ fn algorithm<A: Seg>(name: &str, args: &Args, out: &mut String) -> io::Result<()
     Ok(())
 }
 
+/// Two layouts of the raw AEADs measured beside cipherio's streams in the
+/// same rounds (`--busy`), so that a ratio between them is paired by round
+/// and the machine's state cancels out of it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Bound {
+    /// Runs of 8 with prefetch: the layout of cipherio's `threads(2)`
+    /// reader with prefetch, for 8 KiB reads.
+    Runs8Prefetch,
+    /// The pipeline, waits parked.
+    Pipeline,
+}
+
+impl Bound {
+    /// Both, in table order.
+    pub const ALL: [Bound; 2] = [Bound::Runs8Prefetch, Bound::Pipeline];
+}
+
+/// The plaintext sealed with the raw AEADs (zero keys, counter nonces),
+/// for [`Bound`]s.
+pub struct Bounds {
+    chacha: Vec<u8>,
+    aes: Vec<u8>,
+}
+
+impl Bounds {
+    /// Seals `plain`'s whole 64 KiB segments with both algorithms.
+    pub fn new(plain: &[u8]) -> Bounds {
+        let plain = &plain[..plain.len() / SEG * SEG];
+        Bounds {
+            chacha: seal(
+                &chacha20poly1305::ChaCha20Poly1305::new(&Default::default()),
+                plain,
+            ),
+            aes: seal(&aes_gcm::Aes128Gcm::new(&Default::default()), plain),
+        }
+    }
+
+    /// One pass of `bound` for ChaCha20-Poly1305 (`chacha`) or
+    /// AES-128-GCM: its wall time.
+    pub fn pass(&self, chacha: bool, bound: Bound) -> Duration {
+        fn go<A: Seg>(src: &[u8], bound: Bound) -> Duration {
+            let a = A::new(&Default::default());
+            let mut sink = Sink::new(false);
+            let t = Instant::now();
+            match bound {
+                Bound::Runs8Prefetch => runs(&a, src, &mut sink, 8, true, false),
+                Bound::Pipeline => pipeline(&a, src, &mut sink, true, false),
+            }
+            t.elapsed()
+        }
+        if chacha {
+            go::<chacha20poly1305::ChaCha20Poly1305>(&self.chacha, bound)
+        } else {
+            go::<aes_gcm::Aes128Gcm>(&self.aes, bound)
+        }
+    }
+}
+
 /// Runs every layout for both algorithms and prints the tables.
 pub fn run(args: &Args) -> io::Result<()> {
     let mut out = format!(
