@@ -17,24 +17,26 @@
 //!   (cipherio's `threads(2)` reader: runs of 512 KiB);
 //! - *…, prefetch*: the caller reads the next run while the other thread
 //!   opens this one (cipherio's with prefetch), in runs of 8 or 16;
-//! - *runs of 16, prefetch, posted*: besides, the other thread opens the
-//!   next run while the caller hands this one out (runs that outlive their
-//!   call);
-//! - *pipeline*: no runs: the caller keeps up to 4 read segments ahead of
-//!   the openings (32 at most in flight), opens the next one itself when
-//!   none is read ahead, and hands each segment out as soon as it is
-//!   open; waits park (no spin) and the side that makes work wakes the
-//!   other;
-//! - *pipeline, spinning waits*: the same, every wait a spin (a bound: no
-//!   wake-up costs);
+//! - *…, prefetch, posted*: besides, the other thread opens the next run
+//!   while the caller hands this one out (runs that outlive their call),
+//!   in runs of 8 (the `open-ahead` branch's) or 16;
+//! - *pipeline*: no runs: the caller hands each segment out as soon as it
+//!   is open; when the next one is not, it reads sealed bytes while fewer
+//!   than 4 read segments wait to be opened, else opens the next one
+//!   itself, else reads further (32 segments at most in flight); waits
+//!   park (no spin) and the side that makes work wakes the other;
+//! - *pipeline, spinning waits*: the same, every wait a spin (no wake-up
+//!   costs);
 //! - *pipeline, each thread reads its own*: each thread reads the sealed
 //!   bytes of the segments it opens (in order), so only the plaintext of
 //!   the other thread's segments crosses cores (what `R: Send` would
-//!   allow).
+//!   allow); its waits spin.
 //!
-//! The run layouts wait by spinning, so their figures bound what any
-//! implementation of them can do. Every round runs each layout once, in
-//! turn; a layout's ÷ ceiling is taken in each round against that round's
+//! The run layouts wait by spinning: what they give with waits that cost
+//! nothing. The buffers are allocated once, outside the timing, and the
+//! counters both threads touch sit on cache lines of their own. Every
+//! round runs each layout once, in an order shuffled anew each round; a
+//! layout's ÷ ceiling is taken in each round against that round's
 //! ceiling, then its median over the rounds.
 
 use std::hint::black_box;
@@ -47,6 +49,7 @@ use std::time::{Duration, Instant};
 use aead::consts::{U12, U16};
 use aead::{AeadInOut, KeyInit, inout::InOutBuf};
 
+use crate::busy::shuffled;
 use crate::report::{cell, loadavg, pattern, stats};
 
 const SEG: usize = 64 * 1024;
@@ -77,7 +80,8 @@ pub fn parse() -> Result<Args, String> {
     let mut it = std::env::args().skip(1).filter(|a| a != "--layouts");
     while let Some(arg) = it.next() {
         match arg.as_str() {
-            "--smoke" => (a.mib, a.rounds, a.smoke) = (2, 1, true),
+            // 80 segments: the ring wraps, and the last run is short.
+            "--smoke" => (a.mib, a.rounds, a.smoke) = (5, 1, true),
             "--rounds" | "--mib" => {
                 let v: usize = it
                     .next()
@@ -195,15 +199,18 @@ impl Bell {
             return;
         }
         self.asleep.store(true, Ordering::SeqCst);
+        // The flag is set before the check, as `wake` publishes before it
+        // looks at the flag: one of the two sides sees the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
         while !ready() {
             thread::park_timeout(Duration::from_millis(1));
         }
         self.asleep.store(false, Ordering::SeqCst);
     }
 
-    /// Wakes the side that waits on this bell, if it sleeps; after the
-    /// work it waits for is published (the fence orders that store before
-    /// this load, as `wait` orders its `asleep` before its check).
+    /// Wakes the side that waits on this bell, if it sleeps; called after
+    /// the work it waits for is published (the fence orders that store
+    /// before this load).
     fn wake(&self, t: &Thread) {
         std::sync::atomic::fence(Ordering::SeqCst);
         if self.asleep.load(Ordering::SeqCst) {
@@ -212,36 +219,65 @@ impl Bell {
     }
 }
 
-/// The ring both threads share, and where each segment is.
-struct Ring {
-    sealed: Vec<Mutex<Vec<u8>>>,
-    plain: Vec<Mutex<Vec<u8>>>,
-    segments: usize,
-    /// Segments whose sealed bytes are in the ring.
-    read: AtomicUsize,
-    /// The segments below it may be opened (the run layouts' gate).
-    gate: AtomicUsize,
-    /// The next segment to open.
-    next: AtomicUsize,
-    /// Slot i % RING holds i + 1 once segment i is open.
-    opened: Vec<AtomicUsize>,
-    /// Segments handed out.
-    out: AtomicUsize,
-    done: AtomicBool,
+/// A value on a cache line (two, for the adjacent-line prefetcher) of its
+/// own: one thread's writes to it do not slow the other's reads of its
+/// neighbours.
+#[repr(align(128))]
+#[derive(Default)]
+struct Line<T>(T);
+
+impl<T> std::ops::Deref for Line<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
-impl Ring {
-    fn new(segments: usize) -> Ring {
+/// The ring's buffers, allocated once for every pass of a layout.
+pub struct Slots {
+    sealed: Vec<Mutex<Vec<u8>>>,
+    plain: Vec<Mutex<Vec<u8>>>,
+}
+
+impl Slots {
+    fn new() -> Slots {
+        Slots {
+            sealed: (0..RING).map(|_| Mutex::new(vec![1; SEALED])).collect(),
+            plain: (0..RING).map(|_| Mutex::new(vec![1; SEG])).collect(),
+        }
+    }
+}
+
+/// The ring both threads share, and where each segment is.
+struct Ring<'s> {
+    sealed: &'s [Mutex<Vec<u8>>],
+    plain: &'s [Mutex<Vec<u8>>],
+    segments: usize,
+    /// Segments whose sealed bytes are in the ring.
+    read: Line<AtomicUsize>,
+    /// The segments below it may be opened (the run layouts' gate).
+    gate: Line<AtomicUsize>,
+    /// The next segment to open.
+    next: Line<AtomicUsize>,
+    /// Slot i % RING holds i + 1 once segment i is open.
+    opened: Vec<Line<AtomicUsize>>,
+    /// Segments handed out.
+    out: Line<AtomicUsize>,
+    done: Line<AtomicBool>,
+}
+
+impl<'s> Ring<'s> {
+    fn new(slots: &'s Slots, segments: usize) -> Ring<'s> {
         Ring {
-            sealed: (0..RING).map(|_| Mutex::new(vec![0; SEALED])).collect(),
-            plain: (0..RING).map(|_| Mutex::new(vec![0; SEG])).collect(),
+            sealed: &slots.sealed,
+            plain: &slots.plain,
             segments,
-            read: AtomicUsize::new(0),
-            gate: AtomicUsize::new(0),
-            next: AtomicUsize::new(0),
-            opened: (0..RING).map(|_| AtomicUsize::new(0)).collect(),
-            out: AtomicUsize::new(0),
-            done: AtomicBool::new(false),
+            read: Line::default(),
+            gate: Line::default(),
+            next: Line::default(),
+            opened: (0..RING).map(|_| Line::default()).collect(),
+            out: Line::default(),
+            done: Line::default(),
         }
     }
 
@@ -327,9 +363,21 @@ fn helper<A: Seg>(
 
 /// The run layouts: `prefetch` reads the next run while this one opens,
 /// `posted` lets the other thread open the next run during the hand-out.
-fn runs<A: Seg>(a: &A, src: &[u8], sink: &mut Sink, run: usize, prefetch: bool, posted: bool) {
+fn runs<A: Seg>(
+    a: &A,
+    src: &[u8],
+    slots: &Slots,
+    sink: &mut Sink,
+    run: usize,
+    prefetch: bool,
+    posted: bool,
+) {
+    // The next run is read ahead only with prefetch, so only then may it
+    // be opened ahead; two runs must fit in the ring.
+    assert!(!posted || prefetch);
+    assert!(2 * run <= RING);
     let n = src.len() / SEALED;
-    let r = Ring::new(n);
+    let r = Ring::new(slots, n);
     let (spin, spin2) = (Bell::new(false), Bell::new(false));
     let caller = thread::current();
     thread::scope(|s| {
@@ -363,9 +411,19 @@ fn runs<A: Seg>(a: &A, src: &[u8], sink: &mut Sink, run: usize, prefetch: bool, 
 }
 
 /// The pipeline layouts.
-fn pipeline<A: Seg>(a: &A, src: &[u8], sink: &mut Sink, parks: bool, own_reads: bool) {
+fn pipeline<A: Seg>(
+    a: &A,
+    src: &[u8],
+    slots: &Slots,
+    sink: &mut Sink,
+    parks: bool,
+    own_reads: bool,
+) {
+    // With its own reads, nothing wakes the other thread when the
+    // hand-out frees a slot: its waits must spin.
+    assert!(!(parks && own_reads));
     let n = src.len() / SEALED;
-    let r = Ring::new(n);
+    let r = Ring::new(slots, n);
     let (mine, theirs) = (Bell::new(parks), Bell::new(parks));
     let caller = thread::current();
     thread::scope(|s| {
@@ -410,11 +468,12 @@ fn pipeline<A: Seg>(a: &A, src: &[u8], sink: &mut Sink, parks: bool, own_reads: 
     });
 }
 
-const LAYOUTS: [&str; 9] = [
+const LAYOUTS: [&str; 10] = [
     "one thread",
     "ceiling (two one-thread streams)",
     "runs of 8",
     "runs of 8, prefetch",
+    "runs of 8, prefetch, posted",
     "runs of 16, prefetch",
     "runs of 16, prefetch, posted",
     "pipeline",
@@ -422,20 +481,21 @@ const LAYOUTS: [&str; 9] = [
     "pipeline, each thread reads its own",
 ];
 
-fn layout<A: Seg>(v: usize, a: &A, src: &[u8], src2: &[u8], sink: &mut Sink) {
+fn layout<A: Seg>(v: usize, a: &A, src: &[u8], src2: &[u8], slots: &Slots, sink: &mut Sink) {
     match v {
         0 => one(a, src, sink),
         1 => thread::scope(|s| {
             s.spawn(|| one(a, src2, &mut Sink::new(false)));
             one(a, src, sink);
         }),
-        2 => runs(a, src, sink, 8, false, false),
-        3 => runs(a, src, sink, 8, true, false),
-        4 => runs(a, src, sink, 16, true, false),
-        5 => runs(a, src, sink, 16, true, true),
-        6 => pipeline(a, src, sink, true, false),
-        7 => pipeline(a, src, sink, false, false),
-        _ => pipeline(a, src, sink, false, true),
+        2 => runs(a, src, slots, sink, 8, false, false),
+        3 => runs(a, src, slots, sink, 8, true, false),
+        4 => runs(a, src, slots, sink, 8, true, true),
+        5 => runs(a, src, slots, sink, 16, true, false),
+        6 => runs(a, src, slots, sink, 16, true, true),
+        7 => pipeline(a, src, slots, sink, true, false),
+        8 => pipeline(a, src, slots, sink, false, false),
+        _ => pipeline(a, src, slots, sink, false, true),
     }
 }
 
@@ -444,15 +504,16 @@ fn algorithm<A: Seg>(name: &str, args: &Args, out: &mut String) -> io::Result<()
     let plain = pattern(args.mib * 1024 * 1024 / SEG * SEG);
     let src = seal(&a, &plain);
     let src2 = src.clone();
+    let slots = Slots::new();
     let layouts = LAYOUTS.len();
     let mut mbs = vec![Vec::new(); layouts];
     let mut ratio = vec![Vec::new(); layouts];
-    for _ in 0..args.rounds {
+    for r in 0..args.rounds {
         let mut round = vec![0.0; layouts];
-        for (v, speed) in round.iter_mut().enumerate() {
+        for v in shuffled(layouts, r) {
             let mut sink = Sink::new(args.smoke);
             let t = Instant::now();
-            layout(v, &a, &src, &src2, &mut sink);
+            layout(v, &a, &src, &src2, &slots, &mut sink);
             let secs = t.elapsed().as_secs_f64();
             if args.smoke && sink.all.as_deref() != Some(&plain[..]) {
                 return Err(io::Error::other(format!(
@@ -461,7 +522,7 @@ fn algorithm<A: Seg>(name: &str, args: &Args, out: &mut String) -> io::Result<()
                 )));
             }
             let streams = if v == 1 { 2.0 } else { 1.0 };
-            *speed = streams * plain.len() as f64 / secs / 1e6;
+            round[v] = streams * plain.len() as f64 / secs / 1e6;
         }
         for v in 0..layouts {
             mbs[v].push(round[v]);
@@ -511,6 +572,7 @@ impl Bound {
 pub struct Bounds {
     chacha: Vec<u8>,
     aes: Vec<u8>,
+    slots: Slots,
 }
 
 impl Bounds {
@@ -523,26 +585,27 @@ impl Bounds {
                 plain,
             ),
             aes: seal(&aes_gcm::Aes128Gcm::new(&Default::default()), plain),
+            slots: Slots::new(),
         }
     }
 
     /// One pass of `bound` for ChaCha20-Poly1305 (`chacha`) or
     /// AES-128-GCM: its wall time.
     pub fn pass(&self, chacha: bool, bound: Bound) -> Duration {
-        fn go<A: Seg>(src: &[u8], bound: Bound) -> Duration {
+        fn go<A: Seg>(src: &[u8], slots: &Slots, bound: Bound) -> Duration {
             let a = A::new(&Default::default());
             let mut sink = Sink::new(false);
             let t = Instant::now();
             match bound {
-                Bound::Runs8Prefetch => runs(&a, src, &mut sink, 8, true, false),
-                Bound::Pipeline => pipeline(&a, src, &mut sink, true, false),
+                Bound::Runs8Prefetch => runs(&a, src, slots, &mut sink, 8, true, false),
+                Bound::Pipeline => pipeline(&a, src, slots, &mut sink, true, false),
             }
             t.elapsed()
         }
         if chacha {
-            go::<chacha20poly1305::ChaCha20Poly1305>(&self.chacha, bound)
+            go::<chacha20poly1305::ChaCha20Poly1305>(&self.chacha, &self.slots, bound)
         } else {
-            go::<aes_gcm::Aes128Gcm>(&self.aes, bound)
+            go::<aes_gcm::Aes128Gcm>(&self.aes, &self.slots, bound)
         }
     }
 }
@@ -550,7 +613,7 @@ impl Bounds {
 /// Runs every layout for both algorithms and prints the tables.
 pub fn run(args: &Args) -> io::Result<()> {
     let mut out = format!(
-        "## Layouts of two threads decrypting one stream for 8 KiB reads\n\n{} MiB of 64 KiB segments, {} rounds, each layout once per round in turn; medians (min–max). Load average before: {}.\n",
+        "## Layouts of two threads decrypting one stream for 8 KiB reads\n\n{} MiB of 64 KiB segments, {} rounds, each layout once per round, in an order shuffled anew each round; medians (min–max). Load average before: {}.\n",
         args.mib,
         args.rounds,
         loadavg()
