@@ -19,7 +19,7 @@
 //!   opens this one (cipherio's with prefetch), in runs of 8 or 16;
 //! - *…, prefetch, posted*: besides, the other thread opens the next run
 //!   while the caller hands this one out (runs that outlive their call),
-//!   in runs of 8 (the `open-ahead` branch's) or 16;
+//!   in runs of 8 or 16;
 //! - *pipeline*: no runs: the caller hands each segment out as soon as it
 //!   is open; when the next one is not, it reads sealed bytes while fewer
 //!   than 4 read segments wait to be opened, else opens the next one
@@ -33,9 +33,10 @@
 //!   allow); its waits spin.
 //!
 //! The run layouts wait by spinning: what they give with waits that cost
-//! nothing. The buffers are allocated once, outside the timing, and the
-//! counters both threads touch sit on cache lines of their own. Every
-//! round runs each layout once, in an order shuffled anew each round; a
+//! nothing. The ring's buffers are allocated once, outside the timing (a
+//! one-thread stream's two are allocated in it), and the counters both
+//! threads touch sit on cache lines of their own. Every round runs each
+//! layout once, in an order shuffled anew each round and each run; a
 //! layout's ÷ ceiling is taken in each round against that round's
 //! ceiling, then its median over the rounds.
 
@@ -64,24 +65,32 @@ const AHEAD: usize = 4;
 
 /// What the command line asked for.
 pub struct Args {
-    mib: usize,
+    /// Plaintext length in 64 KiB segments.
+    segments: usize,
     rounds: usize,
     smoke: bool,
+    /// Where this run's shuffled orders start (from the clock): each run
+    /// draws its own.
+    seed: usize,
 }
 
 /// `--layouts [--smoke] [--rounds N] [--mib N]`.
 pub fn parse() -> Result<Args, String> {
     let usage = "usage: threads_bench --layouts [--smoke] [--rounds N] [--mib N]";
     let mut a = Args {
-        mib: 32,
+        segments: 32 * 16,
         rounds: 30,
         smoke: false,
+        seed: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() as usize),
     };
     let mut it = std::env::args().skip(1).filter(|a| a != "--layouts");
     while let Some(arg) = it.next() {
         match arg.as_str() {
-            // 80 segments: the ring wraps, and the last run is short.
-            "--smoke" => (a.mib, a.rounds, a.smoke) = (5, 1, true),
+            // A length no run size divides, over a ring it wraps: the
+            // smoke check covers slot reuse and a short last run.
+            "--smoke" => (a.segments, a.rounds, a.smoke) = (83, 1, true),
             "--rounds" | "--mib" => {
                 let v: usize = it
                     .next()
@@ -91,7 +100,7 @@ pub fn parse() -> Result<Args, String> {
                 if arg == "--rounds" {
                     a.rounds = v;
                 } else {
-                    a.mib = v;
+                    a.segments = v.saturating_mul(16);
                 }
             }
             "-h" | "--help" => return Err(usage.into()),
@@ -499,9 +508,10 @@ fn layout<A: Seg>(v: usize, a: &A, src: &[u8], src2: &[u8], slots: &Slots, sink:
     }
 }
 
-fn algorithm<A: Seg>(name: &str, args: &Args, out: &mut String) -> io::Result<()> {
+/// `salt` tells the algorithms' shuffled orders apart.
+fn algorithm<A: Seg>(name: &str, salt: usize, args: &Args, out: &mut String) -> io::Result<()> {
     let a = A::new(&Default::default());
-    let plain = pattern(args.mib * 1024 * 1024 / SEG * SEG);
+    let plain = pattern(args.segments * SEG);
     let src = seal(&a, &plain);
     let src2 = src.clone();
     let slots = Slots::new();
@@ -510,7 +520,7 @@ fn algorithm<A: Seg>(name: &str, args: &Args, out: &mut String) -> io::Result<()
     let mut ratio = vec![Vec::new(); layouts];
     for r in 0..args.rounds {
         let mut round = vec![0.0; layouts];
-        for v in shuffled(layouts, r) {
+        for v in shuffled(layouts, args.seed.wrapping_add(salt * args.rounds + r)) {
             let mut sink = Sink::new(args.smoke);
             let t = Instant::now();
             layout(v, &a, &src, &src2, &slots, &mut sink);
@@ -613,16 +623,16 @@ impl Bounds {
 /// Runs every layout for both algorithms and prints the tables.
 pub fn run(args: &Args) -> io::Result<()> {
     let mut out = format!(
-        "## Layouts of two threads decrypting one stream for 8 KiB reads\n\n{} MiB of 64 KiB segments, {} rounds, each layout once per round, in an order shuffled anew each round; medians (min–max). Load average before: {}.\n",
-        args.mib,
+        "## Layouts of two threads decrypting one stream for 8 KiB reads\n\n{} segments of 64 KiB, {} rounds, each layout once per round, in an order shuffled anew each round; medians (min–max). Load average before: {}.\n",
+        args.segments,
         args.rounds,
         loadavg()
     );
     if args.smoke {
         out.push_str("\n(--smoke: every layout's hand-out checked against the plaintext; the timings below mean nothing.)\n");
     }
-    algorithm::<chacha20poly1305::ChaCha20Poly1305>("ChaCha20-Poly1305", args, &mut out)?;
-    algorithm::<aes_gcm::Aes128Gcm>("AES-128-GCM", args, &mut out)?;
+    algorithm::<chacha20poly1305::ChaCha20Poly1305>("ChaCha20-Poly1305", 0, args, &mut out)?;
+    algorithm::<aes_gcm::Aes128Gcm>("AES-128-GCM", 1, args, &mut out)?;
     print!("{out}");
     Ok(())
 }
