@@ -29,10 +29,10 @@
 //! On the quiet machine with threads 2, two layouts of the raw AEADs
 //! (`--layouts`: runs of 8 with prefetch, the reader's own layout, and a
 //! pipeline) run shuffled in with the streams, and a last table pairs
-//! them by round with `io::copy` with prefetch: how near the reader is to
-//! its layout's bound, and how far that bound is from a pipeline's, in
-//! ratios that do not move with how dearly the machine lets data cross
-//! cores at the time.
+//! them by round with `io::copy` with prefetch: how near the reader comes
+//! to its layout with waits that cost nothing, and how far that layout is
+//! from a pipeline, in ratios the machine's state moves much less than a
+//! ratio to the ceiling.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -676,8 +676,8 @@ fn speedups(base: &[f64], fast: &[f64]) -> Vec<f64> {
 
 /// The quiet machine's last table: cipherio's `threads(2)` `io::copy`
 /// with prefetch against the raw AEADs laid out the same way (runs of 8,
-/// prefetch), and the pipeline against that layout, per round: ratios in
-/// which the machine's state (how dearly data crosses cores) cancels out.
+/// prefetch), and the pipeline against that layout, per round: ratios the
+/// machine's state moves much less than a ratio to the ceiling.
 fn bound_table(
     out: &mut String,
     all: &[Variant],

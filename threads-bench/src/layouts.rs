@@ -300,16 +300,20 @@ impl<'s> Ring<'s> {
         self.read.store(i + 1, Ordering::Release);
     }
 
-    /// The next segment to open, claimed, if one may be opened now: below
-    /// the gate, or with `own_reads` within the ring.
-    fn claim(&self, own_reads: bool) -> Option<usize> {
-        let i = self.next.load(Ordering::Acquire);
-        let limit = if own_reads {
+    /// The segments below it may be opened now: those below the gate, or
+    /// with `own_reads` those the ring has room for.
+    fn limit(&self, own_reads: bool) -> usize {
+        if own_reads {
             (self.out.load(Ordering::Acquire) + RING).min(self.segments)
         } else {
             self.gate.load(Ordering::Acquire)
-        };
-        (i < limit)
+        }
+    }
+
+    /// The next segment to open, claimed, if one may be opened now.
+    fn claim(&self, own_reads: bool) -> Option<usize> {
+        let i = self.next.load(Ordering::Acquire);
+        (i < self.limit(own_reads))
             .then(|| {
                 self.next
                     .compare_exchange(i, i + 1, Ordering::AcqRel, Ordering::Acquire)
@@ -359,12 +363,7 @@ fn helper<A: Seg>(
             }
             None => me.wait(|| {
                 r.done.load(Ordering::Acquire)
-                    || r.next.load(Ordering::Acquire)
-                        < if own_reads {
-                            (r.out.load(Ordering::Acquire) + RING).min(r.segments)
-                        } else {
-                            r.gate.load(Ordering::Acquire)
-                        }
+                    || r.next.load(Ordering::Acquire) < r.limit(own_reads)
             }),
         }
     }
@@ -438,6 +437,12 @@ fn pipeline<A: Seg>(
     thread::scope(|s| {
         let h = s.spawn(|| helper(a, src, &r, own_reads, &theirs, &caller, &mine));
         let helper_thread = h.thread().clone();
+        // Reads segment i and lets the other thread open it.
+        let read_one = |i: usize| {
+            r.read(src, i);
+            r.gate.store(i + 1, Ordering::Release);
+            theirs.wake(&helper_thread);
+        };
         let mut out = 0;
         while out < n {
             if r.is_open(out) {
@@ -451,9 +456,7 @@ fn pipeline<A: Seg>(
                 let read = r.read.load(Ordering::Acquire);
                 let room = read < n && read < out + RING;
                 if room && read - r.next.load(Ordering::Acquire) < AHEAD {
-                    r.read(src, read);
-                    r.gate.store(read + 1, Ordering::Release);
-                    theirs.wake(&helper_thread);
+                    read_one(read);
                     continue;
                 }
                 if let Some(i) = r.claim(false) {
@@ -461,9 +464,7 @@ fn pipeline<A: Seg>(
                     continue;
                 }
                 if room {
-                    r.read(src, read);
-                    r.gate.store(read + 1, Ordering::Release);
-                    theirs.wake(&helper_thread);
+                    read_one(read);
                     continue;
                 }
             } else if let Some(i) = r.claim(true) {
@@ -562,7 +563,8 @@ fn algorithm<A: Seg>(name: &str, salt: usize, args: &Args, out: &mut String) -> 
 
 /// Two layouts of the raw AEADs measured beside cipherio's streams in the
 /// same rounds (`--busy`), so that a ratio between them is paired by round
-/// and the machine's state cancels out of it.
+/// and moves with the machine's state much less than a ratio to the
+/// ceiling.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Bound {
     /// Runs of 8 with prefetch: the layout of cipherio's `threads(2)`
