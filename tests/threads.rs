@@ -139,6 +139,18 @@ fn outcome(
     (got, err)
 }
 
+/// A threaded reader's outcome is the one-thread reader's: the same bytes
+/// released, the same error.
+fn same_outcome(ctx: &str, many: &(Vec<u8>, Option<Error>), one: &(Vec<u8>, Option<Error>)) {
+    assert_eq!(many.1, one.1, "{ctx}: error");
+    assert!(
+        many.0 == one.0,
+        "{ctx}: released {} bytes, one thread {}",
+        many.0.len(),
+        one.0.len()
+    );
+}
+
 /// Every damaged copy of `ct` made by `damage` reads, with every thread
 /// count, front, provider, configuration and pattern, exactly as the
 /// one-thread reader reads it: the same bytes released, the same error.
@@ -183,13 +195,7 @@ fn damaged_as_on_one_thread<K: StreamKey>(
                             );
                             let b = builder(t, prefetch);
                             let many = outcome(front, b, stream, (chunk, buffered), mode);
-                            assert_eq!(many.1, one.1, "{ctx}: error");
-                            assert!(
-                                many.0 == one.0,
-                                "{ctx}: released {} bytes, one thread {}",
-                                many.0.len(),
-                                one.0.len()
-                            );
+                            same_outcome(&ctx, &many, &one);
                         }
                     }
                 }
@@ -255,6 +261,113 @@ fn damaged_native_streams_fail_as_on_one_thread() {
         );
         let damaged = damaged_copies(&l, &ct, every);
         damaged_as_on_one_thread(&format!("seg {seg}"), &key, &l, &ct, &damaged);
+    }
+}
+
+/// A stream longer than a prefetching reader's read-ahead, read in calls
+/// smaller than a segment, goes through a ring (segments opened ahead on
+/// the pool): every damaged copy ends there as on one thread, a failed
+/// segment in the middle of the ring included. The std front only: the
+/// async front does not prefetch, and has no ring.
+#[test]
+fn damaged_streams_read_through_a_ring_fail_as_on_one_thread() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 16 * KIB;
+    let l = Layout::native(seg);
+    let pt = data(seg * 44 + seg / 3, 5);
+    let ct = encrypt(
+        Front::Std,
+        CipherWriter::builder(&key).capacity(seg),
+        &pt,
+        &WriteMode::AllAtOnce,
+    );
+    let damaged = damaged_copies(&l, &ct, 7);
+    let mut errors = 0;
+    for (what, stream) in &damaged {
+        for &rp in Provider::ALL {
+            for mode in [ReadMode::Chunks(1000), ReadMode::Chunks(8 * KIB)] {
+                let builder = |t| {
+                    CipherReader::builder(&key)
+                        .provider(rp)
+                        .threads(t)
+                        .prefetch(t > 1)
+                };
+                let chunk = (usize::MAX, None);
+                let one = outcome(Front::Std, builder(1), stream, chunk, &mode);
+                errors += usize::from(one.1.is_some());
+                let many = outcome(Front::Std, builder(2), stream, chunk, &mode);
+                same_outcome(&format!("{what} [{rp:?} {mode:?}]"), &many, &one);
+            }
+        }
+    }
+    assert!(errors > 0, "no damaged copy failed on one thread");
+}
+
+/// A prefetching reader on two threads hands reads smaller than a segment
+/// out of a ring; a call of another kind in the middle of a segment (a
+/// `BufRead` fill, a read of several segments, a seek back, a length
+/// query) takes over where the small reads stopped, and the plaintext
+/// comes out whole and in order. The std front only: the async front does
+/// not prefetch, and has no ring.
+#[test]
+fn calls_that_leave_a_ring_in_the_middle_of_a_segment_keep_the_plaintext() {
+    use std::io::{BufRead, Read, Seek, SeekFrom};
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 16 * KIB;
+    let pt = data(seg * 60 + 123, 3);
+    let ct = encrypt(
+        Front::Std,
+        CipherWriter::builder(&key).capacity(seg),
+        &pt,
+        &WriteMode::AllAtOnce,
+    );
+    for &rp in Provider::ALL {
+        for call in ["fill_buf", "large read", "seek back", "length", "none"] {
+            let ctx = format!("{rp:?} {call}");
+            let mut r = CipherReader::builder(&key)
+                .provider(rp)
+                .threads(2)
+                .prefetch(true)
+                .build(io::Cursor::new(&ct[..]));
+            let mut got = Vec::new();
+            let mut buf = [0u8; 1000];
+            let mut small = |r: &mut CipherReader<_>, got: &mut Vec<u8>, upto: usize| {
+                while got.len() < upto {
+                    let n = r.read(&mut buf).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+            };
+            small(&mut r, &mut got, 20 * seg + 500);
+            match call {
+                "fill_buf" => {
+                    let b = r.fill_buf().unwrap().to_vec();
+                    assert!(!b.is_empty(), "{ctx}");
+                    got.extend_from_slice(&b);
+                    r.consume(b.len());
+                }
+                "large read" => {
+                    let mut big = vec![0u8; 3 * seg];
+                    let n = r.read(&mut big).unwrap();
+                    assert!(n > 0, "{ctx}");
+                    got.extend_from_slice(&big[..n]);
+                }
+                "seek back" => {
+                    let pos = r.stream_position().unwrap();
+                    assert_eq!(pos, got.len() as u64, "{ctx}");
+                    r.seek(SeekFrom::Start(pos - 700)).unwrap();
+                    got.truncate(got.len() - 700);
+                }
+                "length" => {
+                    assert_eq!(r.plaintext_len().unwrap(), pt.len() as u64, "{ctx}");
+                }
+                _ => {}
+            }
+            small(&mut r, &mut got, usize::MAX);
+            assert!(got == pt, "{ctx}: {} bytes of {}", got.len(), pt.len());
+        }
     }
 }
 

@@ -199,6 +199,40 @@ impl ReadAhead {
         Ok((Some(n), moved))
     }
 
+    /// Whether a unit has authenticated (the read-ahead may hold a
+    /// batch).
+    pub(crate) fn proven(&self) -> bool {
+        self.proven
+    }
+
+    /// Frees both buffers while nothing is held (a ring holds the bytes
+    /// read ahead for a while); they grow again as bytes come back.
+    pub(crate) fn release(&mut self) {
+        debug_assert!(self.buf.is_empty());
+        self.buf = Window::public();
+        self.behind.buf = Window::public();
+    }
+
+    /// Takes back, after what is held, bytes read earlier and held
+    /// elsewhere meanwhile (a ring's unread units, in stream order); with
+    /// `ended`, the inner reader is at its end after them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Allocation`] when the read-ahead cannot grow to hold them.
+    pub(crate) fn put_back(&mut self, bytes: &[u8], ended: bool) -> Result<(), Error> {
+        if !bytes.is_empty() {
+            self.buf.compact();
+            self.buf.grow(self.buf.available() + bytes.len())?;
+            self.buf.extend(bytes);
+            self.target = self.target.max(self.buf.len());
+        }
+        if ended {
+            self.flow = Flow::Ended;
+        }
+        Ok(())
+    }
+
     /// The configured read-ahead.
     pub(crate) fn capacity(&self) -> usize {
         self.capacity

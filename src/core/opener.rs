@@ -37,16 +37,18 @@ use crate::core::plain::{Held, Plain};
 use crate::core::runs::open_pieces;
 use crate::core::seek::{Landing, Position};
 use crate::core::step::Step;
-use crate::core::unit::Setup;
-use crate::probe::Count;
+use crate::core::unit::{Keyed, Setup};
+use crate::probe::{Count, Tally};
 use crate::profile::{self, Profile, Stream};
 use crate::threads::{self as parallel, Workers};
 use crate::{Error, Provider};
 
+mod ahead_ring;
 mod in_place;
 mod random;
 mod units;
 
+use ahead_ring::{Restart, Ringed};
 use in_place::InPlace;
 
 /// Where the reader is in the stream.
@@ -96,6 +98,11 @@ pub(crate) struct Opener {
     /// Threads opening runs of segments (`threads(n)`, n > 1); the pool is
     /// made with the header.
     threads: usize,
+    /// With threads and prefetch, the ring small reads go through (before
+    /// `workers`: dropped first, it stops its pool jobs).
+    ring: Option<Ringed>,
+    /// The first segment a ring may start at.
+    ring_restart: Restart,
     workers: Option<Workers>,
     /// With threads, the caller's thread reads the next run's input while
     /// the workers open a run, if the front offers such a read.
@@ -116,6 +123,12 @@ pub(crate) struct Counts {
     pub(crate) runs: Count,
     /// Inner reads made beside a run.
     pub(crate) beside: Count,
+    /// Rings started for small reads.
+    pub(crate) rings: Count,
+    /// Segments opened in rings (failed ones included), and those of them
+    /// the pool threads opened.
+    pub(crate) ring_opened: Tally,
+    pub(crate) ring_pool: Tally,
 }
 
 impl Opener {
@@ -151,6 +164,8 @@ impl Opener {
             max_segment,
             provider,
             threads,
+            ring: None,
+            ring_restart: Restart::default(),
             workers: None,
             prefetch: false,
             counts: Counts::default(),
@@ -187,7 +202,7 @@ impl Opener {
 
     /// Ciphertext read ahead, not opened yet.
     pub(crate) fn read_ahead(&self) -> usize {
-        self.ahead.available()
+        self.ahead.available() + self.ring_read_ahead()
     }
 
     /// Authenticated plaintext held for the caller (what
@@ -246,15 +261,25 @@ impl Opener {
                     _ => Ok(Step::Done(0)),
                 };
             }
+            if self.ring_takes(buf.len()) {
+                match self.ring_read(buf, side.as_deref_mut())? {
+                    Some(n) => return Ok(Step::Done(n)),
+                    None => continue,
+                }
+            }
+            self.unwind_ring()?;
             let cap = match self.ready(fresh)? {
                 Ready::Step(step) => return Ok(step),
                 Ready::Again => continue,
                 Ready::Unit(cap) => cap,
             };
             if buf.len() < cap || self.position.skips() {
-                // Small read: through the internal buffer. (An empty final
-                // segment leaves it empty; the loop then reports the end.)
-                self.fill_plain(cap, side.as_deref_mut())?;
+                // Small read: through a ring, or the internal buffer. (An
+                // empty final segment leaves it empty; the loop then
+                // reports the end.)
+                if !self.start_ring(side.is_some())? {
+                    self.fill_plain(cap, side.as_deref_mut())?;
+                }
                 continue;
             }
             if let Some(n) = self.read_direct(buf, side.as_deref_mut())? {
@@ -324,6 +349,7 @@ impl Opener {
         fresh: bool,
         mut side: Option<&mut (dyn Beside + '_)>,
     ) -> Result<Step, Error> {
+        self.unwind_ring()?;
         loop {
             if let Some(step) = self.seek_step()? {
                 return Ok(step);
@@ -472,7 +498,7 @@ impl Opener {
         // Not authenticated until its first segment opens: room for one.
         self.ahead.size_for_unit(layout.max_sealed());
         self.stream = Some(Setup {
-            suite,
+            suite: Keyed::Own(suite),
             units: layout.units(),
         });
         self.next = 0;

@@ -27,9 +27,46 @@ use crate::core::suite::Suite;
 /// What a stream's header set up to open its units.
 pub(crate) struct Setup {
     /// Opens the stream's units.
-    pub(crate) suite: Suite,
+    pub(crate) suite: Keyed,
     /// Fixed-size segments or framed records, and their sizes.
     pub(crate) units: Units,
+}
+
+/// A stream's [`Suite`], owned, or shared with pool threads that open
+/// its units on their own time (a ring's): shared only once a ring needs
+/// it, so a stream that never starts one allocates nothing for it.
+pub(crate) enum Keyed {
+    /// Held by the stream alone.
+    Own(Suite),
+    /// Shared with pool jobs.
+    Shared(std::sync::Arc<Suite>),
+    /// Only while [`share`](Keyed::share) moves the suite.
+    Moving,
+}
+
+impl Keyed {
+    /// The suite, shared (moved into an [`Arc`](std::sync::Arc) the first
+    /// time).
+    pub(crate) fn share(&mut self) -> std::sync::Arc<Suite> {
+        let arc = match std::mem::replace(self, Keyed::Moving) {
+            Keyed::Own(suite) => std::sync::Arc::new(suite),
+            Keyed::Shared(arc) => arc,
+            Keyed::Moving => unreachable!("a suite is moved only inside `share`"),
+        };
+        *self = Keyed::Shared(std::sync::Arc::clone(&arc));
+        arc
+    }
+}
+
+impl std::ops::Deref for Keyed {
+    type Target = Suite;
+    fn deref(&self) -> &Suite {
+        match self {
+            Keyed::Own(suite) => suite,
+            Keyed::Shared(arc) => arc,
+            Keyed::Moving => unreachable!("a suite is moved only inside `share`"),
+        }
+    }
 }
 
 /// Where a segment lies in what the reader has seen of the source.

@@ -60,6 +60,7 @@ mod pipeline;
 #[cfg(test)]
 mod pipeline_tests;
 mod pool;
+mod ring;
 mod run;
 #[cfg(test)]
 mod stream_tests;
@@ -69,4 +70,5 @@ mod wait;
 
 pub(crate) use pipeline::{Piped, gather};
 pub(crate) use pool::Workers;
+pub(crate) use ring::{Front, Open, Ring};
 pub(crate) use run::{Piece, batch_segments, open_batch_segments};

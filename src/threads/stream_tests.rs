@@ -67,6 +67,15 @@ pub(super) fn write_std(b: WriterBuilder, pt: &[u8], plan: Plan, threads: usize)
     (out, flushed)
 }
 
+/// `pt` sealed in `seg`-byte segments, written in one call on one thread.
+fn sealed(key: &Key, seg: usize, pt: &[u8]) -> Vec<u8> {
+    let plan = Plan {
+        chunk: pt.len(),
+        flush: false,
+    };
+    write_std(CipherWriter::builder(key).capacity(seg), pt, plan, 1).0
+}
+
 /// A stream, and how many of its bytes had gone out after each flush.
 pub(super) type Written = (Vec<u8>, Vec<usize>);
 
@@ -375,11 +384,7 @@ fn bulk_reads_open_whole_batches_on_the_workers() {
     let seg = 64 * 1024;
     for (len, threads) in [(40 * seg, 2), (40 * seg + 77, 2), (40 * seg, 3)] {
         let pt = data(len);
-        let plan = Plan {
-            chunk: pt.len(),
-            flush: false,
-        };
-        let ct = write_std(CipherWriter::builder(&key).capacity(seg), &pt, plan, 1).0;
+        let ct = sealed(&key, seg, &pt);
         let mut r = CipherReader::builder(&key).threads(threads).build(&ct[..]);
         let back = read_in_chunks(&mut r, 1 << 20);
         assert!(back == pt);
@@ -403,11 +408,7 @@ fn buffered_reads_open_runs_in_the_inner_buffer() {
     let key = Key::generate(Algorithm::Aes256Gcm);
     let seg = 64 * 1024;
     let pt = data(40 * seg + 99);
-    let plan = Plan {
-        chunk: pt.len(),
-        flush: false,
-    };
-    let ct = write_std(CipherWriter::builder(&key).capacity(seg), &pt, plan, 1).0;
+    let ct = sealed(&key, seg, &pt);
     let mut r = CipherReader::builder(&key)
         .threads(2)
         .build_from_buf_read(&ct[..]);
@@ -427,8 +428,10 @@ fn buffered_reads_open_runs_in_the_inner_buffer() {
 /// opens: after the first run nearly every inner read is one made beside
 /// a run, the runs are as many as without it, no segment is opened twice
 /// (the final one aside), and only what a run leaves of the read-ahead
-/// is copied. Without prefetch, with one thread, or from an inner buffer,
-/// no read is made beside a run.
+/// is copied. Reads smaller than a segment go through one ring instead,
+/// which opens all but the first and last few segments, none twice, with
+/// one inner read per segment. Without prefetch, with one thread, or from
+/// an inner buffer, no read is made beside a run.
 #[test]
 fn prefetching_readers_read_the_next_run_beside_each_run() {
     let key = Key::generate(Algorithm::Aes128Gcm);
@@ -440,11 +443,7 @@ fn prefetching_readers_read_the_next_run_beside_each_run() {
         (40 * seg, 8, 8 * 1024),
     ] {
         let pt = data(len);
-        let plan = Plan {
-            chunk: pt.len(),
-            flush: false,
-        };
-        let ct = write_std(CipherWriter::builder(&key).capacity(seg), &pt, plan, 1).0;
+        let ct = sealed(&key, seg, &pt);
         let segments = len.div_ceil(seg);
         let reader = |prefetch| {
             CipherReader::builder(&key)
@@ -458,6 +457,25 @@ fn prefetching_readers_read_the_next_run_beside_each_run() {
         assert!(read_in_chunks(&mut r, chunk) == pt);
         let c = &r.engine.counts;
         let (runs, beside, calls) = (c.runs.get(), c.beside.get(), r.get_ref().calls);
+        if chunk < seg {
+            // Reads smaller than a segment go through a ring instead.
+            let (rings, ringed) = (c.rings.get(), c.ring_opened.get());
+            let ctx = format!(
+                "len {len} threads {threads} chunk {chunk}: {rings} rings, {ringed} segments \
+                 opened in them, {} opened the usual way, {runs} runs, {calls} inner reads",
+                c.opens.get()
+            );
+            assert_eq!(
+                plain.engine.counts.rings.get(),
+                0,
+                "{ctx}: without prefetch"
+            );
+            assert_eq!(rings, 1, "{ctx}");
+            assert!(ringed + 3 >= segments, "{ctx}");
+            assert!(ringed + c.opens.get() <= segments + 2, "{ctx}");
+            assert!(calls <= segments + 4, "{ctx}");
+            continue;
+        }
         let ctx = format!(
             "len {len} threads {threads} chunk {chunk}: {runs} runs ({} without prefetch), \
              {beside} reads beside them of {calls} inner reads, {} opens, {} bytes moved",
@@ -510,4 +528,91 @@ impl<R: Read> Read for Counted<R> {
         self.calls += 1;
         self.inner.read(buf)
     }
+}
+
+/// A ring's pool thread opens the segments read ahead while the caller is
+/// away, between its calls: after the read that starts the ring, the
+/// caller waits outside the reader until the pool has opened what it
+/// published (a bounded wait for an event, not a timing), and the next
+/// reads hand those segments out without opening them. Without prefetch
+/// no ring starts.
+#[test]
+fn a_rings_pool_thread_opens_segments_between_the_callers_reads() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 64 * 1024;
+    let pt = data(30 * seg + 1000);
+    let ct = sealed(&key, seg, &pt);
+    let mut r = CipherReader::builder(&key)
+        .threads(2)
+        .prefetch(true)
+        .build(&ct[..]);
+    let mut back = Vec::new();
+    let mut buf = vec![0u8; 8 * 1024];
+    while r.engine.counts.rings.get() == 0 {
+        let n = r.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended before a ring started");
+        back.extend_from_slice(&buf[..n]);
+    }
+    let since = std::time::Instant::now();
+    while r.engine.counts.ring_pool.get() == 0 && since.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let by_pool = r.engine.counts.ring_pool.get();
+    let opened = r.engine.counts.ring_opened.get();
+    assert!(
+        by_pool > 0,
+        "the pool opened nothing while the caller was away"
+    );
+    back.extend_from_slice(&read_in_chunks(&mut r, 8 * 1024));
+    assert!(back == pt);
+    assert!(
+        r.engine.counts.ring_opened.get() > opened,
+        "the ring went on opening"
+    );
+
+    let mut none = CipherReader::builder(&key).threads(2).build(&ct[..]);
+    assert!(read_in_chunks(&mut none, 8 * 1024) == pt);
+    assert_eq!(
+        none.engine.counts.rings.get(),
+        0,
+        "no ring without prefetch"
+    );
+}
+
+/// A panic in a ring's job (on the pool or the caller's thread) is the
+/// sticky [`Error::WorkerPanicked`](crate::Error::WorkerPanicked), after
+/// a prefix of the plaintext only.
+#[test]
+fn a_panic_in_a_ring_is_a_sticky_error() {
+    use crate::Error;
+    use crate::probe::INJECT_PANIC;
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    let seg = 64 * 1024;
+    let pt = data(20 * seg + 5);
+    let ct = sealed(&key, seg, &pt);
+    INJECT_PANIC.with(|f| f.set(true));
+    let mut r = CipherReader::builder(&key)
+        .threads(2)
+        .prefetch(true)
+        .build(&ct[..]);
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 8 * 1024];
+    // Armed when the first read makes the workers.
+    let e = loop {
+        match r.read(&mut buf) {
+            Ok(0) => break None,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => break Some(e),
+        }
+    };
+    INJECT_PANIC.with(|f| f.set(false));
+    let e = e.expect("a clean end after a panic in a ring");
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked));
+    assert_eq!(r.engine.counts.rings.get(), 1, "the panic came from a ring");
+    assert!(
+        got.len() < pt.len() && got == pt[..got.len()],
+        "only a prefix"
+    );
+    let e = r.read(&mut buf).unwrap_err();
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
 }

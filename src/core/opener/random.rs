@@ -32,6 +32,7 @@ impl Opener {
         if let Some(Units::Framed(_)) = self.units() {
             return Err(NO_RANDOM_ACCESS);
         }
+        self.unwind_ring()?;
         self.position.seek_to(p);
         Ok(())
     }
@@ -229,6 +230,7 @@ impl Opener {
     /// the stream's other typed errors. All sticky; a framed stream's
     /// refusal, not sticky.
     pub(crate) fn length(&mut self) -> Result<Step, Error> {
+        self.unwind_ring()?;
         loop {
             if let Stage::Failed(e) = &self.stage {
                 return Err(e.clone());

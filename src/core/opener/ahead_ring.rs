@@ -1,0 +1,290 @@
+//! With threads and prefetch, reads smaller than a segment go through a
+//! [`Ring`]: the caller's thread reads each segment's sealed bytes into
+//! a slot of its own, the pool threads open the segments in order while
+//! the caller hands out the ones before (between its calls, not only
+//! inside them), and each call hands out the next bytes of the segment at
+//! the front. A run would leave the pool idle while its plaintext is
+//! handed out; the ring keeps it opening.
+//!
+//! The rules it owns:
+//! - **Only segments that more input follows**: a segment is opened in
+//!   the ring only whole and with at least one byte read after it, so it
+//!   can only be non-final, and opens as such; everything else (the final
+//!   segment, a segment that fails, a cut) is left to the usual path.
+//! - **Unwinding restores the usual state**: the ring stops claiming,
+//!   waits for the segments in flight, puts the front segment's plaintext
+//!   (if it opened) into the plaintext buffer where the caller left it and
+//!   every later segment's sealed bytes back into the read-ahead, in
+//!   order; the stream then goes on as if the ring had never been. A
+//!   seek, a length query, `BufRead`, a read as large as a segment, the
+//!   input's end, a failed read beside and a failed segment unwind it.
+//! - **The caller reads only while it has nothing to hand out**: while
+//!   the front segment is being opened it reads sealed bytes (fewer than
+//!   [`WAITING`] segments waiting to be opened), else opens the next one
+//!   itself, else waits (parked) for the front; a read for the front
+//!   segment's own bytes is the only one made with nothing being opened.
+
+use super::*;
+use crate::core::seek::Landing;
+use crate::threads::{Front, Open, Ring};
+
+/// Plaintext a ring's slots hold in all, about: segments of 64 KiB get 8
+/// slots (at most [`WAITING`] read and waiting, the front, those being
+/// opened, the one being read).
+const RING_BYTES: usize = 512 * 1024;
+
+/// The fewest and the most slots a ring has (the most: a prefetching
+/// reader's read-ahead of segments of [`MIN_SEGMENT`], and two more).
+const SLOTS: (usize, usize) = (4, 72);
+
+/// Segments smaller than this go through runs: a ring hands segments out
+/// one at a time, at a cost per segment.
+const MIN_SEGMENT: usize = 8 * 1024;
+
+/// Segments read and waiting to be opened, at most, before the caller
+/// opens one itself instead of reading more.
+const WAITING: u64 = 4;
+
+/// A ring in use and where it stands in the stream.
+pub(super) struct Ringed {
+    ring: Ring,
+    /// The index of the ring's first segment.
+    base: u64,
+    /// No more reads into the ring: the input ended, or a read beside
+    /// brought nothing.
+    stopped: bool,
+    /// A read brought 0 bytes: the inner reader is at its end.
+    ended: bool,
+}
+
+/// Where a ring may start again after one stopped at a segment it could
+/// not hand out (a failure, the input's end, a read beside that brought
+/// nothing): only past that segment, once the usual path has settled it.
+/// Starting one there again would stop at the same segment, for ever.
+#[derive(Default)]
+pub(super) struct Restart(u64);
+
+impl Opener {
+    /// Whether a small read may start a ring now, the next segment being
+    /// complete in the read-ahead: threads with prefetch and a read
+    /// beside, fixed-size segments of at least [`MIN_SEGMENT`] bytes after
+    /// one authenticated, no seek or length query under way, no inner
+    /// buffer, and the input going on.
+    fn ring_fits(&self, side: bool) -> bool {
+        side && self.prefetch
+            && self.ring.is_none()
+            && self.next >= self.ring_restart.0
+            && self.workers.is_some()
+            && matches!(self.stage, Stage::Body)
+            && self.next > 0
+            && self.ahead.proven()
+            && !self.ahead.looks_ended()
+            && !self.in_place.is_on()
+            && self.position.pending().is_none()
+            && self.position.landing() == Landing::Steady
+            && !self.position.skips()
+            && !self.position.querying()
+            && matches!(self.units(), Some(Units::Fixed(l)) if l.rest >= MIN_SEGMENT)
+    }
+
+    /// Starts a ring with what the read-ahead holds, if it may
+    /// ([`ring_fits`](Self::ring_fits)); whether it did.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Allocation`] (sticky) when the slots cannot be allocated.
+    pub(super) fn start_ring(&mut self, side: bool) -> Result<bool, Error> {
+        if !self.ring_fits(side) {
+            return Ok(false);
+        }
+        let (Some(Setup { suite, units }), Some(workers)) = (&mut self.stream, &mut self.workers)
+        else {
+            return Ok(false);
+        };
+        let layout = *units.layout();
+        let (unit, plain) = (layout.sealed(self.next), layout.plain(self.next));
+        // What is read ahead goes into the slots, with two to spare.
+        let held = self.ahead.available().div_ceil(unit);
+        let slots = (RING_BYTES / plain.max(1)).max(held + 2);
+        if slots > SLOTS.1 {
+            return Ok(false);
+        }
+        let slots = slots.max(SLOTS.0);
+        let (suite, base, tag) = (suite.share(), self.next, layout.tag);
+        let inject = workers.inject_panic.armed().is_some();
+        let open: Box<Open> = Box::new(move |seq, input, output| {
+            assert!(!inject, "injected worker panic");
+            let len = input.len().checked_sub(tag).ok_or(Error::Truncated)?;
+            let index = base.checked_add(seq).ok_or(Error::TooManySegments)?;
+            suite.open_at(index, false, &[], input, &mut output[..len])?;
+            Ok(len)
+        });
+        let tallies = (
+            self.counts.ring_opened.clone(),
+            self.counts.ring_pool.clone(),
+        );
+        let made = Ring::new(slots, unit, plain, open, tallies);
+        let mut ring = match made {
+            Ok(ring) => ring,
+            Err(e) => return Err(self.fail(e)),
+        };
+        let data = self.ahead.data();
+        let mut at = 0;
+        while at < data.len() {
+            let read = ring.read_into(unit, |room| {
+                let n = room.len().min(data.len() - at);
+                room[..n].copy_from_slice(&data[at..at + n]);
+                Some(n)
+            });
+            at += read.unwrap_or_else(|| unreachable!("the slots hold what is read ahead"));
+        }
+        self.ahead.consume(at);
+        // The ring holds what is read ahead and the plaintext: the
+        // read-ahead's buffers and the plaintext buffer are freed meanwhile
+        // (they grow again if the ring unwinds), so the reader holds no
+        // more than with runs.
+        self.ahead.release();
+        self.plain = Plain::new();
+        ring.publish(workers);
+        self.counts.rings.add(1);
+        self.ring = Some(Ringed {
+            ring,
+            base,
+            stopped: false,
+            ended: false,
+        });
+        Ok(true)
+    }
+
+    /// A read of `buf` (smaller than a segment) through the ring: `Some`
+    /// of the bytes handed out, or `None` once the ring is unwound (the
+    /// read goes on the usual way).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WorkerPanicked`] (sticky); [`Error::Allocation`] (sticky)
+    /// when unwinding cannot grow the read-ahead.
+    pub(super) fn ring_read(
+        &mut self,
+        buf: &mut [u8],
+        mut side: Option<&mut (dyn Beside + '_)>,
+    ) -> Result<Option<usize>, Error> {
+        let (Some(r), Some(workers)) = (&mut self.ring, &mut self.workers) else {
+            return Ok(None);
+        };
+        loop {
+            let reads = !r.stopped && side.is_some();
+            match r.ring.front_state() {
+                Front::Opened => {
+                    let n = r.ring.hand_out(buf);
+                    self.position.delivered(n);
+                    return Ok(Some(n));
+                }
+                Front::Failed => break,
+                Front::Claimable => {
+                    r.ring.open_own();
+                }
+                Front::Unread if reads && r.ring.has_room() => {
+                    read_into_ring(r, &mut side, &mut self.position, workers);
+                }
+                Front::Unread => break,
+                Front::Busy => {
+                    if reads && r.ring.has_room() && r.ring.waiting() < WAITING {
+                        read_into_ring(r, &mut side, &mut self.position, workers);
+                    } else if !r.ring.open_own() {
+                        r.ring.wait_front();
+                    }
+                }
+            }
+        }
+        let stopped_at = r.base + r.ring.front();
+        self.unwind_ring()?;
+        self.ring_restart = Restart(stopped_at + 1);
+        Ok(None)
+    }
+
+    /// Unwinds the ring, if one is in use (see the module docs).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WorkerPanicked`] (sticky) when a job on the ring
+    /// panicked; [`Error::Allocation`] (sticky) when the read-ahead cannot
+    /// grow to take the ring's sealed bytes back.
+    pub(super) fn unwind_ring(&mut self) -> Result<(), Error> {
+        let Some(mut r) = self.ring.take() else {
+            return Ok(());
+        };
+        r.ring.halt();
+        if r.ring.panicked() {
+            return Err(self.fail(Error::WorkerPanicked));
+        }
+        let front = r.base + r.ring.front();
+        self.next = front;
+        let (plain, ahead, next) = (&mut self.plain, &mut self.ahead, &mut self.next);
+        let drained = r.ring.drain(
+            |out, handed| {
+                let len = out.len();
+                plain.open_into(len)?[..len].copy_from_slice(out);
+                let held = Held {
+                    index: front,
+                    len,
+                    last: false,
+                };
+                plain.opened(held, len, handed);
+                *next = front + 1;
+                Ok(())
+            },
+            |input| ahead.put_back(input, false),
+        );
+        if let Err(e) = drained.and_then(|()| ahead.put_back(&[], r.ended)) {
+            return Err(self.fail(e));
+        }
+        Ok(())
+    }
+
+    /// Sealed bytes held by the ring, not yet handed out as plaintext.
+    pub(super) fn ring_read_ahead(&self) -> usize {
+        self.ring.as_ref().map_or(0, |r| r.ring.read_ahead())
+    }
+
+    /// Whether a ring is in use and a read of `len` bytes goes through
+    /// it (smaller than its segments; a larger one unwinds it and reads
+    /// the usual way, straight into the caller's buffer).
+    pub(super) fn ring_takes(&self, len: usize) -> bool {
+        self.ring
+            .as_ref()
+            .is_some_and(|r| len < r.ring.unit().saturating_sub(self.tag_len()) || r.ring.handing())
+    }
+
+    /// The stream's tag length (0 before the header).
+    fn tag_len(&self) -> usize {
+        self.units().map_or(0, |u| u.layout().tag)
+    }
+}
+
+/// Reads the next sealed bytes into the ring through the read beside,
+/// and publishes what that completes. A read that brings nothing stops
+/// the ring's reading (0: the input's end).
+fn read_into_ring(
+    r: &mut Ringed,
+    side: &mut Option<&mut (dyn Beside + '_)>,
+    position: &mut Position,
+    workers: &mut Workers,
+) {
+    let Some(side) = side.as_deref_mut() else {
+        r.stopped = true;
+        return;
+    };
+    let unit = r.ring.unit();
+    match r.ring.read_into(unit, |room| side.read_beside(room)) {
+        Some(0) => {
+            r.stopped = true;
+            r.ended = true;
+        }
+        Some(n) => {
+            position.inner_read(n);
+            r.ring.publish(workers);
+        }
+        None => r.stopped = true,
+    }
+}
