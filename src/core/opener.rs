@@ -125,10 +125,12 @@ pub(crate) struct Counts {
     pub(crate) beside: Count,
     /// Rings started for small reads.
     pub(crate) rings: Count,
-    /// Segments opened in rings (failed ones included), and those of them
-    /// the pool threads opened.
+    /// Segments opened in rings (failed ones included), those of them
+    /// the pool threads opened, and those the caller took over from a
+    /// pool thread.
     pub(crate) ring_opened: Tally,
     pub(crate) ring_pool: Tally,
+    pub(crate) ring_taken: Tally,
 }
 
 impl Opener {
@@ -217,6 +219,16 @@ impl Opener {
         let n = n.min(self.plain.available());
         self.plain.consume(n);
         self.position.delivered(n);
+    }
+
+    /// Pool threads sleep `delay` once they have claimed a unit of a ring
+    /// started from now on (tests: a pool thread descheduled in the
+    /// middle of its unit). Only once the workers are made (the header
+    /// read).
+    #[cfg(test)]
+    pub(crate) fn delay_pool(&mut self, delay: std::time::Duration) {
+        let workers = self.workers.as_mut();
+        workers.expect("the header is read").pool_delay.arm(delay);
     }
 
     /// Records a fatal error and returns it.

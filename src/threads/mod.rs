@@ -70,5 +70,5 @@ mod wait;
 
 pub(crate) use pipeline::{Piped, gather};
 pub(crate) use pool::Workers;
-pub(crate) use ring::{Front, Open, Ring};
+pub(crate) use ring::{Front, Open, Ring, RingCounts};
 pub(crate) use run::{Piece, batch_segments, open_batch_segments};

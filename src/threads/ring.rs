@@ -22,7 +22,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -52,29 +52,50 @@ const PENDING: u8 = 0;
 const OPENED: u8 = 1;
 /// A slot's unit failed to open (or its job panicked).
 const FAILED: u8 = 2;
+/// A slot's unit was taken over by the caller from the pool thread
+/// opening it: its result is the caller's.
+const TAKEN: u8 = 3;
 
-/// One unit's buffers.
-struct Slot {
-    input: Vec<u8>,
-    /// Input bytes read so far.
+/// How long the caller waits for a pool thread to finish the front unit
+/// before it opens it itself, at least and at most (twice what opening a
+/// unit took the caller, within these).
+const TAKE_AFTER: (Duration, Duration) = (Duration::from_micros(20), Duration::from_millis(2));
+
+/// One unit's input: written by the caller before the unit is published,
+/// read by whoever opens it (the caller may open a unit a pool thread is
+/// still opening: both read it).
+struct Input {
+    bytes: Vec<u8>,
+    /// Bytes read so far.
     filled: usize,
-    /// Plaintext: wiped before the slot takes another unit and on drop.
-    output: Vec<u8>,
-    /// Output bytes of the unit that opened here.
+}
+
+/// One unit's output, written by whoever opened it from its slot.
+struct Output {
+    /// Plaintext: overwritten by the slot's next unit (as the reader's
+    /// plaintext buffer is by its next segment), wiped on drop.
+    bytes: Vec<u8>,
+    /// Bytes of the unit that opened here.
     len: usize,
     /// How the unit's job went.
     result: Result<(), Error>,
 }
 
-impl Drop for Slot {
+impl Drop for Output {
     fn drop(&mut self) {
-        self.output.zeroize();
+        self.bytes.zeroize();
     }
+}
+
+/// One unit's buffers.
+struct Slot {
+    input: RwLock<Input>,
+    output: Mutex<Output>,
 }
 
 /// What the caller and the pool threads share.
 struct Shared {
-    slots: Box<[Mutex<Slot>]>,
+    slots: Box<[Slot]>,
     /// Each slot's state: [`PENDING`], [`OPENED`], [`FAILED`].
     state: Box<[AtomicU8]>,
     open: Box<Open>,
@@ -84,6 +105,8 @@ struct Shared {
     claimed: AtomicU64,
     /// No unit is claimed any more.
     halted: AtomicBool,
+    /// The units go to the caller alone: pool threads claim none.
+    solo: AtomicBool,
     /// Pool threads inside a claim (from before they look to after the
     /// unit they claimed is done).
     in_flight: AtomicUsize,
@@ -100,20 +123,61 @@ struct Shared {
     /// Units opened, and those of them the pool threads opened (tests).
     opened: Tally,
     pool_opened: Tally,
-    /// Times the caller parked (tests).
-    parks: Tally,
+    /// Units the caller took over from a pool thread (tests).
+    taken: Tally,
+    /// Pool threads sleep this long once they have claimed a unit (tests:
+    /// a thread descheduled in the middle of its unit).
+    delay: Option<Duration>,
+}
+
+/// What a ring counts, for the tests, and its test fault.
+#[derive(Default)]
+pub(crate) struct RingCounts {
+    /// Units opened (failed ones included).
+    pub(crate) opened: Tally,
+    /// Units the pool threads opened.
+    pub(crate) pool_opened: Tally,
+    /// Units the caller took over from a pool thread.
+    pub(crate) taken: Tally,
+    /// Pool threads sleep this long once they have claimed a unit.
+    pub(crate) delay: Option<Duration>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    m.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `open` on unit `seq`'s input into `out`, a panic caught: the
+/// output length, or the error (`out` then wiped).
+fn open_into(open: &Open, seq: u64, input: &Input, out: &mut [u8]) -> Result<usize, Error> {
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        open(seq, &input.bytes[..input.filled], out)
+    }));
+    let r = r.unwrap_or(Err(Error::WorkerPanicked));
+    if r.is_err() {
+        out.zeroize();
+    }
+    r
+}
+
 impl Shared {
-    /// Claims the next published unit, unless the ring halted.
-    fn claim(&self) -> Option<u64> {
+    /// Claims the next published unit, unless the ring halted (or, for a
+    /// pool thread, while the units go to the caller alone).
+    fn claim(&self, pool: bool) -> Option<u64> {
         let mut c = self.claimed.load(Ordering::SeqCst);
         loop {
-            if self.halted.load(Ordering::SeqCst) || c >= self.published.load(Ordering::SeqCst) {
+            if self.halted.load(Ordering::SeqCst)
+                || c >= self.published.load(Ordering::SeqCst)
+                || pool && self.solo.load(Ordering::SeqCst)
+            {
                 return None;
             }
             match self
@@ -126,34 +190,36 @@ impl Shared {
         }
     }
 
-    /// Opens claimed unit `seq` in its slot and says how it went.
+    /// Opens claimed unit `seq` in its slot and says how it went, unless
+    /// the caller took the unit over meanwhile (its result is then the
+    /// caller's). The state is set while the input is still read-locked:
+    /// the caller cannot reuse the slot before.
     fn run(&self, seq: u64) {
         let i = slot_of(seq, self.slots.len());
         self.opened.add(1);
-        let ok = {
-            let mut guard = lock(&self.slots[i]);
-            let slot = &mut *guard;
-            let r = catch_unwind(AssertUnwindSafe(|| {
-                (self.open)(seq, &slot.input[..slot.filled], &mut slot.output)
-            }));
-            slot.result = match r {
-                Ok(Ok(len)) => {
-                    slot.len = len;
-                    Ok(())
-                }
-                Ok(Err(e)) => Err(e),
-                Err(_) => {
-                    self.panicked.store(true, Ordering::SeqCst);
-                    Err(Error::WorkerPanicked)
-                }
-            };
-            if slot.result.is_err() {
-                slot.output.zeroize();
-                slot.len = 0;
+        let slot = &self.slots[i];
+        let input = read(&slot.input);
+        let mut guard = lock(&slot.output);
+        let out = &mut *guard;
+        let r = open_into(&*self.open, seq, &input, &mut out.bytes);
+        let state = match r {
+            Ok(len) => {
+                out.len = len;
+                out.result = Ok(());
+                OPENED
             }
-            slot.result.is_ok()
+            Err(e) => {
+                if e == Error::WorkerPanicked {
+                    self.panicked.store(true, Ordering::SeqCst);
+                }
+                out.len = 0;
+                out.result = Err(e);
+                FAILED
+            }
         };
-        self.state[i].store(if ok { OPENED } else { FAILED }, Ordering::SeqCst);
+        let _ = self.state[i].compare_exchange(PENDING, state, Ordering::SeqCst, Ordering::SeqCst);
+        drop(guard);
+        drop(input);
     }
 
     /// A pool thread's job: claims and opens units until none is left for
@@ -162,8 +228,11 @@ impl Shared {
         let mut idle_since: Option<Instant> = None;
         loop {
             self.in_flight.fetch_add(1, Ordering::SeqCst);
-            let claimed = self.claim();
+            let claimed = self.claim(true);
             if let Some(seq) = claimed {
+                if let Some(d) = self.delay {
+                    std::thread::sleep(d);
+                }
                 self.run(seq);
                 self.pool_opened.add(1);
             }
@@ -182,9 +251,7 @@ impl Shared {
                 // Leaving: a publish from now on posts a new job. One
                 // that came before `live` fell is taken here.
                 self.live.store(false, Ordering::SeqCst);
-                let more = !self.halted.load(Ordering::SeqCst)
-                    && self.claimed.load(Ordering::SeqCst) < self.published.load(Ordering::SeqCst);
-                if more
+                if self.for_pool()
                     && self
                         .live
                         .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
@@ -196,15 +263,20 @@ impl Shared {
                 break;
             };
             *lock(&self.idle) = Some(std::thread::current());
-            if self.claimed.load(Ordering::SeqCst) < self.published.load(Ordering::SeqCst)
-                || self.halted.load(Ordering::SeqCst)
-            {
+            if self.for_pool() || self.halted.load(Ordering::SeqCst) {
                 lock(&self.idle).take();
                 continue;
             }
             std::thread::park_timeout(left);
             lock(&self.idle).take();
         }
+    }
+
+    /// Whether a pool thread may claim a unit now.
+    fn for_pool(&self) -> bool {
+        !self.halted.load(Ordering::SeqCst)
+            && !self.solo.load(Ordering::SeqCst)
+            && self.claimed.load(Ordering::SeqCst) < self.published.load(Ordering::SeqCst)
     }
 
     fn wake_caller(&self) {
@@ -219,7 +291,6 @@ impl Shared {
         while !done() {
             self.caller_waits.store(true, Ordering::SeqCst);
             if !done() {
-                self.parks.add(1);
                 std::thread::park_timeout(NAP);
             }
             self.caller_waits.store(false, Ordering::SeqCst);
@@ -257,13 +328,23 @@ pub(crate) struct Ring {
     handed: usize,
     /// The unit whose input is being read (its slot free).
     fill: u64,
+    /// Whether the first read into `fill`'s slot was made (before, the
+    /// slot may still hold an earlier unit's bytes).
+    begun: bool,
     /// Each unit's input length: every unit's but maybe the last.
     unit: usize,
+    /// The front unit, taken over from a pool thread that did not finish
+    /// it in time: opened into `spare`, with this outcome.
+    taken: Option<Result<usize, Error>>,
+    /// Where a unit taken over opens (plaintext: wiped on drop).
+    spare: Vec<u8>,
+    /// How long the caller's last open of a unit took.
+    own: Duration,
 }
 
 impl Ring {
     /// A ring of `slots` slots for units of up to `input` input bytes and
-    /// `output` output bytes each, opened by `open`.
+    /// `output` output bytes each, opened by `open`, counted in `counts`.
     ///
     /// # Errors
     ///
@@ -273,20 +354,24 @@ impl Ring {
         input: usize,
         output: usize,
         open: Box<Open>,
-        (opened, pool_opened): (Tally, Tally),
+        counts: RingCounts,
     ) -> Result<Ring, Error> {
         let slots = slots.max(2);
         let mut made = Vec::new();
         made.try_reserve_exact(slots)
             .map_err(|_| Error::Allocation(slots))?;
         for _ in 0..slots {
-            made.push(Mutex::new(Slot {
-                input: zeroed(input)?,
-                filled: 0,
-                output: zeroed(output)?,
-                len: 0,
-                result: Ok(()),
-            }));
+            made.push(Slot {
+                input: RwLock::new(Input {
+                    bytes: zeroed(input)?,
+                    filled: 0,
+                }),
+                output: Mutex::new(Output {
+                    bytes: zeroed(output)?,
+                    len: 0,
+                    result: Ok(()),
+                }),
+            });
         }
         let shared = Shared {
             slots: made.into_boxed_slice(),
@@ -295,27 +380,37 @@ impl Ring {
             published: AtomicU64::new(0),
             claimed: AtomicU64::new(0),
             halted: AtomicBool::new(false),
+            solo: AtomicBool::new(false),
             in_flight: AtomicUsize::new(0),
             live: AtomicBool::new(false),
             caller_waits: AtomicBool::new(false),
             caller: std::thread::current(),
             idle: Mutex::new(None),
             panicked: AtomicBool::new(false),
-            opened,
-            pool_opened,
-            parks: Tally::default(),
+            opened: counts.opened,
+            pool_opened: counts.pool_opened,
+            taken: counts.taken,
+            delay: counts.delay,
         };
         Ok(Ring {
             shared: Arc::new(shared),
             front: 0,
             handed: 0,
             fill: 0,
+            begun: false,
             unit: input,
+            taken: None,
+            spare: zeroed(output)?,
+            own: Duration::ZERO,
         })
     }
 
     fn slots(&self) -> u64 {
         self.shared.slots.len() as u64
+    }
+
+    fn slot(&self, seq: u64) -> &Slot {
+        &self.shared.slots[slot_of(seq, self.shared.slots.len())]
     }
 
     /// The unit being handed out, counted from the ring's first.
@@ -326,6 +421,13 @@ impl Ring {
     /// What the front unit is.
     pub(crate) fn front_state(&self) -> Front {
         let s = &*self.shared;
+        if let Some(taken) = &self.taken {
+            return if taken.is_ok() {
+                Front::Opened
+            } else {
+                Front::Failed
+            };
+        }
         if self.front >= s.published.load(Ordering::SeqCst) {
             return Front::Unread;
         }
@@ -366,30 +468,30 @@ impl Ring {
             return None;
         }
         let i = slot_of(self.fill, self.shared.slots.len());
-        let n = {
-            let mut slot = lock(&self.shared.slots[i]);
-            if slot.filled == 0 {
-                self.shared.state[i].store(PENDING, Ordering::SeqCst);
-            }
-            let want = want.min(slot.input.len());
-            let from = slot.filled;
-            let n = read(&mut slot.input[from..want])?;
-            slot.filled += n;
-            if slot.filled == want && want > 0 {
-                self.fill += 1;
-            }
-            n
-        };
+        // Waits for a pool thread still opening the unit this slot held
+        // before, if the caller took it over: rare (the ring has gone
+        // round since), and the slot cannot take new input before.
+        let mut input = write(&self.shared.slots[i].input);
+        if !self.begun {
+            input.filled = 0;
+            self.shared.state[i].store(PENDING, Ordering::SeqCst);
+            self.begun = true;
+        }
+        let want = want.min(input.bytes.len());
+        let from = input.filled;
+        let n = read(&mut input.bytes[from..want])?;
+        input.filled += n;
+        if input.filled == want && want > 0 {
+            self.fill += 1;
+            self.begun = false;
+        }
         Some(n)
     }
 
     /// Publishes every unit whose input is whole and followed by more
     /// input, and wakes or posts a pool thread to open them.
     pub(crate) fn publish(&mut self, workers: &mut Workers) {
-        let started = {
-            let i = slot_of(self.fill, self.shared.slots.len());
-            self.has_room() && lock(&self.shared.slots[i]).filled > 0
-        };
+        let started = self.begun && read(&self.slot(self.fill).input).filled > 0;
         let upto = if started {
             self.fill
         } else {
@@ -400,6 +502,12 @@ impl Ring {
             return;
         }
         s.published.store(upto, Ordering::SeqCst);
+        let solo = !workers.ring_threaded();
+        s.solo.store(solo, Ordering::SeqCst);
+        if solo {
+            // The pool does not pay: the caller opens them.
+            return;
+        }
         if s.live
             .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
@@ -416,20 +524,44 @@ impl Ring {
     /// The caller claims the next published unit and opens it; whether
     /// there was one.
     pub(crate) fn open_own(&mut self) -> bool {
-        match self.shared.claim() {
+        match self.shared.claim(false) {
             Some(seq) => {
+                let t = Instant::now();
                 self.shared.run(seq);
+                self.own = t.elapsed();
                 true
             }
             None => false,
         }
     }
 
-    /// Waits, parked, until the front unit is no longer being opened.
-    pub(crate) fn wait_front(&self) {
+    /// The front unit is being opened by a pool thread and the caller has
+    /// nothing else to do: waits, parked, for as long as opening a unit
+    /// takes the caller twice over; if the pool thread has not finished it
+    /// by then (on a busy machine, it may have lost its core for a
+    /// scheduler's time slice), the caller opens it itself, and the pool
+    /// thread's result is dropped. The caller never waits longer for a
+    /// thread that is not running.
+    pub(crate) fn wait_or_take(&mut self) {
         let i = slot_of(self.front, self.shared.slots.len());
         let s = &*self.shared;
-        s.wait_until(|| s.state[i].load(Ordering::SeqCst) != PENDING);
+        let limit = (self.own * 2).clamp(TAKE_AFTER.0, TAKE_AFTER.1);
+        let since = Instant::now();
+        s.wait_until(|| s.state[i].load(Ordering::SeqCst) != PENDING || since.elapsed() >= limit);
+        if s.state[i]
+            .compare_exchange(PENDING, TAKEN, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return;
+        }
+        s.taken.add(1);
+        s.opened.add(1);
+        let input = read(&s.slots[i].input);
+        let r = open_into(&*s.open, self.front, &input, &mut self.spare);
+        if r == Err(Error::WorkerPanicked) {
+            s.panicked.store(true, Ordering::SeqCst);
+        }
+        self.taken = Some(r);
     }
 
     /// Copies the front unit's output from where the last copy stopped
@@ -437,17 +569,28 @@ impl Ring {
     /// whole frees its slot. Returns the bytes copied.
     pub(crate) fn hand_out(&mut self, buf: &mut [u8]) -> usize {
         let i = slot_of(self.front, self.shared.slots.len());
-        let mut slot = lock(&self.shared.slots[i]);
-        debug_assert!(slot.result.is_ok());
-        let n = buf.len().min(slot.len - self.handed);
-        buf[..n].copy_from_slice(&slot.output[self.handed..self.handed + n]);
+        let (n, done) = if let Some(Ok(len)) = self.taken {
+            let n = buf.len().min(len - self.handed);
+            buf[..n].copy_from_slice(&self.spare[self.handed..self.handed + n]);
+            let done = self.handed + n == len;
+            if done {
+                self.taken = None;
+            }
+            (n, done)
+        } else {
+            let mut out = lock(&self.shared.slots[i].output);
+            debug_assert!(out.result.is_ok());
+            let len = out.len;
+            let n = buf.len().min(len - self.handed);
+            buf[..n].copy_from_slice(&out.bytes[self.handed..self.handed + n]);
+            let done = self.handed + n == len;
+            if done {
+                out.len = 0;
+            }
+            (n, done)
+        };
         self.handed += n;
-        if self.handed == slot.len {
-            let len = slot.len;
-            slot.output[..len].zeroize();
-            slot.filled = 0;
-            slot.len = 0;
-            drop(slot);
+        if done {
             self.front += 1;
             self.handed = 0;
         }
@@ -484,19 +627,21 @@ impl Ring {
         mut input: impl FnMut(&[u8]) -> Result<(), Error>,
     ) -> Result<(), Error> {
         debug_assert!(self.shared.halted.load(Ordering::SeqCst));
-        let k = self.shared.slots.len();
         let mut seq = self.front;
-        let opened = self.front < self.shared.claimed.load(Ordering::SeqCst)
-            && self.shared.state[slot_of(seq, k)].load(Ordering::SeqCst) == OPENED;
-        if opened {
-            let slot = lock(&self.shared.slots[slot_of(seq, k)]);
-            front(&slot.output[..slot.len], self.handed)?;
+        if self.front_state() == Front::Opened {
+            match self.taken {
+                Some(Ok(len)) => front(&self.spare[..len], self.handed)?,
+                _ => {
+                    let out = lock(&self.slot(seq).output);
+                    front(&out.bytes[..out.len], self.handed)?;
+                }
+            }
             seq += 1;
         }
-        while seq <= self.fill && seq < self.front + self.slots() {
-            let slot = lock(&self.shared.slots[slot_of(seq, k)]);
+        while seq < self.read_end() {
+            let slot = read(&self.slot(seq).input);
             if slot.filled > 0 {
-                input(&slot.input[..slot.filled])?;
+                input(&slot.bytes[..slot.filled])?;
             }
             seq += 1;
         }
@@ -506,16 +651,25 @@ impl Ring {
     /// Input bytes read and not yet handed out as output (the front's
     /// included).
     pub(crate) fn read_ahead(&self) -> usize {
-        let k = self.shared.slots.len();
-        (self.front..=self.fill)
-            .take_while(|&seq| seq < self.front + self.slots())
-            .map(|seq| lock(&self.shared.slots[slot_of(seq, k)]).filled)
+        (self.front..self.read_end())
+            .map(|seq| read(&self.slot(seq).input).filled)
             .sum()
+    }
+
+    /// The units from the front up to this one hold input: the last of
+    /// them is the one being read, if its first read was made.
+    fn read_end(&self) -> u64 {
+        self.fill + u64::from(self.begun)
     }
 
     /// Whether the front unit is partly handed out.
     pub(crate) fn handing(&self) -> bool {
         self.handed > 0
+    }
+
+    /// How long the caller's last open of a unit took.
+    pub(crate) fn own(&self) -> Duration {
+        self.own
     }
 
     /// The input length of a whole unit.
@@ -526,6 +680,7 @@ impl Ring {
 
 impl Drop for Ring {
     fn drop(&mut self) {
+        self.spare.zeroize();
         self.shared.halted.store(true, Ordering::SeqCst);
         if let Some(t) = lock(&self.shared.idle).take() {
             t.unpark();
@@ -543,6 +698,27 @@ fn zeroed(len: usize) -> Result<Vec<u8>, Error> {
 }
 
 impl Workers {
+    /// Whether a ring's segments go to the pool now (not while the pool
+    /// does not pay: see [`Gain`](super::gain::Gain)).
+    pub(crate) fn ring_threaded(&mut self) -> bool {
+        let threaded = self.gain.threaded();
+        if !threaded {
+            self.solo_runs.add(1);
+        }
+        threaded
+    }
+
+    /// The caller opened one of a ring's units alone in `t`.
+    pub(crate) fn ring_alone(&mut self, t: Duration) {
+        self.gain.alone(1, t);
+    }
+
+    /// A ring's calls took `t` to hand out `units` units: judged against
+    /// the caller's time to open as many alone.
+    pub(crate) fn ring_judge(&mut self, units: usize, t: Duration) {
+        self.gain.judge(units, t, true);
+    }
+
     /// Posts `job` to the pool, to run on a pool thread on its own time
     /// (not scoped to the caller's call); starts the pool if needed.
     /// `false` when there is no pool (one CPU, or the system refused

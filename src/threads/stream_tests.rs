@@ -616,3 +616,45 @@ fn a_panic_in_a_ring_is_a_sticky_error() {
     let e = r.read(&mut buf).unwrap_err();
     assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
 }
+
+/// The caller never waits long for a ring's pool thread that stopped in
+/// the middle of a segment (on a busy machine, one that lost its core):
+/// with every pool thread sleeping 30 ms after each claim, the caller
+/// takes the segments it waits for over and opens them itself, and the
+/// plaintext is whole. (A stream whose pool thread claimed nothing, the
+/// caller having opened every segment first, shows nothing: it is read
+/// again, a bounded number of times.)
+#[test]
+fn a_ring_takes_a_segment_over_from_a_stalled_pool_thread() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 64 * 1024;
+    let pt = data(24 * seg + 77);
+    let ct = sealed(&key, seg, &pt);
+    for _ in 0..20 {
+        let mut r = CipherReader::builder(&key)
+            .threads(2)
+            .prefetch(true)
+            .build(&ct[..]);
+        let mut buf = vec![0u8; 8 * 1024];
+        let n = r.read(&mut buf).unwrap();
+        assert_eq!(r.engine.counts.rings.get(), 0, "a ring before the first segment");
+        r.engine.delay_pool(std::time::Duration::from_millis(30));
+        let mut back = buf[..n].to_vec();
+        back.extend_from_slice(&read_in_chunks(&mut r, 8 * 1024));
+        assert!(back == pt);
+        let c = &r.engine.counts;
+        let ctx = format!(
+            "{} rings, {} segments opened in them, {} by the pool, {} taken over",
+            c.rings.get(),
+            c.ring_opened.get(),
+            c.ring_pool.get(),
+            c.ring_taken.get()
+        );
+        assert_eq!(c.rings.get(), 1, "{ctx}");
+        if c.ring_pool.get() > 0 {
+            assert!(c.ring_taken.get() > 0, "{ctx}");
+            return;
+        }
+    }
+    panic!("the pool thread claimed no segment in 20 streams");
+}

@@ -25,8 +25,10 @@
 //!   segment's own bytes is the only one made with nothing being opened.
 
 use super::*;
+use std::time::{Duration, Instant};
+
 use crate::core::seek::Landing;
-use crate::threads::{Front, Open, Ring};
+use crate::threads::{Front, Open, Ring, RingCounts};
 
 /// Plaintext a ring's slots hold in all, about: segments of 64 KiB get 8
 /// slots (at most [`WAITING`] read and waiting, the front, those being
@@ -55,6 +57,30 @@ pub(super) struct Ringed {
     stopped: bool,
     /// A read brought 0 bytes: the inner reader is at its end.
     ended: bool,
+    /// The time spent in the calls that handed out the segments of the
+    /// window under way, and how many were handed out whole.
+    window: (Duration, usize),
+}
+
+/// Segments handed out per verdict on whether the ring's pool thread
+/// pays.
+const JUDGED: usize = 8;
+
+impl Ringed {
+    /// A call spent `t` handing out bytes (`whole`: the last of a
+    /// segment): every [`JUDGED`] segments, the time the calls took is
+    /// judged against the caller's time to open as many alone, and while
+    /// the pool does not pay the ring's segments go to the caller alone
+    /// (the pool is neither posted to nor woken).
+    fn judge(&mut self, workers: &mut Workers, t: Duration, whole: bool) {
+        let (took, n) = &mut self.window;
+        *took += t;
+        *n += usize::from(whole);
+        if *n == JUDGED {
+            workers.ring_judge(JUDGED, std::mem::take(took));
+            *n = 0;
+        }
+    }
 }
 
 /// Where a ring may start again after one stopped at a segment it could
@@ -119,11 +145,13 @@ impl Opener {
             suite.open_at(index, false, &[], input, &mut output[..len])?;
             Ok(len)
         });
-        let tallies = (
-            self.counts.ring_opened.clone(),
-            self.counts.ring_pool.clone(),
-        );
-        let made = Ring::new(slots, unit, plain, open, tallies);
+        let counts = RingCounts {
+            opened: self.counts.ring_opened.clone(),
+            pool_opened: self.counts.ring_pool.clone(),
+            taken: self.counts.ring_taken.clone(),
+            delay: workers.pool_delay.armed(),
+        };
+        let made = Ring::new(slots, unit, plain, open, counts);
         let mut ring = match made {
             Ok(ring) => ring,
             Err(e) => return Err(self.fail(e)),
@@ -152,6 +180,7 @@ impl Opener {
             base,
             stopped: false,
             ended: false,
+            window: (Duration::ZERO, 0),
         });
         Ok(true)
     }
@@ -172,17 +201,22 @@ impl Opener {
         let (Some(r), Some(workers)) = (&mut self.ring, &mut self.workers) else {
             return Ok(None);
         };
+        let t = Instant::now();
         loop {
             let reads = !r.stopped && side.is_some();
             match r.ring.front_state() {
                 Front::Opened => {
+                    let front = r.ring.front();
                     let n = r.ring.hand_out(buf);
                     self.position.delivered(n);
+                    r.judge(workers, t.elapsed(), r.ring.front() > front);
                     return Ok(Some(n));
                 }
                 Front::Failed => break,
                 Front::Claimable => {
-                    r.ring.open_own();
+                    if r.ring.open_own() {
+                        workers.ring_alone(r.ring.own());
+                    }
                 }
                 Front::Unread if reads && r.ring.has_room() => {
                     read_into_ring(r, &mut side, &mut self.position, workers);
@@ -191,8 +225,10 @@ impl Opener {
                 Front::Busy => {
                     if reads && r.ring.has_room() && r.ring.waiting() < WAITING {
                         read_into_ring(r, &mut side, &mut self.position, workers);
-                    } else if !r.ring.open_own() {
-                        r.ring.wait_front();
+                    } else if r.ring.open_own() {
+                        workers.ring_alone(r.ring.own());
+                    } else {
+                        r.ring.wait_or_take();
                     }
                 }
             }
