@@ -29,6 +29,11 @@
 //!   [`Workers`], each from its own index. The run is released up to its
 //!   first failure; that segment then goes through the one-thread path,
 //!   which gives the error (or the final segment) one thread would.
+//! - **Small prefetching reads go through a ring**: with threads and
+//!   prefetch, reads smaller than a segment are handed out of a ring of
+//!   segments opened ahead on the pool (`ahead_ring`); whatever the ring
+//!   cannot hand out unwinds it to the state above, and the usual path
+//!   settles it.
 
 pub(crate) use crate::core::ahead::Beside;
 use crate::core::ahead::{ReadAhead, Shape};
@@ -279,7 +284,10 @@ impl Opener {
                     None => continue,
                 }
             }
-            self.unwind_ring()?;
+            if self.leave_ring()? {
+                // The front segment's plaintext comes first.
+                continue;
+            }
             let cap = match self.ready(fresh)? {
                 Ready::Step(step) => return Ok(step),
                 Ready::Again => continue,
@@ -289,7 +297,7 @@ impl Opener {
                 // Small read: through a ring, or the internal buffer. (An
                 // empty final segment leaves it empty; the loop then
                 // reports the end.)
-                if !self.start_ring(side.is_some())? {
+                if !self.start_ring(side.is_some()) {
                     self.fill_plain(cap, side.as_deref_mut())?;
                 }
                 continue;
@@ -361,7 +369,7 @@ impl Opener {
         fresh: bool,
         mut side: Option<&mut (dyn Beside + '_)>,
     ) -> Result<Step, Error> {
-        self.unwind_ring()?;
+        self.leave_ring()?;
         loop {
             if let Some(step) = self.seek_step()? {
                 return Ok(step);

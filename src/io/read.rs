@@ -224,6 +224,15 @@ impl ReaderBuilder {
     /// whole run, and on two cores it kept decryption from `&[u8]` at
     /// 0.83–0.89 of two one-thread readers.
     ///
+    /// Reads smaller than a segment (`io::copy`'s 8 KiB) then go through
+    /// a ring of segments (of 8 KiB to 256 KiB) instead of runs: the
+    /// calling thread reads each segment's ciphertext, a pool thread opens
+    /// the segments in order while the caller hands out those before, in
+    /// its calls and between them, and the caller opens one itself
+    /// whenever it would otherwise wait. Calls of another kind (`BufRead`,
+    /// a read of a segment or more, a seek, the length) leave the ring and
+    /// go on the usual way.
+    ///
     /// **Only for an `inner` that never waits for this side**: a file,
     /// memory, a pipe whose writer does not wait for an answer. A
     /// prefetching reader may call `inner` while a run's plaintext is
@@ -238,13 +247,18 @@ impl ReaderBuilder {
     /// [`plaintext_len`](CipherReader::plaintext_len)), which may then
     /// report a `WouldBlock` or `TimedOut` that `inner` gave earlier
     /// (an `Interrupted` is dropped). [`into_inner`](CipherReader::into_inner)
-    /// loses up to one more run read ahead, and such an error. No effect
+    /// loses up to one more run read ahead (or a ring's segments), and
+    /// such an error. No effect
     /// with one thread, with
     /// [`build_from_buf_read`](Self::build_from_buf_read) (nothing is
     /// copied to overlap) or on the async front.
     ///
     /// Memory: a second read-ahead of the same size, which the read
-    /// beside a run fills.
+    /// beside a run fills. A ring holds, instead of the read-ahead and
+    /// the plaintext buffer (freed while it runs), a sealed and a
+    /// plaintext segment per slot: as many slots as 512 KiB of segments
+    /// and at least the read-ahead's segments and two more (with 64 KiB
+    /// segments and two threads, about 1.3 MiB).
     ///
     /// ```
     /// # use cipherio::{Algorithm, CipherReader, CipherWriter, Key};

@@ -17,6 +17,13 @@
 //! (release in order, the final segment last, the first failure wins)
 //! stay where they were.
 //!
+//! A prefetching reader's small reads go through a [`Ring`] instead: its
+//! slots are owned by the ring (shared with a pool job posted with
+//! `'static` data, not scoped to one call), so a pool thread opens the
+//! next segments while the caller hands out earlier ones between its
+//! calls; the caller reads, opens what no pool thread claimed, and takes
+//! a unit over from a pool thread that does not finish it in time.
+//!
 //! A writer's large writes go through [`Workers::pipeline`] instead: the
 //! shares are taken one after the other by whichever thread is free, each
 //! sealed into one of `n + 1` slots, and the caller moves each one out to
@@ -44,6 +51,7 @@
 //! | `run` | batch runs of [`Piece`]s, shares claimed by whichever thread runs ([`Workers::run`]), and their size ([`batch_segments`], a reader's [`open_batch_segments`]) |
 //! | `pipeline` | the writer's pipeline ([`Workers::pipeline`]): what it returns ([`Piped`](pipeline::Piped), [`gather`]) |
 //! | `line` | what the threads of one pipeline share, and what each does in it |
+//! | `ring` | a reader's ring ([`Ring`]): units read into slots it owns and opened in order by a pool thread posted to work between the caller's calls (`Workers::post`), or by the caller; taken over from a pool thread that does not finish in time; halted and drained |
 //! | `pace` | the caller's share of a pipeline's units, from its measured times |
 //! | `gain` | whether runs on the pool pay against the caller alone, and backing off to the caller alone while they do not ([`Gain`](gain::Gain)) |
 //! | `wait` | spinning, yielding, parking: how a thread waits for another |

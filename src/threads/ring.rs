@@ -114,7 +114,8 @@ struct Shared {
     live: AtomicBool,
     /// The caller waits: a pool thread that finishes a unit wakes it.
     caller_waits: AtomicBool,
-    caller: Thread,
+    /// The thread that waits (a reader may move between threads).
+    caller: Mutex<Option<Thread>>,
     /// The pool thread parked for lack of work, woken when the caller
     /// publishes.
     idle: Mutex<Option<Thread>>,
@@ -280,14 +281,20 @@ impl Shared {
     }
 
     fn wake_caller(&self) {
-        if self.caller_waits.load(Ordering::SeqCst) {
-            self.caller.unpark();
+        if self.caller_waits.load(Ordering::SeqCst)
+            && let Some(t) = &*lock(&self.caller)
+        {
+            t.unpark();
         }
     }
 
     /// The caller waits until `done` holds, parked (woken by the pool
     /// thread that finishes a unit).
     fn wait_until(&self, done: impl Fn() -> bool) {
+        if done() {
+            return;
+        }
+        *lock(&self.caller) = Some(std::thread::current());
         while !done() {
             self.caller_waits.store(true, Ordering::SeqCst);
             if !done() {
@@ -384,7 +391,7 @@ impl Ring {
             in_flight: AtomicUsize::new(0),
             live: AtomicBool::new(false),
             caller_waits: AtomicBool::new(false),
-            caller: std::thread::current(),
+            caller: Mutex::new(None),
             idle: Mutex::new(None),
             panicked: AtomicBool::new(false),
             opened: counts.opened,
@@ -479,7 +486,8 @@ impl Ring {
         }
         let want = want.min(input.bytes.len());
         let from = input.filled;
-        let n = read(&mut input.bytes[from..want])?;
+        // Never more than the room offered, whatever `read` says.
+        let n = read(&mut input.bytes[from..want])?.min(want - from);
         input.filled += n;
         if input.filled == want && want > 0 {
             self.fill += 1;

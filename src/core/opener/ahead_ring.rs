@@ -21,8 +21,15 @@
 //! - **The caller reads only while it has nothing to hand out**: while
 //!   the front segment is being opened it reads sealed bytes (fewer than
 //!   [`WAITING`] segments waiting to be opened), else opens the next one
-//!   itself, else waits (parked) for the front; a read for the front
-//!   segment's own bytes is the only one made with nothing being opened.
+//!   itself, else waits (parked) for the front, and takes it over if the
+//!   pool thread has not finished it in twice the caller's own time to
+//!   open one. With nothing being opened it reads only what the front
+//!   segment needs to be opened: its own bytes, then the first byte
+//!   after it (as prefetch allows: this may wait on `inner` with the
+//!   plaintext before it handed out).
+//! - **The pool must pay**: the time the calls take per segment is judged
+//!   against the caller's time to open one alone, and while the pool
+//!   does not pay (a busy machine) the caller opens every segment.
 
 use super::*;
 use std::time::{Duration, Instant};
@@ -43,6 +50,11 @@ const SLOTS: (usize, usize) = (4, 72);
 /// one at a time, at a cost per segment.
 const MIN_SEGMENT: usize = 8 * 1024;
 
+/// Segments larger than this go through runs: a ring's slots are
+/// allocated whole when it starts (at least four sealed segments and as
+/// many plaintext ones), where a run's buffers grow as bytes arrive.
+const MAX_SEGMENT: usize = 256 * 1024;
+
 /// Segments read and waiting to be opened, at most, before the caller
 /// opens one itself instead of reading more.
 const WAITING: u64 = 4;
@@ -61,6 +73,10 @@ pub(super) struct Ringed {
     /// window under way, and how many were handed out whole.
     window: (Duration, usize),
 }
+
+/// Segments a stream reads the usual way after a call of another kind
+/// unwound its ring, before a small read may start one again.
+const AFTER_OTHER_CALLS: u64 = 16;
 
 /// Segments handed out per verdict on whether the ring's pool thread
 /// pays.
@@ -110,22 +126,19 @@ impl Opener {
             && self.position.landing() == Landing::Steady
             && !self.position.skips()
             && !self.position.querying()
-            && matches!(self.units(), Some(Units::Fixed(l)) if l.rest >= MIN_SEGMENT)
+            && matches!(self.units(), Some(Units::Fixed(l)) if (MIN_SEGMENT..=MAX_SEGMENT).contains(&l.rest))
     }
 
     /// Starts a ring with what the read-ahead holds, if it may
-    /// ([`ring_fits`](Self::ring_fits)); whether it did.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Allocation`] (sticky) when the slots cannot be allocated.
-    pub(super) fn start_ring(&mut self, side: bool) -> Result<bool, Error> {
+    /// ([`ring_fits`](Self::ring_fits)) and its slots can be allocated;
+    /// whether it did.
+    pub(super) fn start_ring(&mut self, side: bool) -> bool {
         if !self.ring_fits(side) {
-            return Ok(false);
+            return false;
         }
         let (Some(Setup { suite, units }), Some(workers)) = (&mut self.stream, &mut self.workers)
         else {
-            return Ok(false);
+            return false;
         };
         let layout = *units.layout();
         let (unit, plain) = (layout.sealed(self.next), layout.plain(self.next));
@@ -133,7 +146,7 @@ impl Opener {
         let held = self.ahead.available().div_ceil(unit);
         let slots = (RING_BYTES / plain.max(1)).max(held + 2);
         if slots > SLOTS.1 {
-            return Ok(false);
+            return false;
         }
         let slots = slots.max(SLOTS.0);
         let (suite, base, tag) = (suite.share(), self.next, layout.tag);
@@ -152,9 +165,9 @@ impl Opener {
             delay: workers.pool_delay.armed(),
         };
         let made = Ring::new(slots, unit, plain, open, counts);
-        let mut ring = match made {
-            Ok(ring) => ring,
-            Err(e) => return Err(self.fail(e)),
+        // Without the slots the usual path goes on, as without a ring.
+        let Ok(mut ring) = made else {
+            return false;
         };
         let data = self.ahead.data();
         let mut at = 0;
@@ -182,7 +195,7 @@ impl Opener {
             ended: false,
             window: (Duration::ZERO, 0),
         });
-        Ok(true)
+        true
     }
 
     /// A read of `buf` (smaller than a segment) through the ring: `Some`
@@ -246,9 +259,9 @@ impl Opener {
     /// [`Error::WorkerPanicked`] (sticky) when a job on the ring
     /// panicked; [`Error::Allocation`] (sticky) when the read-ahead cannot
     /// grow to take the ring's sealed bytes back.
-    pub(super) fn unwind_ring(&mut self) -> Result<(), Error> {
+    pub(super) fn unwind_ring(&mut self) -> Result<bool, Error> {
         let Some(mut r) = self.ring.take() else {
-            return Ok(());
+            return Ok(false);
         };
         r.ring.halt();
         if r.ring.panicked() {
@@ -275,7 +288,29 @@ impl Opener {
         if let Err(e) = drained.and_then(|()| ahead.put_back(&[], r.ended)) {
             return Err(self.fail(e));
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// Unwinds the ring for a call of another kind (`BufRead`, a read of
+    /// a segment or more): a stream that mixes calls does not start a
+    /// ring again for [`AFTER_OTHER_CALLS`] segments, so that calls that
+    /// alternate do not start one and unwind it each time. Whether a ring
+    /// was unwound (its front segment's plaintext may now be buffered).
+    ///
+    /// # Errors
+    ///
+    /// As [`unwind_ring`](Self::unwind_ring).
+    pub(super) fn leave_ring(&mut self) -> Result<bool, Error> {
+        let unwound = self.unwind_ring()?;
+        if unwound {
+            self.ring_restart = Restart(self.next.saturating_add(AFTER_OTHER_CALLS));
+        }
+        Ok(unwound)
+    }
+
+    /// A seek moves the stream: a ring may start wherever it lands.
+    pub(super) fn ring_anywhere(&mut self) {
+        self.ring_restart = Restart::default();
     }
 
     /// Sealed bytes held by the ring, not yet handed out as plaintext.

@@ -32,7 +32,10 @@ impl Opener {
         if let Some(Units::Framed(_)) = self.units() {
             return Err(NO_RANDOM_ACCESS);
         }
-        self.unwind_ring()?;
+        if p != self.position.pos() {
+            self.unwind_ring()?;
+            self.ring_anywhere();
+        }
         self.position.seek_to(p);
         Ok(())
     }
@@ -230,7 +233,9 @@ impl Opener {
     /// the stream's other typed errors. All sticky; a framed stream's
     /// refusal, not sticky.
     pub(crate) fn length(&mut self) -> Result<Step, Error> {
-        self.unwind_ring()?;
+        if self.position.auth_len().is_none() {
+            self.unwind_ring()?;
+        }
         loop {
             if let Stage::Failed(e) = &self.stage {
                 return Err(e.clone());
