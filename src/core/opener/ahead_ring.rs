@@ -69,8 +69,8 @@ pub(super) struct Ringed {
     stopped: bool,
     /// A read brought 0 bytes: the inner reader is at its end.
     ended: bool,
-    /// The time spent in the calls that handed out the segments of the
-    /// window under way, and how many were handed out whole.
+    /// The time the caller spent opening and waiting in the window under
+    /// way, and the segments handed out whole in it.
     window: (Duration, usize),
 }
 
@@ -83,15 +83,26 @@ const AFTER_OTHER_CALLS: u64 = 16;
 const JUDGED: usize = 8;
 
 impl Ringed {
-    /// A call spent `t` handing out bytes (`whole`: the last of a
-    /// segment): every [`JUDGED`] segments, the time the calls took is
-    /// judged against the caller's time to open as many alone, and while
-    /// the pool does not pay the ring's segments go to the caller alone
-    /// (the pool is neither posted to nor woken).
-    fn judge(&mut self, workers: &mut Workers, t: Duration, whole: bool) {
+    /// The caller opens the next unit no thread has claimed, if one is
+    /// left: timed, as the caller's time to open one alone and as time
+    /// the pool did not take off it.
+    fn open_own(&mut self, workers: &mut Workers) {
+        let t = Instant::now();
+        if self.ring.open_own() {
+            workers.ring_alone(self.ring.own());
+        }
+        self.window.0 += t.elapsed();
+    }
+
+    /// A segment was handed out whole: every [`JUDGED`] segments, the
+    /// time the caller spent opening and waiting for them is judged
+    /// against its time to open as many alone (reading and handing out
+    /// cost it the same either way), and while the pool does not pay the
+    /// ring's segments go to the caller alone (the pool is neither posted
+    /// to nor woken).
+    fn judge(&mut self, workers: &mut Workers) {
         let (took, n) = &mut self.window;
-        *took += t;
-        *n += usize::from(whole);
+        *n += 1;
         if *n == JUDGED {
             workers.ring_judge(JUDGED, std::mem::take(took));
             *n = 0;
@@ -214,7 +225,6 @@ impl Opener {
         let (Some(r), Some(workers)) = (&mut self.ring, &mut self.workers) else {
             return Ok(None);
         };
-        let t = Instant::now();
         loop {
             let reads = !r.stopped && side.is_some();
             match r.ring.front_state() {
@@ -222,15 +232,13 @@ impl Opener {
                     let front = r.ring.front();
                     let n = r.ring.hand_out(buf);
                     self.position.delivered(n);
-                    r.judge(workers, t.elapsed(), r.ring.front() > front);
+                    if r.ring.front() > front {
+                        r.judge(workers);
+                    }
                     return Ok(Some(n));
                 }
                 Front::Failed => break,
-                Front::Claimable => {
-                    if r.ring.open_own() {
-                        workers.ring_alone(r.ring.own());
-                    }
-                }
+                Front::Claimable => r.open_own(workers),
                 Front::Unread if reads && r.ring.has_room() => {
                     read_into_ring(r, &mut side, &mut self.position, workers);
                 }
@@ -238,10 +246,12 @@ impl Opener {
                 Front::Busy => {
                     if reads && r.ring.has_room() && r.ring.waiting() < WAITING {
                         read_into_ring(r, &mut side, &mut self.position, workers);
-                    } else if r.ring.open_own() {
-                        workers.ring_alone(r.ring.own());
+                    } else if r.ring.waiting() > 0 {
+                        r.open_own(workers);
                     } else {
+                        let t = Instant::now();
                         r.ring.wait_or_take();
+                        r.window.0 += t.elapsed();
                     }
                 }
             }
