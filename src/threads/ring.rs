@@ -13,15 +13,19 @@
 //! - **Output only from a unit that opened**: a slot's output is handed
 //!   out only once its job returned `Ok`; a failed unit stops the ring
 //!   there (the caller hands out what came before it, then unwinds).
-//! - **A halt is final**: [`Ring::halt`] stops every claim and waits for
-//!   the units in flight, so that the caller may take every slot back.
+//! - **A halt is final**: [`Ring::halt`] stops every claim; a unit a pool
+//!   thread is still opening is not waited for (the caller takes its
+//!   input back, not its output).
+//! - **A slot is one unit's**: each slot says which unit it holds, and a
+//!   pool thread that ran late (the caller took its unit over and has
+//!   gone round the ring since) leaves the slot's new unit alone.
 //! - **Waits park**: the caller parks while the unit it needs is being
 //!   opened by a pool thread (woken when it is done); a pool thread with
 //!   nothing to claim parks for a short while, then its job ends (the
 //!   caller posts another when it publishes more).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -91,6 +95,16 @@ impl Drop for Output {
 struct Slot {
     input: RwLock<Input>,
     output: Mutex<Output>,
+    /// The unit the slot holds, plus one (0: none yet): set under the
+    /// input's write lock when the caller begins a unit here, so a pool
+    /// thread that claimed an earlier unit of this slot and ran late (the
+    /// caller took that unit over and has gone round the ring since)
+    /// finds it is not its unit any more and leaves the slot alone.
+    holds: AtomicU64,
+    /// A pool thread is opening the slot's unit: the caller does not begin
+    /// another one here until it is done (it would wait for the input's
+    /// lock, held by a thread that may have lost its core).
+    opening: AtomicBool,
 }
 
 /// What the caller and the pool threads share.
@@ -105,11 +119,10 @@ struct Shared {
     claimed: AtomicU64,
     /// No unit is claimed any more.
     halted: AtomicBool,
+    /// Units the pool threads opened.
+    pool_units: AtomicU64,
     /// The units go to the caller alone: pool threads claim none.
     solo: AtomicBool,
-    /// Pool threads inside a claim (from before they look to after the
-    /// unit they claimed is done).
-    in_flight: AtomicUsize,
     /// A pool job is running, or posted and not yet started.
     live: AtomicBool,
     /// The caller waits: a pool thread that finishes a unit wakes it.
@@ -200,6 +213,11 @@ impl Shared {
         self.opened.add(1);
         let slot = &self.slots[i];
         let input = read(&slot.input);
+        if slot.holds.load(Ordering::SeqCst) != seq + 1 {
+            // Taken over by the caller, and the slot reused since.
+            return;
+        }
+        slot.opening.store(true, Ordering::SeqCst);
         let mut guard = lock(&slot.output);
         let out = &mut *guard;
         let r = open_into(&*self.open, seq, &input, &mut out.bytes);
@@ -220,6 +238,7 @@ impl Shared {
         };
         let _ = self.state[i].compare_exchange(PENDING, state, Ordering::SeqCst, Ordering::SeqCst);
         drop(guard);
+        slot.opening.store(false, Ordering::SeqCst);
         drop(input);
     }
 
@@ -228,16 +247,15 @@ impl Shared {
     fn work(&self) {
         let mut idle_since: Option<Instant> = None;
         loop {
-            self.in_flight.fetch_add(1, Ordering::SeqCst);
             let claimed = self.claim(true);
             if let Some(seq) = claimed {
                 if let Some(d) = self.delay {
                     std::thread::sleep(d);
                 }
                 self.run(seq);
+                self.pool_units.fetch_add(1, Ordering::Relaxed);
                 self.pool_opened.add(1);
             }
-            self.in_flight.fetch_sub(1, Ordering::SeqCst);
             if claimed.is_some() {
                 idle_since = None;
                 self.wake_caller();
@@ -290,17 +308,25 @@ impl Shared {
 
     /// The caller waits until `done` holds, parked (woken by the pool
     /// thread that finishes a unit).
-    fn wait_until(&self, done: impl Fn() -> bool) {
+    /// The caller waits until `done` holds or `until` passes, parked
+    /// (woken by the pool thread that finishes a unit).
+    fn wait_until(&self, done: impl Fn() -> bool, until: Instant) {
         if done() {
             return;
         }
         *lock(&self.caller) = Some(std::thread::current());
-        while !done() {
+        loop {
+            let Some(left) = until.checked_duration_since(Instant::now()) else {
+                return;
+            };
             self.caller_waits.store(true, Ordering::SeqCst);
             if !done() {
-                std::thread::park_timeout(NAP);
+                std::thread::park_timeout(left.min(NAP));
             }
             self.caller_waits.store(false, Ordering::SeqCst);
+            if done() {
+                return;
+            }
         }
     }
 }
@@ -378,6 +404,8 @@ impl Ring {
                     len: 0,
                     result: Ok(()),
                 }),
+                holds: AtomicU64::new(0),
+                opening: AtomicBool::new(false),
             });
         }
         let shared = Shared {
@@ -387,8 +415,8 @@ impl Ring {
             published: AtomicU64::new(0),
             claimed: AtomicU64::new(0),
             halted: AtomicBool::new(false),
+            pool_units: AtomicU64::new(0),
             solo: AtomicBool::new(false),
-            in_flight: AtomicUsize::new(0),
             live: AtomicBool::new(false),
             caller_waits: AtomicBool::new(false),
             caller: Mutex::new(None),
@@ -453,6 +481,13 @@ impl Ring {
         self.fill < self.front + self.slots()
     }
 
+    /// Whether a slot is free and the caller may begin reading into it at
+    /// once: not while a pool thread that ran late still opens the unit
+    /// it held before (the read would wait for that thread).
+    pub(crate) fn may_read(&self) -> bool {
+        self.has_room() && (self.begun || !self.slot(self.fill).opening.load(Ordering::SeqCst))
+    }
+
     /// Published units no thread has claimed yet.
     pub(crate) fn waiting(&self) -> u64 {
         let s = &*self.shared;
@@ -481,6 +516,9 @@ impl Ring {
         let mut input = write(&self.shared.slots[i].input);
         if !self.begun {
             input.filled = 0;
+            self.shared.slots[i]
+                .holds
+                .store(self.fill + 1, Ordering::SeqCst);
             self.shared.state[i].store(PENDING, Ordering::SeqCst);
             self.begun = true;
         }
@@ -509,9 +547,9 @@ impl Ring {
         if upto <= s.published.load(Ordering::SeqCst) {
             return;
         }
-        s.published.store(upto, Ordering::SeqCst);
         let solo = !workers.ring_threaded();
         s.solo.store(solo, Ordering::SeqCst);
+        s.published.store(upto, Ordering::SeqCst);
         if solo {
             // The pool does not pay: the caller opens them.
             return;
@@ -554,8 +592,8 @@ impl Ring {
         let i = slot_of(self.front, self.shared.slots.len());
         let s = &*self.shared;
         let limit = (self.own * 2).clamp(TAKE_AFTER.0, TAKE_AFTER.1);
-        let since = Instant::now();
-        s.wait_until(|| s.state[i].load(Ordering::SeqCst) != PENDING || since.elapsed() >= limit);
+        let until = Instant::now() + limit;
+        s.wait_until(|| s.state[i].load(Ordering::SeqCst) != PENDING, until);
         if s.state[i]
             .compare_exchange(PENDING, TAKEN, Ordering::SeqCst, Ordering::SeqCst)
             .is_err()
@@ -610,15 +648,16 @@ impl Ring {
         self.shared.panicked.load(Ordering::SeqCst)
     }
 
-    /// Stops every claim and waits for the units in flight: from now on
-    /// only the caller touches the slots.
+    /// Stops every claim. A pool thread still opening a unit finishes
+    /// it on its own (not waited for: it may have lost its core); the
+    /// caller then only reads the slots' inputs, and the front's output
+    /// if it opened, which no pool thread touches any more.
     pub(crate) fn halt(&mut self) {
         let s = &*self.shared;
         s.halted.store(true, Ordering::SeqCst);
         if let Some(t) = lock(&s.idle).take() {
             t.unpark();
         }
-        s.wait_until(|| s.in_flight.load(Ordering::SeqCst) == 0);
     }
 
     /// After [`halt`](Self::halt): the front unit's output if it opened
@@ -670,6 +709,11 @@ impl Ring {
         self.fill + u64::from(self.begun)
     }
 
+    /// Units the pool threads opened so far.
+    pub(crate) fn pool_units(&self) -> u64 {
+        self.shared.pool_units.load(Ordering::Relaxed)
+    }
+
     /// Whether the front unit is partly handed out.
     pub(crate) fn handing(&self) -> bool {
         self.handed > 0
@@ -706,6 +750,12 @@ fn zeroed(len: usize) -> Result<Vec<u8>, Error> {
 }
 
 impl Workers {
+    /// Whether the workers have pool threads to post to (none on a
+    /// machine of one CPU).
+    pub(crate) fn may_post(&self) -> bool {
+        self.pool_threads > 0
+    }
+
     /// Whether a ring's segments go to the pool now (not while the pool
     /// does not pay: see [`Gain`](super::gain::Gain)).
     pub(crate) fn ring_threaded(&mut self) -> bool {
@@ -721,10 +771,11 @@ impl Workers {
         self.gain.alone(1, t);
     }
 
-    /// A ring's calls took `t` to hand out `units` units: judged against
-    /// the caller's time to open as many alone.
-    pub(crate) fn ring_judge(&mut self, units: usize, t: Duration) {
-        self.gain.judge(units, t, true);
+    /// The caller spent `t` opening and waiting while `units` units were
+    /// handed out (`helped`: a pool thread opened some of them): judged
+    /// against the caller's time to open as many alone.
+    pub(crate) fn ring_judge(&mut self, units: usize, t: Duration, helped: bool) {
+        self.gain.judge(units, t, helped);
     }
 
     /// Posts `job` to the pool, to run on a pool thread on its own time

@@ -613,33 +613,28 @@ fn a_panic_in_a_ring_is_a_sticky_error() {
 
 /// The caller never waits long for a ring's pool thread that stopped in
 /// the middle of a segment (on a busy machine, one that lost its core):
-/// with every pool thread sleeping 30 ms after each claim, the caller
-/// takes the segments it waits for over and opens them itself, and the
-/// plaintext is whole. (A stream whose pool thread claimed nothing, the
-/// caller having opened every segment first, shows nothing: it is read
-/// again, a bounded number of times.)
+/// with every pool thread sleeping 2 ms after each claim, the caller takes
+/// the segments it waits for over and opens them itself, and goes round
+/// the ring before the pool thread wakes: the slot that thread claimed
+/// from then holds a later segment, which it must leave alone (else the
+/// ring stops there and starts again, or hands out a wiped segment). The
+/// plaintext is whole, from one ring, in each of ten streams.
 #[test]
 fn a_ring_takes_a_segment_over_from_a_stalled_pool_thread() {
     let key = Key::generate(Algorithm::Aes128Gcm);
     let seg = 64 * 1024;
-    let pt = data(24 * seg + 77);
+    let pt = data(200 * seg + 77);
     let ct = sealed(&key, seg, &pt);
-    for _ in 0..20 {
-        let mut r = CipherReader::builder(&key)
-            .threads(2)
-            .prefetch(true)
-            .build(&ct[..]);
+    let mut taken = 0;
+    for _ in 0..10 {
+        let mut r = ring_reader(&key, &ct);
         let mut buf = vec![0u8; 8 * 1024];
         let n = r.read(&mut buf).unwrap();
-        assert_eq!(
-            r.engine.counts.rings.get(),
-            0,
-            "a ring before the first segment"
-        );
-        r.engine.delay_pool(std::time::Duration::from_millis(30));
+        let c = &r.engine.counts;
+        assert_eq!(c.rings.get(), 0, "a ring before the first segment");
+        r.engine.delay_pool(std::time::Duration::from_millis(2));
         let mut back = buf[..n].to_vec();
         back.extend_from_slice(&read_in_chunks(&mut r, 8 * 1024));
-        assert!(back == pt);
         let c = &r.engine.counts;
         let ctx = format!(
             "{} rings, {} segments opened in them, {} by the pool, {} taken over",
@@ -648,13 +643,11 @@ fn a_ring_takes_a_segment_over_from_a_stalled_pool_thread() {
             c.ring_pool.get(),
             c.ring_taken.get()
         );
+        assert!(back == pt, "{ctx}");
         assert_eq!(c.rings.get(), 1, "{ctx}");
-        if c.ring_pool.get() > 0 {
-            assert!(c.ring_taken.get() > 0, "{ctx}");
-            return;
-        }
+        taken += c.ring_taken.get();
     }
-    panic!("the pool thread claimed no segment in 20 streams");
+    assert!(taken > 0, "no segment taken over in 10 streams");
 }
 
 /// A segment that fails inside a ring: every segment before it is handed

@@ -70,8 +70,9 @@ pub(super) struct Ringed {
     /// A read brought 0 bytes: the inner reader is at its end.
     ended: bool,
     /// The time the caller spent opening and waiting in the window under
-    /// way, and the segments handed out whole in it.
-    window: (Duration, usize),
+    /// way, the segments handed out whole in it, and the units the pool
+    /// had opened when it began.
+    window: (Duration, usize, u64),
 }
 
 /// Segments a stream reads the usual way after a call of another kind
@@ -101,11 +102,13 @@ impl Ringed {
     /// ring's segments go to the caller alone (the pool is neither posted
     /// to nor woken).
     fn judge(&mut self, workers: &mut Workers) {
-        let (took, n) = &mut self.window;
+        let (took, n, pool) = &mut self.window;
         *n += 1;
         if *n == JUDGED {
-            workers.ring_judge(JUDGED, std::mem::take(took));
-            *n = 0;
+            let now = self.ring.pool_units();
+            let helped = now > *pool;
+            workers.ring_judge(JUDGED, std::mem::take(took), helped);
+            (*n, *pool) = (0, now);
         }
     }
 }
@@ -127,7 +130,7 @@ impl Opener {
         side && self.prefetch
             && self.ring.is_none()
             && self.next >= self.ring_restart.0
-            && self.workers.is_some()
+            && self.workers.as_ref().is_some_and(Workers::may_post)
             && matches!(self.stage, Stage::Body)
             && self.next > 0
             && self.ahead.proven()
@@ -176,8 +179,10 @@ impl Opener {
             delay: workers.pool_delay.armed(),
         };
         let made = Ring::new(slots, unit, plain, open, counts);
-        // Without the slots the usual path goes on, as without a ring.
+        // Without the slots the usual path goes on, as without a ring, for
+        // a while before it tries again.
         let Ok(mut ring) = made else {
+            self.ring_restart = Restart(self.next.saturating_add(AFTER_OTHER_CALLS));
             return false;
         };
         let data = self.ahead.data();
@@ -204,7 +209,7 @@ impl Opener {
             base,
             stopped: false,
             ended: false,
-            window: (Duration::ZERO, 0),
+            window: (Duration::ZERO, 0, 0),
         });
         true
     }
@@ -244,7 +249,7 @@ impl Opener {
                 }
                 Front::Unread => break,
                 Front::Busy => {
-                    if reads && r.ring.has_room() && r.ring.waiting() < WAITING {
+                    if reads && r.ring.may_read() && r.ring.waiting() < WAITING {
                         read_into_ring(r, &mut side, &mut self.position, workers);
                     } else if r.ring.waiting() > 0 {
                         r.open_own(workers);
