@@ -6,10 +6,11 @@
 //! them while the caller is away (handing out the units before).
 //!
 //! The rules it owns:
-//! - **Units are opened once, by whoever claims them**: a shared counter
-//!   hands each published unit out once, in order, to a pool thread or to
-//!   the caller. The caller never waits for a unit no thread has claimed:
-//!   it claims it and opens it itself.
+//! - **Units are claimed once, in order**: a shared counter hands each
+//!   published unit out once, to a pool thread or to the caller. The
+//!   caller never waits for a unit no thread has claimed: it claims it and
+//!   opens it itself; nor long for one a pool thread claimed: it takes it
+//!   over, and that thread's outcome is dropped.
 //! - **Output only from a unit that opened**: a slot's output is handed
 //!   out only once its job returned `Ok`; a failed unit stops the ring
 //!   there (the caller hands out what came before it, then unwinds).
@@ -101,16 +102,18 @@ struct Slot {
     /// caller took that unit over and has gone round the ring since)
     /// finds it is not its unit any more and leaves the slot alone.
     holds: AtomicU64,
-    /// A pool thread is opening the slot's unit: the caller does not begin
-    /// another one here until it is done (it would wait for the input's
-    /// lock, held by a thread that may have lost its core).
+    /// A pool thread is opening the slot's unit: while it has other work,
+    /// the caller does not begin another one here until it is done (it
+    /// would wait for the input's lock, held by a thread that may have
+    /// lost its core). It may still wait there when it has nothing else to
+    /// do, or in the moment between that thread's lock and this flag.
     opening: AtomicBool,
 }
 
 /// What the caller and the pool threads share.
 struct Shared {
     slots: Box<[Slot]>,
-    /// Each slot's state: [`PENDING`], [`OPENED`], [`FAILED`].
+    /// Each slot's state: [`PENDING`], [`OPENED`], [`FAILED`], [`TAKEN`].
     state: Box<[AtomicU8]>,
     open: Box<Open>,
     /// Units below this may be claimed.
@@ -134,7 +137,8 @@ struct Shared {
     idle: Mutex<Option<Thread>>,
     /// A job panicked.
     panicked: AtomicBool,
-    /// Units opened, and those of them the pool threads opened (tests).
+    /// Units opened (each once: a unit taken over counts as the caller's),
+    /// and those of them the pool threads opened (tests).
     opened: Tally,
     pool_opened: Tally,
     /// Units the caller took over from a pool thread (tests).
@@ -208,14 +212,16 @@ impl Shared {
     /// the caller took the unit over meanwhile (its result is then the
     /// caller's). The state is set while the input is still read-locked:
     /// the caller cannot reuse the slot before.
-    fn run(&self, seq: u64) {
+    ///
+    /// Returns whether its outcome stands (not taken over, the slot not
+    /// reused).
+    fn run(&self, seq: u64) -> bool {
         let i = slot_of(seq, self.slots.len());
-        self.opened.add(1);
         let slot = &self.slots[i];
         let input = read(&slot.input);
         if slot.holds.load(Ordering::SeqCst) != seq + 1 {
             // Taken over by the caller, and the slot reused since.
-            return;
+            return false;
         }
         slot.opening.store(true, Ordering::SeqCst);
         let mut guard = lock(&slot.output);
@@ -228,18 +234,26 @@ impl Shared {
                 OPENED
             }
             Err(e) => {
-                if e == Error::WorkerPanicked {
-                    self.panicked.store(true, Ordering::SeqCst);
-                }
                 out.len = 0;
                 out.result = Err(e);
                 FAILED
             }
         };
-        let _ = self.state[i].compare_exchange(PENDING, state, Ordering::SeqCst, Ordering::SeqCst);
+        let stands = self.state[i]
+            .compare_exchange(PENDING, state, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        // A panic counts only in a unit whose outcome stands (one the
+        // caller took over is opened again, by the caller).
+        if stands && out.result == Err(Error::WorkerPanicked) {
+            self.panicked.store(true, Ordering::SeqCst);
+        }
+        if stands {
+            self.opened.add(1);
+        }
         drop(guard);
         slot.opening.store(false, Ordering::SeqCst);
         drop(input);
+        stands
     }
 
     /// A pool thread's job: claims and opens units until none is left for
@@ -252,9 +266,10 @@ impl Shared {
                 if let Some(d) = self.delay {
                     std::thread::sleep(d);
                 }
-                self.run(seq);
-                self.pool_units.fetch_add(1, Ordering::Relaxed);
-                self.pool_opened.add(1);
+                if self.run(seq) {
+                    self.pool_units.fetch_add(1, Ordering::Relaxed);
+                    self.pool_opened.add(1);
+                }
             }
             if claimed.is_some() {
                 idle_since = None;
@@ -306,8 +321,6 @@ impl Shared {
         }
     }
 
-    /// The caller waits until `done` holds, parked (woken by the pool
-    /// thread that finishes a unit).
     /// The caller waits until `done` holds or `until` passes, parked
     /// (woken by the pool thread that finishes a unit).
     fn wait_until(&self, done: impl Fn() -> bool, until: Instant) {

@@ -11,8 +11,9 @@
 //!   the ring only whole and with at least one byte read after it, so it
 //!   can only be non-final, and opens as such; everything else (the final
 //!   segment, a segment that fails, a cut) is left to the usual path.
-//! - **Unwinding restores the usual state**: the ring stops claiming,
-//!   waits for the segments in flight, puts the front segment's plaintext
+//! - **Unwinding restores the usual state**: the ring stops claiming
+//!   (a segment a pool thread is still opening is not waited for: its
+//!   sealed bytes come back), puts the front segment's plaintext
 //!   (if it opened) into the plaintext buffer where the caller left it and
 //!   every later segment's sealed bytes back into the read-ahead, in
 //!   order; the stream then goes on as if the ring had never been. A
