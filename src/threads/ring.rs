@@ -14,6 +14,10 @@
 //! - **Output only from a unit that opened**: a slot's output is handed
 //!   out only once its job returned `Ok`; a failed unit stops the ring
 //!   there (the caller hands out what came before it, then unwinds).
+//! - **The pool must pay**: the time the caller spends opening and
+//!   waiting per unit is judged against its time to open one alone, and
+//!   while the pool does not pay (a busy machine) the caller opens every
+//!   unit.
 //! - **A halt is final**: [`Ring::halt`] stops every claim; a unit a pool
 //!   thread is still opening is not waited for (the caller takes its
 //!   input back, not its output).
@@ -386,7 +390,16 @@ pub(crate) struct Ring {
     spare: Vec<u8>,
     /// How long the caller's last open of a unit took.
     own: Duration,
+    /// Output bytes of a whole unit.
+    output: usize,
+    /// Whether the pool pays: the time the caller spent opening and
+    /// waiting since the last verdict, the units handed out whole since,
+    /// and the units the pool had opened then.
+    window: (Duration, usize, u64),
 }
+
+/// Units handed out per verdict on whether the ring's pool thread pays.
+const JUDGED: usize = 8;
 
 impl Ring {
     /// A ring of `slots` slots for units of up to `input` input bytes and
@@ -450,6 +463,8 @@ impl Ring {
             taken: None,
             spare: zeroed(output)?,
             own: Duration::ZERO,
+            output,
+            window: (Duration::ZERO, 0, 0),
         })
     }
 
@@ -580,18 +595,19 @@ impl Ring {
         }
     }
 
-    /// The caller claims the next published unit and opens it; whether
-    /// there was one.
-    pub(crate) fn open_own(&mut self) -> bool {
-        match self.shared.claim(false) {
-            Some(seq) => {
-                let t = Instant::now();
-                self.shared.run(seq);
-                self.own = t.elapsed();
-                true
-            }
-            None => false,
+    /// The caller claims the next published unit, if one is left, and
+    /// opens it.
+    ///
+    /// Its time counts as the caller's time to open a unit alone, and as
+    /// time the pool did not take off the caller.
+    pub(crate) fn open_own(&mut self, workers: &mut Workers) {
+        let t = Instant::now();
+        if let Some(seq) = self.shared.claim(false) {
+            self.shared.run(seq);
+            self.own = t.elapsed();
+            workers.ring_alone(self.own);
         }
+        self.window.0 += t.elapsed();
     }
 
     /// The front unit is being opened by a pool thread and the caller has
@@ -602,6 +618,13 @@ impl Ring {
     /// thread's result is dropped. The caller never waits longer for a
     /// thread that is not running.
     pub(crate) fn wait_or_take(&mut self) {
+        let t = Instant::now();
+        self.take_when_late();
+        self.window.0 += t.elapsed();
+    }
+
+    /// [`wait_or_take`](Self::wait_or_take), untimed.
+    fn take_when_late(&mut self) {
         let i = slot_of(self.front, self.shared.slots.len());
         let s = &*self.shared;
         let limit = (self.own * 2).clamp(TAKE_AFTER.0, TAKE_AFTER.1);
@@ -626,7 +649,7 @@ impl Ring {
     /// Copies the front unit's output from where the last copy stopped
     /// into `buf` (the front must be [`Front::Opened`]); a unit handed out
     /// whole frees its slot. Returns the bytes copied.
-    pub(crate) fn hand_out(&mut self, buf: &mut [u8]) -> usize {
+    pub(crate) fn hand_out(&mut self, buf: &mut [u8], workers: &mut Workers) -> usize {
         let i = slot_of(self.front, self.shared.slots.len());
         let (n, done) = if let Some(Ok(len)) = self.taken {
             let n = buf.len().min(len - self.handed);
@@ -652,8 +675,24 @@ impl Ring {
         if done {
             self.front += 1;
             self.handed = 0;
+            self.judge(workers);
         }
         n
+    }
+
+    /// A unit was handed out whole: every [`JUDGED`] units, the time the
+    /// caller spent opening and waiting for them is judged against its
+    /// time to open as many alone (reading and handing out cost it the
+    /// same either way), and while the pool does not pay the units go to
+    /// the caller alone (the pool is neither posted to nor woken).
+    fn judge(&mut self, workers: &mut Workers) {
+        let (took, n, pool) = &mut self.window;
+        *n += 1;
+        if *n == JUDGED {
+            let now = self.shared.pool_units.load(Ordering::Relaxed);
+            workers.ring_judge(JUDGED, std::mem::take(took), now > *pool);
+            (*n, *pool) = (0, now);
+        }
     }
 
     /// Whether a job panicked.
@@ -722,19 +761,14 @@ impl Ring {
         self.fill + u64::from(self.begun)
     }
 
-    /// Units the pool threads opened so far.
-    pub(crate) fn pool_units(&self) -> u64 {
-        self.shared.pool_units.load(Ordering::Relaxed)
-    }
-
     /// Whether the front unit is partly handed out.
     pub(crate) fn handing(&self) -> bool {
         self.handed > 0
     }
 
-    /// How long the caller's last open of a unit took.
-    pub(crate) fn own(&self) -> Duration {
-        self.own
+    /// Output bytes of a whole unit.
+    pub(crate) fn output(&self) -> usize {
+        self.output
     }
 
     /// The input length of a whole unit.

@@ -28,13 +28,8 @@
 //!   segment needs to be opened: its own bytes, then the first byte
 //!   after it (as prefetch allows: this may wait on `inner` with the
 //!   plaintext before it handed out).
-//! - **The pool must pay**: the time the calls take per segment is judged
-//!   against the caller's time to open one alone, and while the pool
-//!   does not pay (a busy machine) the caller opens every segment.
 
 use super::*;
-use std::time::{Duration, Instant};
-
 use crate::core::seek::Landing;
 use crate::threads::{Front, Open, Ring, RingCounts};
 
@@ -70,49 +65,11 @@ pub(super) struct Ringed {
     stopped: bool,
     /// A read brought 0 bytes: the inner reader is at its end.
     ended: bool,
-    /// The time the caller spent opening and waiting in the window under
-    /// way, the segments handed out whole in it, and the units the pool
-    /// had opened when it began.
-    window: (Duration, usize, u64),
 }
 
 /// Segments a stream reads the usual way after a call of another kind
 /// unwound its ring, before a small read may start one again.
 const AFTER_OTHER_CALLS: u64 = 16;
-
-/// Segments handed out per verdict on whether the ring's pool thread
-/// pays.
-const JUDGED: usize = 8;
-
-impl Ringed {
-    /// The caller opens the next unit no thread has claimed, if one is
-    /// left: timed, as the caller's time to open one alone and as time
-    /// the pool did not take off it.
-    fn open_own(&mut self, workers: &mut Workers) {
-        let t = Instant::now();
-        if self.ring.open_own() {
-            workers.ring_alone(self.ring.own());
-        }
-        self.window.0 += t.elapsed();
-    }
-
-    /// A segment was handed out whole: every [`JUDGED`] segments, the
-    /// time the caller spent opening and waiting for them is judged
-    /// against its time to open as many alone (reading and handing out
-    /// cost it the same either way), and while the pool does not pay the
-    /// ring's segments go to the caller alone (the pool is neither posted
-    /// to nor woken).
-    fn judge(&mut self, workers: &mut Workers) {
-        let (took, n, pool) = &mut self.window;
-        *n += 1;
-        if *n == JUDGED {
-            let now = self.ring.pool_units();
-            let helped = now > *pool;
-            workers.ring_judge(JUDGED, std::mem::take(took), helped);
-            (*n, *pool) = (0, now);
-        }
-    }
-}
 
 /// Where a ring may start again after one stopped at a segment it could
 /// not hand out (a failure, the input's end, a read beside that brought
@@ -210,7 +167,6 @@ impl Opener {
             base,
             stopped: false,
             ended: false,
-            window: (Duration::ZERO, 0, 0),
         });
         true
     }
@@ -235,16 +191,12 @@ impl Opener {
             let reads = !r.stopped && side.is_some();
             match r.ring.front_state() {
                 Front::Opened => {
-                    let front = r.ring.front();
-                    let n = r.ring.hand_out(buf);
+                    let n = r.ring.hand_out(buf, workers);
                     self.position.delivered(n);
-                    if r.ring.front() > front {
-                        r.judge(workers);
-                    }
                     return Ok(Some(n));
                 }
                 Front::Failed => break,
-                Front::Claimable => r.open_own(workers),
+                Front::Claimable => r.ring.open_own(workers),
                 Front::Unread if reads && r.ring.has_room() => {
                     read_into_ring(r, &mut side, &mut self.position, workers);
                 }
@@ -253,11 +205,9 @@ impl Opener {
                     if reads && r.ring.may_read() && r.ring.waiting() < WAITING {
                         read_into_ring(r, &mut side, &mut self.position, workers);
                     } else if r.ring.waiting() > 0 {
-                        r.open_own(workers);
+                        r.ring.open_own(workers);
                     } else {
-                        let t = Instant::now();
                         r.ring.wait_or_take();
-                        r.window.0 += t.elapsed();
                     }
                 }
             }
@@ -340,12 +290,7 @@ impl Opener {
     pub(super) fn ring_takes(&self, len: usize) -> bool {
         self.ring
             .as_ref()
-            .is_some_and(|r| len < r.ring.unit().saturating_sub(self.tag_len()) || r.ring.handing())
-    }
-
-    /// The stream's tag length (0 before the header).
-    fn tag_len(&self) -> usize {
-        self.units().map_or(0, |u| u.layout().tag)
+            .is_some_and(|r| len < r.ring.output() || r.ring.handing())
     }
 }
 
