@@ -130,9 +130,10 @@ pub(crate) struct Counts {
     pub(crate) beside: Count,
     /// Rings started for small reads.
     pub(crate) rings: Count,
-    /// Segments opened in rings (failed ones included), those of them
-    /// the pool threads opened, and those the caller took over from a
-    /// pool thread.
+    /// Segments opened in rings (failed ones included; each once, one
+    /// taken over counting as the caller's), those of them the pool
+    /// threads opened, and those the caller took over from a pool
+    /// thread.
     pub(crate) ring_opened: Tally,
     pub(crate) ring_pool: Tally,
     pub(crate) ring_taken: Tally,
