@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::gain::Gain;
 use super::pace::Pace;
 use super::wait::{self, Waits};
-use crate::probe::{self, Alive, Count, Fault};
+use crate::probe::{self, Alive, Count, Fault, Tally};
 
 /// How long a pool thread stays awake after a run, for the next one
 /// ([`Workers::linger`]).
@@ -44,6 +44,14 @@ pub(super) struct Awake {
     threads: AtomicUsize,
     /// When one of them last looked, in nanoseconds since `base`.
     looked: AtomicU64,
+    /// When the lingering ends, in nanoseconds since `base`: moved out
+    /// when work is handed over (for the rest of the run), and in when a
+    /// run ends (for the next one), without ending the lingering in
+    /// between.
+    until: AtomicU64,
+    /// Lingering jobs that began to wait (tests: a thread lingering at a
+    /// run's end goes on, not ended and posted anew).
+    pub(super) begun: Tally,
 }
 
 impl Default for Awake {
@@ -52,6 +60,8 @@ impl Default for Awake {
             base: Instant::now(),
             threads: AtomicUsize::new(0),
             looked: AtomicU64::new(0),
+            until: AtomicU64::new(0),
+            begun: Tally::default(),
         }
     }
 }
@@ -61,9 +71,19 @@ impl Awake {
         u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// A lingering thread looks for work: it is running now.
-    fn look(&self) {
-        self.looked.store(self.now(), Ordering::Release);
+    /// A lingering thread looks for work: it is running now. Whether it
+    /// is to go on lingering (its time is not up).
+    fn look(&self) -> bool {
+        let now = self.now();
+        self.looked.store(now, Ordering::Release);
+        now < self.until.load(Ordering::Acquire)
+    }
+
+    /// The lingering ends `limit` from now.
+    fn linger_for(&self, limit: Duration) {
+        let limit = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
+        self.until
+            .store(self.now().saturating_add(limit), Ordering::Release);
     }
 
     /// Hands work to the pool threads awake now, if `left` (work is left
@@ -258,12 +278,22 @@ impl Workers {
     /// microseconds away (a small write's copy into the buffer), does not
     /// wait for a sleeping thread to wake (tens of microseconds here,
     /// against a share's tens of microseconds of sealing).
+    ///
+    /// When every pool thread is still lingering from the run, their
+    /// lingering goes on, now for [`LINGER`]: ended and posted anew, a
+    /// thread is between two jobs for a moment, not seen awake, and a run
+    /// that starts at once (the next run of one large read) hands it
+    /// nothing until the caller has done a share alone.
     pub(super) fn linger(&mut self) {
         if self.pool.is_none() {
             return;
         }
-        self.starting();
         self.lingered.add(self.pool_threads);
+        self.awake.linger_for(LINGER);
+        if self.awake.threads.load(Ordering::Acquire) >= self.pool_threads {
+            return;
+        }
+        self.starting();
         for _ in 0..self.pool_threads {
             self.post_linger(LINGER);
         }
@@ -291,12 +321,14 @@ impl Workers {
     }
 
     /// Posts one lingering job: the thread that runs it waits for work,
-    /// saying it is awake, for `limit` or until work is handed to the
-    /// pool.
+    /// saying it is awake, for `limit` from now (every lingering thread's
+    /// time is moved to that) or until work is handed to the pool; never
+    /// longer than [`WAKE`].
     fn post_linger(&self, limit: Duration) {
         let Some(pool) = &self.pool else {
             return;
         };
+        self.awake.linger_for(limit);
         let g = self.generation.load(Ordering::Acquire);
         let generation = Arc::clone(&self.generation);
         let awake = Arc::clone(&self.awake);
@@ -307,12 +339,10 @@ impl Workers {
             }
             if generation.load(Ordering::Acquire) == g {
                 awake.threads.fetch_add(1, Ordering::AcqRel);
+                awake.begun.add(1);
                 wait::awake_while(
-                    || {
-                        awake.look();
-                        generation.load(Ordering::Acquire) == g
-                    },
-                    limit,
+                    || awake.look() && generation.load(Ordering::Acquire) == g,
+                    WAKE,
                 );
                 awake.threads.fetch_sub(1, Ordering::AcqRel);
             }
