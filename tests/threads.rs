@@ -310,11 +310,11 @@ fn damaged_streams_read_through_a_ring_fail_as_on_one_thread() {
 }
 
 /// A prefetching reader on two threads hands reads smaller than a segment
-/// out of a ring; a call of another kind in the middle of a segment (a
-/// `BufRead` fill, a read of several segments, a seek back, a length
-/// query) takes over where the small reads stopped, and the plaintext
-/// comes out whole and in order. The std front only: the async front does
-/// not prefetch, and has no ring.
+/// and `BufRead` fills out of a ring; a call of another kind in the middle
+/// of a segment (a read of several segments, a seek back, a length query),
+/// after small reads or after a fill taken in part, takes over where they
+/// stopped, and the plaintext comes out whole and in order. The std front
+/// only: the async front does not prefetch, and has no ring.
 #[test]
 fn calls_that_leave_a_ring_in_the_middle_of_a_segment_keep_the_plaintext() {
     use std::io::{BufRead, Read, Seek, SeekFrom};
@@ -336,8 +336,9 @@ fn calls_that_leave_a_ring_in_the_middle_of_a_segment_keep_the_plaintext() {
             "length",
             "none",
         ];
-        for call in calls {
-            let ctx = format!("{rp:?} {call}");
+        let after_fill = [false, true];
+        for (call, after_fill) in calls.into_iter().flat_map(|c| after_fill.map(|f| (c, f))) {
+            let ctx = format!("{rp:?} {call}, after a fill taken in part: {after_fill}");
             let mut r = CipherReader::builder(&key)
                 .provider(rp)
                 .threads(2)
@@ -357,6 +358,15 @@ fn calls_that_leave_a_ring_in_the_middle_of_a_segment_keep_the_plaintext() {
             };
             let at_end = call.ends_with("end");
             small(&mut r, &mut got, 20 * seg + if at_end { 0 } else { 500 });
+            if after_fill {
+                // Part of what a fill shows: the rest of the segment stays
+                // buffered for the call below.
+                let b = r.fill_buf().unwrap();
+                let n = b.len().min(300);
+                assert!(n > 0, "{ctx}");
+                got.extend_from_slice(&b[..n]);
+                r.consume(n);
+            }
             match call {
                 "fill_buf" => {
                     let b = r.fill_buf().unwrap().to_vec();

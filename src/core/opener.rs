@@ -30,10 +30,10 @@
 //!   first failure; that segment then goes through the one-thread path,
 //!   which gives the error (or the final segment) one thread would.
 //! - **Small prefetching reads go through a ring**: with threads and
-//!   prefetch, reads smaller than a segment are handed out of a ring of
-//!   segments opened ahead on the pool (`ahead_ring`); whatever the ring
-//!   cannot hand out unwinds it to the state above, and the usual path
-//!   settles it.
+//!   prefetch, reads smaller than a segment and `BufRead` take segments
+//!   opened ahead on the pool in a ring (`ahead_ring`), each handed over
+//!   to the plaintext buffer whole; whatever the ring cannot hand over
+//!   unwinds it to the state above, and the usual path settles it.
 
 pub(crate) use crate::core::ahead::Beside;
 use crate::core::ahead::{ReadAhead, Shape};
@@ -103,7 +103,8 @@ pub(crate) struct Opener {
     /// Threads opening runs of segments (`threads(n)`, n > 1); the pool is
     /// made with the header.
     threads: usize,
-    /// With threads and prefetch, the ring small reads go through (before
+    /// With threads and prefetch, the ring small reads and `BufRead` go
+    /// through (before
     /// `workers`: dropped first, it stops its pool jobs).
     ring: Option<Ringed>,
     /// The first segment a ring may start at.
@@ -280,15 +281,12 @@ impl Opener {
                 };
             }
             if self.ring_takes(buf.len()) {
-                match self.ring_read(buf, side.as_deref_mut())? {
-                    Some(n) => return Ok(Step::Done(n)),
-                    None => continue,
-                }
-            }
-            if self.leave_ring()? {
-                // The front segment's plaintext comes first.
+                // The front segment's plaintext is buffered now, or the
+                // ring is unwound.
+                self.ring_step(side.as_deref_mut())?;
                 continue;
             }
+            self.leave_ring()?;
             let cap = match self.ready(fresh)? {
                 Ready::Step(step) => return Ok(step),
                 Ready::Again => continue,
@@ -370,7 +368,6 @@ impl Opener {
         fresh: bool,
         mut side: Option<&mut (dyn Beside + '_)>,
     ) -> Result<Step, Error> {
-        self.leave_ring()?;
         loop {
             if let Some(step) = self.seek_step()? {
                 return Ok(step);
@@ -378,10 +375,18 @@ impl Opener {
             if !self.plain.is_empty() {
                 return Ok(Step::Done(self.plain.available()));
             }
+            if self.ringed() {
+                self.ring_step(side.as_deref_mut())?;
+                continue;
+            }
             match self.ready(fresh)? {
                 Ready::Step(step) => return Ok(step),
                 Ready::Again => {}
-                Ready::Unit(cap) => self.fill_plain(cap, side.as_deref_mut())?,
+                Ready::Unit(cap) => {
+                    if !self.start_ring(side.is_some()) {
+                        self.fill_plain(cap, side.as_deref_mut())?;
+                    }
+                }
             }
         }
     }

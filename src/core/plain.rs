@@ -106,6 +106,20 @@ impl Plain {
         self.held = Some(held);
     }
 
+    /// Takes `bytes`, a buffer whose first `held.len` bytes are segment
+    /// `held.index`'s authenticated plaintext (opened elsewhere), as its
+    /// own, and gives its allocation back in `bytes` (to be opened into
+    /// again, and wiped on drop by its new owner): the segment is held
+    /// and shown whole, with nothing copied. Like
+    /// [`opened`](Self::opened), only after the open succeeded.
+    #[inline]
+    pub(crate) fn adopt(&mut self, bytes: &mut Vec<u8>, held: Held) {
+        debug_assert!(held.len <= bytes.len());
+        self.buf.trade(bytes);
+        self.buf.set(0, held.len);
+        self.held = Some(held);
+    }
+
     /// Shows the held segment from plaintext offset `off` if it is segment
     /// `index` and `off` lies in it (its end included): then returns it.
     #[inline]
@@ -141,6 +155,22 @@ mod tests {
         assert_eq!(p.held(), None);
         assert_eq!(p.show(3, 1), None);
         assert!(p.is_empty());
+    }
+
+    #[test]
+    fn an_adopted_segment_is_held_and_the_old_allocation_given_back() {
+        let mut p = Plain::new();
+        p.open_into(6).unwrap()[..4].copy_from_slice(b"abcd");
+        p.opened(SEG, 4, 0);
+        let mut other = b"wxyz--".to_vec();
+        let next = Held { index: 4, ..SEG };
+        p.adopt(&mut other, next);
+        assert_eq!(p.data(), b"wxyz", "shown whole, no more");
+        assert_eq!(&other[..4], b"abcd", "the old allocation, given back");
+        p.consume(3);
+        assert_eq!(p.show(3, 0), None, "segment 3 is no longer held");
+        assert_eq!(p.show(4, 1), Some(next));
+        assert_eq!(p.data(), b"xyz");
     }
 
     #[test]

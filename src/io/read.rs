@@ -224,14 +224,15 @@ impl ReaderBuilder {
     /// whole run, and on two cores it kept decryption from `&[u8]` at
     /// 0.83–0.89 of two one-thread readers.
     ///
-    /// Reads smaller than a segment (`io::copy`'s 8 KiB) then go through
-    /// a ring of segments (of 8 KiB to 256 KiB) instead of runs: the
-    /// calling thread reads each segment's ciphertext, a pool thread opens
-    /// the segments in order while the caller hands out those before, in
-    /// its calls and between them, and the caller opens one itself
-    /// whenever it would otherwise wait. Calls of another kind (`BufRead`,
-    /// a read of a segment or more, a seek, the length) leave the ring and
-    /// go on the usual way.
+    /// Reads smaller than a segment (`io::copy`'s 8 KiB) and `BufRead`
+    /// then go through a ring of segments (of 8 KiB to 256 KiB) instead of
+    /// runs: the calling thread reads each segment's ciphertext, a pool
+    /// thread opens the segments in order while the caller takes those
+    /// before, in its calls and between them, and the caller opens one
+    /// itself whenever it would otherwise wait. Each segment is handed
+    /// over to the reader's plaintext buffer whole, without a copy. Calls
+    /// of another kind (a read of a segment or more, a seek, the length)
+    /// leave the ring and go on the usual way.
     ///
     /// **Only for an `inner` that never waits for this side**: a file,
     /// memory, a pipe whose writer does not wait for an answer. A
@@ -254,11 +255,11 @@ impl ReaderBuilder {
     /// copied to overlap) or on the async front.
     ///
     /// Memory: a second read-ahead of the same size, which the read
-    /// beside a run fills. A ring holds, instead of the read-ahead and
-    /// the plaintext buffer (freed while it runs), a sealed and a
-    /// plaintext segment per slot: as many slots as 512 KiB of segments
-    /// and at least the read-ahead's segments and two more (with 64 KiB
-    /// segments and two threads, about 1.3 MiB).
+    /// beside a run fills. A ring holds, instead of the read-ahead (freed
+    /// while it runs) and beside a plaintext buffer of one segment, a
+    /// sealed and a plaintext segment per slot: as many slots as 512 KiB
+    /// of segments and at least the read-ahead's segments and two more
+    /// (with 64 KiB segments and two threads, about 1.3 MiB).
     ///
     /// ```
     /// # use cipherio::{Algorithm, CipherReader, CipherWriter, Key};

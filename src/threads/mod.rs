@@ -17,12 +17,13 @@
 //! (release in order, the final segment last, the first failure wins)
 //! stay where they were.
 //!
-//! A prefetching reader's small reads go through a [`Ring`] instead: its
-//! slots are owned by the ring (shared with a pool job posted with
-//! `'static` data, not scoped to one call), so a pool thread opens the
+//! A prefetching reader's small reads and `BufRead` go through a [`Ring`]
+//! instead: its slots are owned by the ring (shared with a pool job posted
+//! with `'static` data, not scoped to one call), so a pool thread opens the
 //! next segments while the caller hands out earlier ones between its
-//! calls; the caller reads, opens what no pool thread claimed, and takes
-//! a unit over from a pool thread that does not finish it in time.
+//! calls; the caller reads, opens what no pool thread claimed, takes a
+//! unit over from a pool thread that does not finish it in time, and takes
+//! each opened unit's buffer whole, in trade for one of its own.
 //!
 //! A writer's large writes go through [`Workers::pipeline`] instead: the
 //! shares are taken one after the other by whichever thread is free, each

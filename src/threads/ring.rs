@@ -1,9 +1,10 @@
 //! A ring of units opened ahead of the caller: the caller reads each
 //! unit's input into a slot, the pool threads open the units in order as
-//! soon as they are published, and the caller hands out each unit's output
-//! as it is ready, between its own calls. Nothing is scoped to one call:
-//! the slots' buffers are owned by the ring, and a pool thread works on
-//! them while the caller is away (handing out the units before).
+//! soon as they are published, and the caller takes each unit's output
+//! over as it is ready (trading buffers, no copy), between its own calls.
+//! Nothing is scoped to one call: the slots' buffers are owned by the
+//! ring, and a pool thread works on them while the caller is away (handing
+//! out the units before).
 //!
 //! The rules it owns:
 //! - **Units are claimed once, in order**: a shared counter hands each
@@ -12,7 +13,7 @@
 //!   opens it itself; nor long for one a pool thread claimed: it takes it
 //!   over, and that thread's outcome is dropped.
 //! - **Output only from a unit that opened**: a slot's output is handed
-//!   out only once its job returned `Ok`; a failed unit stops the ring
+//!   over only once its job returned `Ok`; a failed unit stops the ring
 //!   there (the caller hands out what came before it, then unwinds).
 //! - **The pool must pay**: the time the caller spends opening and
 //!   waiting per unit is judged against its time to open one alone, and
@@ -372,10 +373,8 @@ pub(crate) enum Front {
 /// first); the caller's own state says which slot holds what.
 pub(crate) struct Ring {
     shared: Arc<Shared>,
-    /// The unit being handed out (or next to be).
+    /// The next unit to hand over.
     front: u64,
-    /// Output bytes of the front unit handed out.
-    handed: usize,
     /// The unit whose input is being read (its slot free).
     fill: u64,
     /// Whether the first read into `fill`'s slot was made (before, the
@@ -393,12 +392,12 @@ pub(crate) struct Ring {
     /// Output bytes of a whole unit.
     output: usize,
     /// Whether the pool pays: the time the caller spent opening and
-    /// waiting since the last verdict, the units handed out whole since,
+    /// waiting since the last verdict, the units handed over since,
     /// and the units the pool had opened then.
     window: (Duration, usize, u64),
 }
 
-/// Units handed out per verdict on whether the ring's pool thread pays.
+/// Units handed over per verdict on whether the ring's pool thread pays.
 const JUDGED: usize = 8;
 
 impl Ring {
@@ -456,7 +455,6 @@ impl Ring {
         Ok(Ring {
             shared: Arc::new(shared),
             front: 0,
-            handed: 0,
             fill: 0,
             begun: false,
             unit: input,
@@ -476,7 +474,7 @@ impl Ring {
         &self.shared.slots[slot_of(seq, self.shared.slots.len())]
     }
 
-    /// The unit being handed out, counted from the ring's first.
+    /// The next unit to hand over, counted from the ring's first.
     pub(crate) fn front(&self) -> u64 {
         self.front
     }
@@ -646,41 +644,33 @@ impl Ring {
         self.taken = Some(r);
     }
 
-    /// Copies the front unit's output from where the last copy stopped
-    /// into `buf` (the front must be [`Front::Opened`]); a unit handed out
-    /// whole frees its slot. Returns the bytes copied.
-    pub(crate) fn hand_out(&mut self, buf: &mut [u8], workers: &mut Workers) -> usize {
-        let i = slot_of(self.front, self.shared.slots.len());
-        let (n, done) = if let Some(Ok(len)) = self.taken {
-            let n = buf.len().min(len - self.handed);
-            buf[..n].copy_from_slice(&self.spare[self.handed..self.handed + n]);
-            let done = self.handed + n == len;
-            if done {
-                self.taken = None;
-            }
-            (n, done)
+    /// Hands the front unit's output over (the front must be
+    /// [`Front::Opened`]): `take` is given the buffer it opened into and
+    /// its length, and trades that buffer for one of its own, as long (it
+    /// takes the output without a copy; the slot, or the spare, opens into
+    /// the buffer given back). The slot is then free.
+    pub(crate) fn hand_over(
+        &mut self,
+        workers: &mut Workers,
+        take: impl FnOnce(&mut Vec<u8>, usize),
+    ) {
+        let output = self.output;
+        if let Some(Ok(len)) = self.taken {
+            self.taken = None;
+            take(&mut self.spare, len);
+            debug_assert!(self.spare.len() >= output);
         } else {
-            let mut out = lock(&self.shared.slots[i].output);
+            let mut out = lock(&self.slot(self.front).output);
             debug_assert!(out.result.is_ok());
-            let len = out.len;
-            let n = buf.len().min(len - self.handed);
-            buf[..n].copy_from_slice(&out.bytes[self.handed..self.handed + n]);
-            let done = self.handed + n == len;
-            if done {
-                out.len = 0;
-            }
-            (n, done)
-        };
-        self.handed += n;
-        if done {
-            self.front += 1;
-            self.handed = 0;
-            self.judge(workers);
+            let len = std::mem::take(&mut out.len);
+            take(&mut out.bytes, len);
+            debug_assert!(out.bytes.len() >= output);
         }
-        n
+        self.front += 1;
+        self.judge(workers);
     }
 
-    /// A unit was handed out whole: every [`JUDGED`] units, the time the
+    /// A unit was handed over: every [`JUDGED`] units, the time the
     /// caller spent opening and waiting for them is judged against its
     /// time to open as many alone (reading and handing out cost it the
     /// same either way), and while the pool does not pay the units go to
@@ -712,43 +702,28 @@ impl Ring {
         }
     }
 
-    /// After [`halt`](Self::halt): the front unit's output if it opened
-    /// (all of it, and how much of it was handed out), then each later
-    /// unit's input as read (opened or not), in order, given to `input`;
-    /// stops at the first error either returns.
+    /// After [`halt`](Self::halt): each unit's input as read from the
+    /// front on (opened or not: an output not handed over is dropped),
+    /// in order, given to `input`; stops at the first error it returns.
     ///
     /// # Errors
     ///
-    /// The first error of `front` or `input`.
+    /// The first error of `input`.
     pub(crate) fn drain(
         &mut self,
-        front: impl FnOnce(&[u8], usize) -> Result<(), Error>,
         mut input: impl FnMut(&[u8]) -> Result<(), Error>,
     ) -> Result<(), Error> {
         debug_assert!(self.shared.halted.load(Ordering::SeqCst));
-        let mut seq = self.front;
-        if self.front_state() == Front::Opened {
-            match self.taken {
-                Some(Ok(len)) => front(&self.spare[..len], self.handed)?,
-                _ => {
-                    let out = lock(&self.slot(seq).output);
-                    front(&out.bytes[..out.len], self.handed)?;
-                }
-            }
-            seq += 1;
-        }
-        while seq < self.read_end() {
+        for seq in self.front..self.read_end() {
             let slot = read(&self.slot(seq).input);
             if slot.filled > 0 {
                 input(&slot.bytes[..slot.filled])?;
             }
-            seq += 1;
         }
         Ok(())
     }
 
-    /// Input bytes read and not yet handed out as output (the front's
-    /// included).
+    /// Input bytes read of the units not handed over yet.
     pub(crate) fn read_ahead(&self) -> usize {
         (self.front..self.read_end())
             .map(|seq| read(&self.slot(seq).input).filled)
@@ -759,11 +734,6 @@ impl Ring {
     /// them is the one being read, if its first read was made.
     fn read_end(&self) -> u64 {
         self.fill + u64::from(self.begun)
-    }
-
-    /// Whether the front unit is partly handed out.
-    pub(crate) fn handing(&self) -> bool {
-        self.handed > 0
     }
 
     /// Output bytes of a whole unit.
@@ -819,7 +789,7 @@ impl Workers {
     }
 
     /// The caller spent `t` opening and waiting while `units` units were
-    /// handed out (`helped`: a pool thread opened some of them): judged
+    /// handed over (`helped`: a pool thread opened some of them): judged
     /// against the caller's time to open as many alone.
     pub(crate) fn ring_judge(&mut self, units: usize, t: Duration, helped: bool) {
         self.gain.judge(units, t, helped);

@@ -428,10 +428,11 @@ fn buffered_reads_open_runs_in_the_inner_buffer() {
 /// opens: after the first run nearly every inner read is one made beside
 /// a run, the runs are as many as without it, no segment is opened twice
 /// (the final one aside), and only what a run leaves of the read-ahead
-/// is copied. Reads smaller than a segment go through one ring instead,
-/// which opens all but the first and last few segments, none twice, with
-/// one inner read per segment. Without prefetch, with one thread, or from
-/// an inner buffer, no read is made beside a run.
+/// is copied. Reads smaller than a segment and `BufRead` (chunk 0 below)
+/// go through one ring instead, which opens all but the first and last
+/// few segments, none twice, with one inner read per segment. Without
+/// prefetch, with one thread, or from an inner buffer, no read is made
+/// beside a run.
 #[test]
 fn prefetching_readers_read_the_next_run_beside_each_run() {
     let key = Key::generate(Algorithm::Aes128Gcm);
@@ -441,6 +442,7 @@ fn prefetching_readers_read_the_next_run_beside_each_run() {
         (40 * seg + 77, 2, 8 * 1024),
         (40 * seg + 77, 3, 1 << 20),
         (40 * seg, 8, 8 * 1024),
+        (40 * seg + 77, 2, 0),
     ] {
         let pt = data(len);
         let ct = sealed(&key, seg, &pt);
@@ -451,10 +453,14 @@ fn prefetching_readers_read_the_next_run_beside_each_run() {
                 .threads(threads)
                 .prefetch(prefetch)
         };
+        let read_all = |r: &mut CipherReader<Counted<&[u8]>>| match chunk {
+            0 => read_buffered(r),
+            _ => read_in_chunks(r, chunk),
+        };
         let mut plain = reader(false).build(Counted::new(&ct[..]));
-        assert!(read_in_chunks(&mut plain, chunk) == pt);
+        assert!(read_all(&mut plain) == pt);
         let mut r = reader(true).build(Counted::new(&ct[..]));
-        assert!(read_in_chunks(&mut r, chunk) == pt);
+        assert!(read_all(&mut r) == pt);
         let c = &r.engine.counts;
         let (runs, beside, calls) = (c.runs.get(), c.beside.get(), r.get_ref().calls);
         if chunk < seg {
@@ -509,6 +515,21 @@ fn prefetching_readers_read_the_next_run_beside_each_run() {
         .build_from_buf_read(&ct[..]);
     assert_eq!(read_in_chunks(&mut inner_buf, 1 << 20).len(), 20 * seg);
     assert_eq!(inner_buf.engine.counts.beside.get(), 0, "inner buffer");
+}
+
+/// Reads `r` to its end through `BufRead`, taking at most 5000 bytes of
+/// what each `fill_buf` shows (the rest is shown again).
+fn read_buffered(r: &mut impl std::io::BufRead) -> Vec<u8> {
+    let mut back = Vec::new();
+    loop {
+        let got = r.fill_buf().expect("read");
+        if got.is_empty() {
+            return back;
+        }
+        let n = got.len().min(5000);
+        back.extend_from_slice(&got[..n]);
+        r.consume(n);
+    }
 }
 
 /// An inner reader that counts its calls.

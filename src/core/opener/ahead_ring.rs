@@ -1,10 +1,12 @@
-//! With threads and prefetch, reads smaller than a segment go through a
-//! [`Ring`]: the caller's thread reads each segment's sealed bytes into
-//! a slot of its own, the pool threads open the segments in order while
-//! the caller hands out the ones before (between its calls, not only
-//! inside them), and each call hands out the next bytes of the segment at
-//! the front. A run would leave the pool idle while its plaintext is
-//! handed out; the ring keeps it opening.
+//! With threads and prefetch, reads smaller than a segment and `BufRead`
+//! go through a [`Ring`]: the caller's thread reads each segment's sealed
+//! bytes into a slot of its own, the pool threads open the segments in
+//! order while the caller takes the ones before (between its calls, not
+//! only inside them), and once the plaintext buffer is empty the segment
+//! at the front is handed over to it whole (the two trade allocations:
+//! nothing is copied), where the calls take it as any segment opened
+//! there. A run would leave the pool idle while its plaintext is handed
+//! out; the ring keeps it opening.
 //!
 //! The rules it owns:
 //! - **Only segments that more input follows**: a segment is opened in
@@ -12,14 +14,15 @@
 //!   can only be non-final, and opens as such; everything else (the final
 //!   segment, a segment that fails, a cut) is left to the usual path.
 //! - **Unwinding restores the usual state**: the ring stops claiming
-//!   (a segment a pool thread is still opening is not waited for: its
-//!   sealed bytes come back), puts the front segment's plaintext
-//!   (if it opened) into the plaintext buffer where the caller left it and
-//!   every later segment's sealed bytes back into the read-ahead, in
-//!   order; the stream then goes on as if the ring had never been. A
-//!   seek, a length query, `BufRead`, a read as large as a segment, the
-//!   input's end, a failed read beside and a failed segment unwind it.
-//! - **The caller reads only while it has nothing to hand out**: while
+//!   (a segment a pool thread is still opening is not waited for), and
+//!   puts the sealed bytes of every segment not handed over back into the
+//!   read-ahead, in order (one that opened but was not handed over is
+//!   opened again the usual way); the segment handed over last is in the
+//!   plaintext buffer already, where the caller left it. The stream then
+//!   goes on as if the ring had never been. A seek, a length query, a
+//!   read as large as a segment, the input's end, a failed read beside
+//!   and a failed segment unwind it.
+//! - **The caller reads only while it has nothing to hand over**: while
 //!   the front segment is being opened it reads sealed bytes (fewer than
 //!   [`WAITING`] segments waiting to be opened), else opens the next one
 //!   itself, else waits (parked) for the front, and takes it over if the
@@ -72,7 +75,7 @@ pub(super) struct Ringed {
 const AFTER_OTHER_CALLS: u64 = 16;
 
 /// Where a ring may start again after one stopped at a segment it could
-/// not hand out (a failure, the input's end, a read beside that brought
+/// not hand over (a failure, the input's end, a read beside that brought
 /// nothing): only past that segment, once the usual path has settled it.
 /// Starting one there again would stop at the same segment, for ever.
 #[derive(Default)]
@@ -136,7 +139,14 @@ impl Opener {
             taken: self.counts.ring_taken.clone(),
             delay: workers.pool_delay.armed(),
         };
-        let made = Ring::new(slots, unit, plain, open, counts);
+        // The plaintext buffer trades allocations with the slots (each
+        // unit handed over to it whole): it starts with one as long as
+        // theirs, the larger one the usual path may have grown freed.
+        let made = Ring::new(slots, unit, plain, open, counts).and_then(|ring| {
+            self.plain = Plain::new();
+            self.plain.open_into(plain)?;
+            Ok(ring)
+        });
         // Without the slots the usual path goes on, as without a ring, for
         // a while before it tries again.
         let Ok(mut ring) = made else {
@@ -154,12 +164,10 @@ impl Opener {
             at += read.unwrap_or_else(|| unreachable!("the slots hold what is read ahead"));
         }
         self.ahead.consume(at);
-        // The ring holds what is read ahead and the plaintext: the
-        // read-ahead's buffers and the plaintext buffer are freed meanwhile
-        // (they grow again if the ring unwinds), so the reader holds no
-        // more than with runs.
+        // The ring holds what is read ahead: the read-ahead's buffers are
+        // freed meanwhile (they grow again if the ring unwinds), so the
+        // reader holds no more than with runs.
         self.ahead.release();
-        self.plain = Plain::new();
         ring.publish(workers);
         self.counts.rings.add(1);
         self.ring = Some(Ringed {
@@ -171,29 +179,38 @@ impl Opener {
         true
     }
 
-    /// A read of `buf` (smaller than a segment) through the ring: `Some`
-    /// of the bytes handed out, or `None` once the ring is unwound (the
-    /// read goes on the usual way).
+    /// With the plaintext buffer empty, a step of a small read or of
+    /// `BufRead` through the ring: the front segment, once open, is handed
+    /// over to the plaintext buffer whole (its allocation traded, nothing
+    /// copied), where the call takes it as any opened segment; or the
+    /// ring is unwound (the call goes on the usual way).
     ///
     /// # Errors
     ///
     /// [`Error::WorkerPanicked`] (sticky); [`Error::Allocation`] (sticky)
     /// when unwinding cannot grow the read-ahead.
-    pub(super) fn ring_read(
+    pub(super) fn ring_step(
         &mut self,
-        buf: &mut [u8],
         mut side: Option<&mut (dyn Beside + '_)>,
-    ) -> Result<Option<usize>, Error> {
+    ) -> Result<(), Error> {
+        debug_assert!(self.plain.is_empty());
         let (Some(r), Some(workers)) = (&mut self.ring, &mut self.workers) else {
-            return Ok(None);
+            return Ok(());
         };
         loop {
             let reads = !r.stopped && side.is_some();
             match r.ring.front_state() {
                 Front::Opened => {
-                    let n = r.ring.hand_out(buf, workers);
-                    self.position.delivered(n);
-                    return Ok(Some(n));
+                    let (plain, index) = (&mut self.plain, r.base + r.ring.front());
+                    r.ring.hand_over(workers, |bytes, len| {
+                        let held = Held {
+                            index,
+                            len,
+                            last: false,
+                        };
+                        plain.adopt(bytes, held);
+                    });
+                    return Ok(());
                 }
                 Front::Failed => break,
                 Front::Claimable => r.ring.open_own(workers),
@@ -215,7 +232,7 @@ impl Opener {
         let stopped_at = r.base + r.ring.front();
         self.unwind_ring()?;
         self.ring_restart = Restart(stopped_at + 1);
-        Ok(None)
+        Ok(())
     }
 
     /// Unwinds the ring, if one is in use (see the module docs).
@@ -233,35 +250,19 @@ impl Opener {
         if r.ring.panicked() {
             return Err(self.fail(Error::WorkerPanicked));
         }
-        let front = r.base + r.ring.front();
-        self.next = front;
-        let (plain, ahead, next) = (&mut self.plain, &mut self.ahead, &mut self.next);
-        let drained = r.ring.drain(
-            |out, handed| {
-                let len = out.len();
-                plain.open_into(len)?[..len].copy_from_slice(out);
-                let held = Held {
-                    index: front,
-                    len,
-                    last: false,
-                };
-                plain.opened(held, len, handed);
-                *next = front + 1;
-                Ok(())
-            },
-            |input| ahead.put_back(input, false),
-        );
+        self.next = r.base + r.ring.front();
+        let ahead = &mut self.ahead;
+        let drained = r.ring.drain(|input| ahead.put_back(input, false));
         if let Err(e) = drained.and_then(|()| ahead.put_back(&[], r.ended)) {
             return Err(self.fail(e));
         }
         Ok(true)
     }
 
-    /// Unwinds the ring for a call of another kind (`BufRead`, a read of
-    /// a segment or more): a stream that mixes calls does not start a
-    /// ring again for [`AFTER_OTHER_CALLS`] segments, so that calls that
-    /// alternate do not start one and unwind it each time. Whether a ring
-    /// was unwound (its front segment's plaintext may now be buffered).
+    /// Unwinds the ring for a call of another kind (a read of a segment
+    /// or more): a stream that mixes calls does not start a ring again for
+    /// [`AFTER_OTHER_CALLS`] segments, so that calls that alternate do not
+    /// start one and unwind it each time. Whether a ring was unwound.
     ///
     /// # Errors
     ///
@@ -279,7 +280,7 @@ impl Opener {
         self.ring_restart = Restart::default();
     }
 
-    /// Sealed bytes held by the ring, not yet handed out as plaintext.
+    /// Sealed bytes held by the ring, of segments not handed over yet.
     pub(super) fn ring_read_ahead(&self) -> usize {
         self.ring.as_ref().map_or(0, |r| r.ring.read_ahead())
     }
@@ -288,9 +289,12 @@ impl Opener {
     /// it (smaller than its segments; a larger one unwinds it and reads
     /// the usual way, straight into the caller's buffer).
     pub(super) fn ring_takes(&self, len: usize) -> bool {
-        self.ring
-            .as_ref()
-            .is_some_and(|r| len < r.ring.output() || r.ring.handing())
+        self.ring.as_ref().is_some_and(|r| len < r.ring.output())
+    }
+
+    /// Whether a ring is in use.
+    pub(super) fn ringed(&self) -> bool {
+        self.ring.is_some()
     }
 }
 
