@@ -13,7 +13,9 @@
 //!
 //! - decrypt with 1 MiB reads, with `io::copy` (8 KiB reads into
 //!   `io::sink()`), and through `BufRead` (`fill_buf`/`consume`), from a
-//!   plain `Read` (the sealed bytes copied into the read-ahead);
+//!   plain `Read` (the sealed bytes copied into the read-ahead), each
+//!   with and without `prefetch(true)` (the prefetching calls paired with
+//!   the same calls without it, round by round);
 //! - decrypt with 1 MiB reads from an inner `BufRead`
 //!   (`build_from_buf_read`: segments opened where the inner reader holds
 //!   them, no copy before a run);
@@ -70,6 +72,8 @@ enum Call {
     CopyPrefetch,
     /// `fill_buf`/`consume` on the reader itself.
     BufRead,
+    /// `fill_buf`/`consume`, with `prefetch(true)`.
+    BufReadPrefetch,
     /// `read` into a 1 MiB buffer, from an inner `BufRead`
     /// (`build_from_buf_read` over the slice).
     Read1MInner,
@@ -79,12 +83,13 @@ enum Call {
     Write1K,
 }
 
-const CALLS: [Call; 8] = [
+const CALLS: [Call; 9] = [
     Call::Read1M,
     Call::Copy,
     Call::Read1MPrefetch,
     Call::CopyPrefetch,
     Call::BufRead,
+    Call::BufReadPrefetch,
     Call::Read1MInner,
     Call::Write1M,
     Call::Write1K,
@@ -98,6 +103,7 @@ impl Call {
             Call::Read1MPrefetch => "decrypt, 1 MiB reads, prefetch",
             Call::CopyPrefetch => "decrypt, io::copy, prefetch",
             Call::BufRead => "decrypt, BufRead",
+            Call::BufReadPrefetch => "decrypt, BufRead, prefetch",
             Call::Read1MInner => "decrypt, 1 MiB reads, inner BufRead",
             Call::Write1M => "encrypt, 1 MiB writes",
             Call::Write1K => "encrypt, 1 KiB writes",
@@ -111,6 +117,7 @@ impl Call {
         match self {
             Call::Read1MPrefetch => Some(Call::Read1M),
             Call::CopyPrefetch => Some(Call::Copy),
+            Call::BufReadPrefetch => Some(Call::BufRead),
             _ => None,
         }
     }
@@ -123,6 +130,7 @@ impl Call {
                 | Call::Read1MPrefetch
                 | Call::CopyPrefetch
                 | Call::BufRead
+                | Call::BufReadPrefetch
                 | Call::Read1MInner
         )
     }
@@ -334,7 +342,10 @@ fn one(
         let b = CipherReader::builder(key)
             .capacity(SEGMENT)
             .threads(threads)
-            .prefetch(matches!(call, Call::Read1MPrefetch | Call::CopyPrefetch))
+            .prefetch(matches!(
+                call,
+                Call::Read1MPrefetch | Call::CopyPrefetch | Call::BufReadPrefetch
+            ))
             .provider(PROVIDER);
         // The same reader type either way: only where the sealed bytes
         // are opened from differs.
