@@ -265,9 +265,9 @@ fn damaged_native_streams_fail_as_on_one_thread() {
 }
 
 /// A stream longer than a prefetching reader's read-ahead, read in calls
-/// smaller than a segment, goes through a ring (segments opened ahead on
-/// the pool): every damaged copy ends there as on one thread, a failed
-/// segment in the middle of the ring included. The std front only: the
+/// smaller than a segment or through `BufRead`, goes through a ring
+/// (segments opened ahead on the pool): every damaged copy ends there as
+/// on one thread, a failed segment in the middle of the ring included. The std front only: the
 /// async front does not prefetch, and has no ring.
 #[test]
 fn damaged_streams_read_through_a_ring_fail_as_on_one_thread() {
@@ -291,7 +291,11 @@ fn damaged_streams_read_through_a_ring_fail_as_on_one_thread() {
     let mut errors = 0;
     for (what, stream) in &damaged {
         for &rp in Provider::ALL {
-            for mode in [ReadMode::Chunks(1000), ReadMode::Chunks(8 * KIB)] {
+            for mode in [
+                ReadMode::Chunks(1000),
+                ReadMode::Chunks(8 * KIB),
+                ReadMode::FillBuf(3000),
+            ] {
                 let builder = |t| {
                     CipherReader::builder(&key)
                         .provider(rp)

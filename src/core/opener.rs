@@ -104,8 +104,7 @@ pub(crate) struct Opener {
     /// made with the header.
     threads: usize,
     /// With threads and prefetch, the ring small reads and `BufRead` go
-    /// through (before
-    /// `workers`: dropped first, it stops its pool jobs).
+    /// through (before `workers`: dropped first, it stops its pool jobs).
     ring: Option<Ringed>,
     /// The first segment a ring may start at.
     ring_restart: Restart,

@@ -259,7 +259,7 @@ impl ReaderBuilder {
     /// while it runs) and beside a plaintext buffer of one segment, a
     /// sealed and a plaintext segment per slot: as many slots as 512 KiB
     /// of segments and at least the read-ahead's segments and two more
-    /// (with 64 KiB segments and two threads, about 1.3 MiB).
+    /// (with 64 KiB segments and two threads, about 1.4 MiB).
     ///
     /// ```
     /// # use cipherio::{Algorithm, CipherReader, CipherWriter, Key};

@@ -45,9 +45,9 @@ pub(super) struct Awake {
     /// When one of them last looked, in nanoseconds since `base`.
     looked: AtomicU64,
     /// When the lingering ends, in nanoseconds since `base`: moved out
-    /// when work is handed over (for the rest of the run), and in when a
-    /// run ends (for the next one), without ending the lingering in
-    /// between.
+    /// when work is handed over (for the rest of the run) or the pool is
+    /// woken for a run, and in when a run ends (for the next one), without
+    /// ending the lingering in between.
     until: AtomicU64,
     /// Lingering jobs that began to wait (tests: a thread lingering at a
     /// run's end goes on, not ended and posted anew).
@@ -141,8 +141,9 @@ pub(crate) struct Workers {
     /// Pool threads sleep this long once they have claimed a share or a
     /// unit (tests: a thread descheduled in the middle of its share).
     pub(crate) pool_delay: Fault<Duration>,
-    /// Bumped when work is handed to the pool, when a run ends, when runs
-    /// go to the caller alone and when the workers end: a pool thread kept
+    /// Bumped when work is handed to the pool, when a run ends with a pool
+    /// thread not lingering (its lingering is posted anew), when runs go
+    /// to the caller alone and when the workers end: a pool thread kept
     /// awake ([`linger`](Self::linger), [`wake`](Self::wake)) stops
     /// waiting then.
     pub(super) generation: Arc<AtomicUsize>,
@@ -301,9 +302,9 @@ impl Workers {
 
     /// Work was handed to `handed` pool threads: each stays awake, once
     /// it has done its part, for the rest of the run (at most [`WAKE`]);
-    /// the run's end moves the generation on, and its lingering takes
-    /// over. (Threads handed nothing are not kept awake for a run that
-    /// has no share for them.)
+    /// at the run's end its lingering goes on for [`LINGER`] more.
+    /// (Threads handed nothing are not kept awake for a run that has no
+    /// share for them.)
     pub(super) fn stay_awake(&self, handed: usize) {
         for _ in 0..handed.min(self.pool_threads) {
             self.post_linger(WAKE);
@@ -312,8 +313,9 @@ impl Workers {
 
     /// A run starts with no pool thread awake: the lingering threads are
     /// woken, to say so when they run; the run hands them shares from
-    /// then on. (A lingering job posted before and not yet run ends as it
-    /// starts: only the last one posted waits.)
+    /// then on. (A lingering job posted before a later bump of the
+    /// generation ends as it starts; any other waits only until the
+    /// lingering's shared end.)
     pub(super) fn wake(&self) {
         for _ in 0..self.pool_threads {
             self.post_linger(WAKE);
@@ -322,8 +324,9 @@ impl Workers {
 
     /// Posts one lingering job: the thread that runs it waits for work,
     /// saying it is awake, for `limit` from now (every lingering thread's
-    /// time is moved to that) or until work is handed to the pool; never
-    /// longer than [`WAKE`].
+    /// end is moved to that, and moved again by the next run's events: a
+    /// thread lingers at most [`WAKE`] past the last of them) or until
+    /// work is handed to the pool.
     fn post_linger(&self, limit: Duration) {
         let Some(pool) = &self.pool else {
             return;
@@ -340,10 +343,7 @@ impl Workers {
             if generation.load(Ordering::Acquire) == g {
                 awake.threads.fetch_add(1, Ordering::AcqRel);
                 awake.begun.add(1);
-                wait::awake_while(
-                    || awake.look() && generation.load(Ordering::Acquire) == g,
-                    WAKE,
-                );
+                wait::awake_while(|| awake.look() && generation.load(Ordering::Acquire) == g);
                 awake.threads.fetch_sub(1, Ordering::AcqRel);
             }
         });

@@ -692,8 +692,7 @@ impl Ring {
 
     /// Stops every claim. A pool thread still opening a unit finishes
     /// it on its own (not waited for: it may have lost its core); the
-    /// caller then only reads the slots' inputs, and the front's output
-    /// if it opened, which no pool thread touches any more.
+    /// caller then only reads the slots' inputs.
     pub(crate) fn halt(&mut self) {
         let s = &*self.shared;
         s.halted.store(true, Ordering::SeqCst);

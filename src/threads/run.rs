@@ -198,10 +198,10 @@ impl Workers {
             // first time the caller finds one awake after a share of its
             // own.
             // A pool thread handed a job stays awake once it has done its
-            // part, until the run's end posts the lingering that follows
-            // it: back asleep while the caller finishes its last share, it
-            // would be woken by that lingering only after the next run
-            // has looked for it, and that run would start without it.
+            // part, until the run's end, and lingers on after it: back
+            // asleep while the caller finishes its last share, it would be
+            // woken only after the next run has looked for it, and that
+            // run would start without it.
             let hand_over = || {
                 let handed = awake.hand_over(generation, helpers, claims_ref.left(), || {
                     scope.spawn(move |_| {

@@ -349,7 +349,7 @@ fn a_pool_thread_that_ran_out_of_shares_is_awake_for_the_next_run() {
 /// seen awake, and a run that starts then (at once, back to back) hands
 /// it nothing until the caller has done a share alone. Of fifty
 /// back-to-back runs whose pool thread is done before the caller (whose
-/// share is slow), at most five start with it asleep, and each run begins
+/// share is slow), at most ten start with it asleep, and each run begins
 /// one lingering job (the one that keeps it awake after its share), not
 /// two. Ended and posted anew at each run's end, 2–35 runs of 50 started
 /// cold and about a hundred lingering jobs began, in every try. The
@@ -369,7 +369,7 @@ fn a_pool_thread_lingering_at_a_run_end_goes_on_lingering() {
     for _ in 0..20 {
         let (cold, begun) = try_once();
         tries.push((cold, begun));
-        if cold <= runs / 10 && begun <= runs + runs / 5 {
+        if cold <= runs / 5 && begun <= runs + runs / 5 {
             return;
         }
         std::thread::sleep(Duration::from_millis(20));

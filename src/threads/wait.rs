@@ -60,13 +60,13 @@ pub(super) fn spin_while(busy: impl Fn() -> bool, waits: &Waits) {
     waits.sleeps.add(1);
 }
 
-/// Stays awake while `wanted` holds, for at most `limit`: 256 spin-loop
-/// hints, then yielding the core (a lingering pool thread, waiting for
-/// the next run without holding a core another thread needs).
-pub(super) fn awake_while(wanted: impl Fn() -> bool, limit: Duration) {
-    let since = Instant::now();
+/// Stays awake while `wanted` holds (it bounds the wait: a lingering pool
+/// thread's says until when): 256 spin-loop hints, then yielding the core
+/// (a lingering pool thread, waiting for the next run without holding a
+/// core another thread needs).
+pub(super) fn awake_while(wanted: impl Fn() -> bool) {
     let mut spins = 0u32;
-    while wanted() && since.elapsed() < limit {
+    while wanted() {
         if spins < 256 {
             spins += 1;
             std::hint::spin_loop();
