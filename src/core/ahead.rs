@@ -213,6 +213,17 @@ impl ReadAhead {
         self.behind.buf = Window::public();
     }
 
+    /// Makes room after what is held for `n` more bytes, which
+    /// [`put_back`](Self::put_back) then takes without growing again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Allocation`] when the read-ahead cannot grow to hold them.
+    pub(crate) fn reserve_back(&mut self, n: usize) -> Result<(), Error> {
+        self.buf.compact();
+        self.buf.grow(self.buf.available() + n)
+    }
+
     /// Takes back, after what is held, bytes read earlier and held
     /// elsewhere meanwhile (a ring's unread units, in stream order); with
     /// `ended`, the inner reader is at its end after them.

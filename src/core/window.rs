@@ -196,10 +196,7 @@ impl Window {
     /// empty, wiping the old one first (a reallocation would leave an
     /// unwiped copy of a secret behind).
     pub(crate) fn renew(&mut self, len: usize) -> Result<(), Error> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(len)
-            .map_err(|_| Error::Allocation(len))?;
-        v.resize(len, 0);
+        let v = zeroed(len)?;
         if self.secret {
             wipe(&mut self.buf);
         }
@@ -217,11 +214,21 @@ impl Drop for Window {
     }
 }
 
+/// `len` zero bytes in an allocation of their own, or
+/// [`Error::Allocation`] instead of an abort when it cannot be had.
+pub(crate) fn zeroed(len: usize) -> Result<Vec<u8>, Error> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| Error::Allocation(len))?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
 /// Wipes the whole allocation of `buf` with one fill of each part
 /// (`[u8]`'s bulk `Zeroize`): zeroize's own `Vec` impl writes the
 /// elements one volatile byte at a time, which cost short streams a few
 /// percent of their time in the drop.
-fn wipe(buf: &mut Vec<u8>) {
+pub(crate) fn wipe(buf: &mut Vec<u8>) {
     buf.spare_capacity_mut().zeroize();
     buf.as_mut_slice().zeroize();
 }

@@ -106,9 +106,7 @@ impl Line<'_> {
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
         let k = self.slots.len();
-        let mut guard = self.slots[u % k]
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut guard = super::lock(&self.slots[u % k]);
         let slot = &mut *guard;
         let r = catch_unwind(AssertUnwindSafe(|| {
             assert!(!inject, "injected worker panic");
@@ -135,10 +133,7 @@ impl Line<'_> {
 
     /// Wakes the pool threads waiting for a slot or for the end.
     fn wake_workers(&self) {
-        let workers = self
-            .workers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let workers = super::lock(&self.workers);
         workers.iter().for_each(Thread::unpark);
     }
 
@@ -150,10 +145,7 @@ impl Line<'_> {
     where
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
-        self.workers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(std::thread::current());
+        super::lock(&self.workers).push(std::thread::current());
         let (mut waited, mut took) = (Wait::new(&self.waits), false);
         loop {
             match self.claim() {
@@ -259,9 +251,7 @@ impl Line<'_> {
         pace: &mut Pace,
     ) -> Handed {
         let k = self.slots.len();
-        let slot = self.slots[d % k]
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = super::lock(&self.slots[d % k]);
         if let Err(e) = &slot.result {
             return Handed::Failed(e.clone());
         }

@@ -77,6 +77,14 @@ mod stream_tests;
 mod tests;
 mod wait;
 
+/// Locks `m` whether or not a thread panicked holding it: every job's
+/// panic is caught where it happens and reported as
+/// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked), so what a
+/// panicking holder left is never taken for a result.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub(crate) use pipeline::{Piped, gather};
 pub(crate) use pool::Workers;
 pub(crate) use ring::{Front, Open, Ring, RingCounts};

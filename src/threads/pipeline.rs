@@ -189,9 +189,7 @@ impl Line<'_> {
         }
         for u in d..started {
             debug_assert_eq!(self.ready[u % k].load(Ordering::Acquire), u + 1);
-            let slot = self.slots[u % k]
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let slot = super::lock(&self.slots[u % k]);
             if let Err(e) = &slot.result {
                 // Sealed after the stop, then failed: the run ends with
                 // what was delivered (the stream fails).

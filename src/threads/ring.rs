@@ -32,14 +32,16 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use zeroize::Zeroize;
 
+use super::lock;
 use super::pool::Workers;
 use crate::Error;
+use crate::core::window::{wipe, zeroed};
 use crate::probe::Tally;
 
 /// Opens unit `seq` (counted from the ring's first unit) from its input
@@ -85,15 +87,14 @@ struct Output {
     /// Plaintext: overwritten by the slot's next unit (as the reader's
     /// plaintext buffer is by its next segment), wiped on drop.
     bytes: Vec<u8>,
-    /// Bytes of the unit that opened here.
+    /// Bytes of the unit that opened here (0 for one that failed: the
+    /// slot's state says which).
     len: usize,
-    /// How the unit's job went.
-    result: Result<(), Error>,
 }
 
 impl Drop for Output {
     fn drop(&mut self) {
-        self.bytes.zeroize();
+        wipe(&mut self.bytes);
     }
 }
 
@@ -166,10 +167,6 @@ pub(crate) struct RingCounts {
     pub(crate) delay: Option<Duration>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     m.read().unwrap_or_else(PoisonError::into_inner)
 }
@@ -232,24 +229,14 @@ impl Shared {
         let mut guard = lock(&slot.output);
         let out = &mut *guard;
         let r = open_into(&*self.open, seq, &input, &mut out.bytes);
-        let state = match r {
-            Ok(len) => {
-                out.len = len;
-                out.result = Ok(());
-                OPENED
-            }
-            Err(e) => {
-                out.len = 0;
-                out.result = Err(e);
-                FAILED
-            }
-        };
+        out.len = *r.as_ref().unwrap_or(&0);
+        let state = if r.is_ok() { OPENED } else { FAILED };
         let stands = self.state[i]
             .compare_exchange(PENDING, state, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok();
         // A panic counts only in a unit whose outcome stands (one the
         // caller took over is opened again, by the caller).
-        if stands && out.result == Err(Error::WorkerPanicked) {
+        if stands && r == Err(Error::WorkerPanicked) {
             self.panicked.store(true, Ordering::SeqCst);
         }
         if stands {
@@ -380,8 +367,6 @@ pub(crate) struct Ring {
     /// Whether the first read into `fill`'s slot was made (before, the
     /// slot may still hold an earlier unit's bytes).
     begun: bool,
-    /// Each unit's input length: every unit's but maybe the last.
-    unit: usize,
     /// The front unit, taken over from a pool thread that did not finish
     /// it in time: opened into `spare`, with this outcome.
     taken: Option<Result<usize, Error>>,
@@ -427,7 +412,6 @@ impl Ring {
                 output: Mutex::new(Output {
                     bytes: zeroed(output)?,
                     len: 0,
-                    result: Ok(()),
                 }),
                 holds: AtomicU64::new(0),
                 opening: AtomicBool::new(false),
@@ -457,7 +441,6 @@ impl Ring {
             front: 0,
             fill: 0,
             begun: false,
-            unit: input,
             taken: None,
             spare: zeroed(output)?,
             own: Duration::ZERO,
@@ -523,13 +506,12 @@ impl Ring {
     }
 
     /// Reads into the slot of the unit being read: `read` is given the
-    /// rest of its input (`want` bytes in all: the unit's length) and
-    /// returns what it brought (`None`: nothing). A unit read whole moves
-    /// the reading on to the next slot. Returns what `read` returned;
-    /// `None` without a free slot too.
+    /// rest of its input (a whole unit's input in all: every unit of a
+    /// ring is whole) and returns what it brought (`None`: nothing). A
+    /// unit read whole moves the reading on to the next slot. Returns what
+    /// `read` returned; `None` without a free slot too.
     pub(crate) fn read_into(
         &mut self,
-        want: usize,
         read: impl FnOnce(&mut [u8]) -> Option<usize>,
     ) -> Option<usize> {
         if !self.has_room() {
@@ -548,8 +530,7 @@ impl Ring {
             self.shared.state[i].store(PENDING, Ordering::SeqCst);
             self.begun = true;
         }
-        let want = want.min(input.bytes.len());
-        let from = input.filled;
+        let (want, from) = (input.bytes.len(), input.filled);
         // Never more than the room offered, whatever `read` says.
         let n = read(&mut input.bytes[from..want])?.min(want - from);
         input.filled += n;
@@ -661,7 +642,6 @@ impl Ring {
             debug_assert!(self.spare.len() >= output);
         } else {
             let mut out = lock(&self.slot(self.front).output);
-            debug_assert!(out.result.is_ok());
             let len = std::mem::take(&mut out.len);
             take(&mut out.bytes, len);
             debug_assert!(out.bytes.len() >= output);
@@ -739,30 +719,16 @@ impl Ring {
     pub(crate) fn output(&self) -> usize {
         self.output
     }
-
-    /// The input length of a whole unit.
-    pub(crate) fn unit(&self) -> usize {
-        self.unit
-    }
 }
 
 impl Drop for Ring {
     fn drop(&mut self) {
-        self.spare.zeroize();
+        wipe(&mut self.spare);
         self.shared.halted.store(true, Ordering::SeqCst);
         if let Some(t) = lock(&self.shared.idle).take() {
             t.unpark();
         }
     }
-}
-
-/// `len` zero bytes, or [`Error::Allocation`].
-fn zeroed(len: usize) -> Result<Vec<u8>, Error> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| Error::Allocation(len))?;
-    v.resize(len, 0);
-    Ok(v)
 }
 
 impl Workers {

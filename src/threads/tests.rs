@@ -331,17 +331,28 @@ fn a_pool_thread_that_ran_out_of_shares_is_awake_for_the_next_run() {
             .cold_runs
             .get()
     };
-    let mut colds = Vec::new();
+    if let Err(colds) = tried(try_once, |&c| c <= runs / 3) {
+        panic!(
+            "runs (of {runs}) that found no pool thread awake at their hand-over, try by try: {colds:?}"
+        );
+    }
+}
+
+/// Tries `once` up to twenty times, with a pause between, until `good`
+/// holds: `Err` of every try's outcome if it never did (beside other
+/// tests that take the cores, a pool thread can be kept from running
+/// through a whole try).
+fn tried<T>(once: impl Fn() -> T, good: impl Fn(&T) -> bool) -> Result<(), Vec<T>> {
+    let mut tries = Vec::new();
     for _ in 0..20 {
-        colds.push(try_once());
-        if colds.last().is_some_and(|&c| c <= runs / 3) {
-            return;
+        let t = once();
+        if good(&t) {
+            return Ok(());
         }
+        tries.push(t);
         std::thread::sleep(Duration::from_millis(20));
     }
-    panic!(
-        "runs (of {runs}) that found no pool thread awake at their hand-over, try by try: {colds:?}"
-    );
+    Err(tries)
 }
 
 /// A pool thread lingering when a run ends goes on lingering for the
@@ -365,18 +376,13 @@ fn a_pool_thread_lingering_at_a_run_end_goes_on_lingering() {
         let w = back_to_back_runs(runs, || busy_for(Duration::from_micros(200)));
         (w.cold_runs.get(), w.awake.begun.get())
     };
-    let mut tries = Vec::new();
-    for _ in 0..20 {
-        let (cold, begun) = try_once();
-        tries.push((cold, begun));
-        if cold <= runs / 5 && begun <= runs + runs / 5 {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if let Err(tries) = tried(try_once, |&(cold, begun)| {
+        cold <= runs / 5 && begun <= runs + runs / 5
+    }) {
+        panic!(
+            "back-to-back runs (of {runs}) found cold, and lingering jobs begun, try by try: {tries:?}"
+        );
     }
-    panic!(
-        "back-to-back runs (of {runs}) found cold, and lingering jobs begun, try by try: {tries:?}"
-    );
 }
 
 #[test]

@@ -156,7 +156,7 @@ impl Opener {
         let data = self.ahead.data();
         let mut at = 0;
         while at < data.len() {
-            let read = ring.read_into(unit, |room| {
+            let read = ring.read_into(|room| {
                 let n = room.len().min(data.len() - at);
                 room[..n].copy_from_slice(&data[at..at + n]);
                 Some(n)
@@ -256,7 +256,10 @@ impl Opener {
         }
         self.next = r.base + r.ring.front();
         let ahead = &mut self.ahead;
-        let drained = r.ring.drain(|input| ahead.put_back(input, false));
+        // Room for all of it at once, not grown slot by slot.
+        let drained = ahead
+            .reserve_back(r.ring.read_ahead())
+            .and_then(|()| r.ring.drain(|input| ahead.put_back(input, false)));
         if let Err(e) = drained.and_then(|()| ahead.put_back(&[], r.ended)) {
             return Err(self.fail(e));
         }
@@ -315,8 +318,7 @@ fn read_into_ring(
         r.stopped = true;
         return;
     };
-    let unit = r.ring.unit();
-    match r.ring.read_into(unit, |room| side.read_beside(room)) {
+    match r.ring.read_into(|room| side.read_beside(room)) {
         Some(0) => {
             r.stopped = true;
             r.ended = true;
