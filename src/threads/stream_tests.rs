@@ -705,6 +705,91 @@ fn a_segment_that_fails_in_a_ring_ends_the_stream_as_on_one_thread() {
     assert_eq!(Error::from_io(&e), Some(&Error::Authentication), "sticky");
 }
 
+/// A prefetching reader on two threads hands reads smaller than a segment
+/// and `BufRead` fills out of a ring; a call of another kind in the middle
+/// of a segment (a read of several segments, a seek back, a length query),
+/// after small reads or after a fill taken in part, takes over where they
+/// stopped, and the plaintext comes out whole and in order. Each call
+/// comes while the ring runs (one started, none unwound for another
+/// reason). The std front only: the async front does not prefetch, and
+/// has no ring.
+#[test]
+fn calls_that_leave_a_ring_in_the_middle_of_a_segment_keep_the_plaintext() {
+    use std::io::{BufRead, Read, Seek, SeekFrom};
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 16 * 1024;
+    let pt = data(seg * 60 + 123);
+    let ct = sealed(&key, seg, &pt);
+    for &rp in Provider::ALL {
+        let calls = [
+            "fill_buf",
+            "large read",
+            "large read at a segment's end",
+            "seek back",
+            "length",
+            "none",
+        ];
+        let after_fill = [false, true];
+        for (call, after_fill) in calls.into_iter().flat_map(|c| after_fill.map(|f| (c, f))) {
+            let ctx = format!("{rp:?} {call}, after a fill taken in part: {after_fill}");
+            let mut r = CipherReader::builder(&key)
+                .provider(rp)
+                .threads(2)
+                .prefetch(true)
+                .build(std::io::Cursor::new(&ct[..]));
+            let mut got = Vec::new();
+            let mut buf = [0u8; 1000];
+            let mut small = |r: &mut CipherReader<_>, got: &mut Vec<u8>, upto: usize| {
+                while got.len() < upto {
+                    let want = buf.len().min(upto - got.len());
+                    let n = r.read(&mut buf[..want]).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+            };
+            let at_end = call.ends_with("end");
+            small(&mut r, &mut got, 20 * seg + if at_end { 0 } else { 500 });
+            assert_eq!(r.engine.counts.rings.get(), 1, "{ctx}: a ring runs");
+            if after_fill {
+                // Part of what a fill shows: the rest of the segment stays
+                // buffered for the call below.
+                let b = r.fill_buf().unwrap();
+                let n = b.len().min(300);
+                assert!(n > 0, "{ctx}");
+                got.extend_from_slice(&b[..n]);
+                r.consume(n);
+            }
+            match call {
+                "fill_buf" => {
+                    let b = r.fill_buf().unwrap().to_vec();
+                    assert!(!b.is_empty(), "{ctx}");
+                    got.extend_from_slice(&b);
+                    r.consume(b.len());
+                }
+                "large read" | "large read at a segment's end" => {
+                    let mut big = vec![0u8; 3 * seg];
+                    r.read_exact(&mut big).unwrap();
+                    got.extend_from_slice(&big);
+                }
+                "seek back" => {
+                    let pos = r.stream_position().unwrap();
+                    assert_eq!(pos, got.len() as u64, "{ctx}");
+                    r.seek(SeekFrom::Start(pos - 700)).unwrap();
+                    got.truncate(got.len() - 700);
+                }
+                "length" => {
+                    assert_eq!(r.plaintext_len().unwrap(), pt.len() as u64, "{ctx}");
+                }
+                _ => {}
+            }
+            small(&mut r, &mut got, usize::MAX);
+            assert!(got == pt, "{ctx}: {} bytes of {}", got.len(), pt.len());
+        }
+    }
+}
+
 /// A reader of `ct` on two threads with prefetch: its reads smaller than
 /// a segment go through a ring.
 fn ring_reader<'a>(key: &Key, ct: &'a [u8]) -> CipherReader<&'a [u8]> {
