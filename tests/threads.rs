@@ -267,8 +267,12 @@ fn damaged_native_streams_fail_as_on_one_thread() {
 /// A stream longer than a prefetching reader's read-ahead, read in calls
 /// smaller than a segment or through `BufRead`, goes through a ring
 /// (segments opened ahead on the pool): every damaged copy ends there as
-/// on one thread, a failed segment in the middle of the ring included. The std front only: the
-/// async front does not prefetch, and has no ring.
+/// on one thread, a failed segment in the middle of the ring included.
+/// (This test cannot see the ring; that one runs for such a stream, 16
+/// KiB segments read 1000 bytes at a time or through `fill_buf`, the unit
+/// tests assert, and that a failed segment inside one ends the stream as
+/// here.) The std front only: the async front does not prefetch, and has
+/// no ring.
 #[test]
 fn damaged_streams_read_through_a_ring_fail_as_on_one_thread() {
     let key = Key::generate(Algorithm::ChaCha20Poly1305);
