@@ -207,6 +207,7 @@ fn forged_headers_cost_about_twice_what_arrived_on_every_thread_count(p: Provide
                 let b = CipherReader::builder(&key)
                     .provider(p)
                     .threads(threads)
+                    .threads_after(0)
                     .prefetch(prefetch);
                 let err = if silence {
                     let mut r = b.build(ThenSilence(&input));
@@ -267,6 +268,7 @@ fn forged_runs_grow_nothing_beside_them(p: Provider) {
             let mut r = CipherReader::builder(&key)
                 .provider(p)
                 .threads(threads)
+                .threads_after(0)
                 .prefetch(prefetch)
                 .build(ThenSilence(&input));
             let e = r.read(&mut [0u8; 4096]).unwrap_err();
@@ -709,6 +711,7 @@ fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, th
         .capacity(seg)
         .provider(p)
         .threads(threads)
+        .threads_after(0)
         .build(io::sink());
     let (mut most, mut rest) = (0, &data[..]);
     let mut batches = 0;
@@ -745,6 +748,7 @@ fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, th
         let mut r = CipherReader::builder(&key)
             .provider(p)
             .threads(threads)
+            .threads_after(0)
             .prefetch(prefetch)
             .build(&stream[..]);
         let mut buf = vec![0u8; read];
@@ -810,6 +814,7 @@ fn one_long_threaded_write_holds_about_2n_plus_1_segments(p: Provider, threads: 
             .capacity(cap)
             .provider(p)
             .threads(threads)
+            .threads_after(0)
             .build(Sampling {
                 region: &region,
                 most: 0,

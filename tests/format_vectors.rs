@@ -1389,7 +1389,7 @@ fn read_case(
         Front::Slice => drive(b.build(ct), 64 << 10),
         Front::Trickle => drive(b.capacity(16).build(Trickle::new(ct, 1)), 7),
         Front::BufRead => drive(b.build_from_buf_read(BufReader::with_capacity(100, ct)), 50),
-        Front::Threads => drive(b.threads(2).build(ct), 64 << 10),
+        Front::Threads => drive(b.threads(2).threads_after(0).build(ct), 64 << 10),
     }
 }
 

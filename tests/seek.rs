@@ -524,7 +524,7 @@ fn case(
         layout: s.layout,
         pos: 0,
     };
-    let b = s.key.reader(rp, cap).threads(threads);
+    let b = s.key.reader(rp, cap).threads(threads).threads_after(0);
     match source {
         Source::CursorBuild | Source::CursorBufRead => {
             let mut c = Cursor::new(bytes);

@@ -78,6 +78,7 @@ fn open(key: &Key, case: &Case<'_>, how: &How) -> Box<dyn ModelFront> {
         .provider(how.provider)
         .capacity(how.capacity)
         .threads(how.threads)
+        .threads_after(0)
         .prefetch(how.prefetch);
     match how.front {
         Front::Std => std_front(case, builder, how.inner),

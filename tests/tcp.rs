@@ -63,6 +63,7 @@ fn flushed_segments_reach_a_waiting_peer_on(
             let mut w = CipherWriter::builder(&key)
                 .capacity(SEG)
                 .threads(threads)
+                .threads_after(0)
                 .build(client);
             w.write_all(&plain[..=K * SEG])?;
             w.flush()?;
@@ -97,6 +98,7 @@ fn flushed_segments_reach_a_waiting_peer_on(
         let mut r = CipherReader::builder(&key)
             .capacity(rcap)
             .threads(threads)
+            .threads_after(0)
             .build(inner);
         let mut out = Vec::new();
         let mut sizes = Vec::new();

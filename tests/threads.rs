@@ -12,6 +12,9 @@
 //! * misbehaving inner I/O (`WouldBlock`, `Interrupted` at every call
 //!   position, 1-byte calls): nothing lost, nothing sealed twice;
 //! * `threads(0)` is refused;
+//! * threads that start in the middle of a stream (as they do once it
+//!   has delivered its first MiB or two) keep all of the above; every
+//!   other test here starts them with the first byte;
 //! * with `prefetch(true)` (the next run read while one opens) every one
 //!   of the above holds for the readers too, and an inner error met in a
 //!   read beside a run comes, once, with the next call that needs input.
@@ -91,7 +94,8 @@ fn round_trips_on_threads() {
                             let w = CipherWriter::builder(&key)
                                 .capacity(seg)
                                 .provider(wp)
-                                .threads(wt);
+                                .threads(wt)
+                                .threads_after(0);
                             let ct = encrypt(front, w, &pt, mode);
                             assert_eq!(ct.len(), l.stream_len(len), "{ctx}");
                             for read in read_modes(seg, len) {
@@ -99,6 +103,7 @@ fn round_trips_on_threads() {
                                     let r = CipherReader::builder(&key)
                                         .provider(rp)
                                         .threads(rt)
+                                        .threads_after(0)
                                         .prefetch(prefetch);
                                     let ctx = format!("{ctx} prefetch {prefetch}");
                                     decrypt_ok(&ctx, front, r, &ct, &pt, &read);
@@ -154,12 +159,14 @@ fn same_outcome(ctx: &str, many: &(Vec<u8>, Option<Error>), one: &(Vec<u8>, Opti
 /// Every damaged copy of `ct` made by `damage` reads, with every thread
 /// count, front, provider, configuration and pattern, exactly as the
 /// one-thread reader reads it: the same bytes released, the same error.
+/// The threads start once `after` bytes were delivered.
 fn damaged_as_on_one_thread<K: StreamKey>(
     ctx: &str,
     key: &K,
     l: &Layout,
     ct: &[u8],
     damaged: &[(String, Vec<u8>)],
+    after: u64,
 ) {
     let mut configs: Vec<_> = [TAMPER_CONFIGS[0], TAMPER_CONFIGS[2], TAMPER_CONFIGS[3]]
         .iter()
@@ -181,6 +188,7 @@ fn damaged_as_on_one_thread<K: StreamKey>(
                                 .provider(rp)
                                 .capacity(cap)
                                 .threads(t)
+                                .threads_after(after)
                                 .prefetch(prefetch)
                         };
                         let one =
@@ -260,7 +268,82 @@ fn damaged_native_streams_fail_as_on_one_thread() {
             &WriteMode::AllAtOnce,
         );
         let damaged = damaged_copies(&l, &ct, every);
-        damaged_as_on_one_thread(&format!("seg {seg}"), &key, &l, &ct, &damaged);
+        damaged_as_on_one_thread(&format!("seg {seg}"), &key, &l, &ct, &damaged, 0);
+    }
+}
+
+/// Threads that start in the middle of a stream (as they do once a
+/// stream has delivered its first MiB or two: the bytes are set low here)
+/// keep every behaviour: writers and readers that start them inside a
+/// segment, on its boundary or a batch in round-trip on every front and
+/// provider, in every chunking and read pattern, and a damaged stream
+/// read so ends as on one thread.
+#[test]
+fn threads_that_start_in_the_middle_of_a_stream_keep_every_behaviour() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    for seg in [17, 4 * KIB] {
+        let l = Layout::native(seg);
+        let b = batch(2, seg);
+        let len = l.plain_before(2 * b + 3) + seg / 2;
+        let pt = data(len, 3);
+        let afters = [1, seg - 1, seg + 1, b * seg + 3].map(|a| a as u64);
+        for after in afters {
+            for &p in Provider::ALL {
+                for &front in Front::ALL {
+                    for mode in [WriteMode::AllAtOnce, WriteMode::Fixed(1000)] {
+                        let ctx = format!("seg {seg} after {after} {p:?} {mode:?}");
+                        let w = CipherWriter::builder(&key)
+                            .capacity(seg)
+                            .provider(p)
+                            .threads(2)
+                            .threads_after(after);
+                        let ct = encrypt(front, w, &pt, &mode);
+                        assert_eq!(ct.len(), l.stream_len(len), "{ctx}");
+                        for read in read_modes(seg, len) {
+                            for prefetch in [false, true] {
+                                let r = CipherReader::builder(&key)
+                                    .provider(p)
+                                    .threads(3)
+                                    .threads_after(after)
+                                    .prefetch(prefetch);
+                                let ctx = format!("{ctx} prefetch {prefetch}");
+                                decrypt_ok(&ctx, front, r, &ct, &pt, &read);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if seg == 17 {
+            // Damaged streams of 4 KiB segments are enough to cross the
+            // start of the threads.
+            continue;
+        }
+        let ct = encrypt(
+            Front::Std,
+            CipherWriter::builder(&key).capacity(seg),
+            &pt,
+            &WriteMode::AllAtOnce,
+        );
+        // Segments damaged around where the threads start, and the last.
+        let (header, segs) = l.split(&ct);
+        let mut damaged = Vec::new();
+        for i in [b - 1, b, b + 1] {
+            let r = l.seg_range(ct.len(), i);
+            let mut d = ct.clone();
+            d[r.start + (r.end - r.start) / 2] ^= 0x40;
+            damaged.push((format!("flip in {i}"), d));
+            damaged.push((
+                format!("cut at {}", r.start + 1),
+                ct[..r.start + 1].to_vec(),
+            ));
+            let mut s = segs.clone();
+            s.swap(i, i + 1);
+            damaged.push((format!("swap {i}"), common::join(&header, &s)));
+        }
+        damaged.push(("cut before the last".into(), ct[..ct.len() - 1].to_vec()));
+        let ctx = format!("seg {seg}, threads from byte {}", b * seg + 3);
+        damaged_as_on_one_thread(&ctx, &key, &l, &ct, &damaged, (b * seg + 3) as u64);
     }
 }
 
@@ -304,6 +387,7 @@ fn damaged_streams_read_through_a_ring_fail_as_on_one_thread() {
                     CipherReader::builder(&key)
                         .provider(rp)
                         .threads(t)
+                        .threads_after(0)
                         .prefetch(t > 1)
                 };
                 let chunk = (usize::MAX, None);
@@ -344,7 +428,7 @@ fn bytes_after_a_full_final_segment_fail_as_on_one_thread() {
                 })
                 .collect();
             let ctx = format!("seg {seg}, {segments} full segments");
-            damaged_as_on_one_thread(&ctx, &key, &l, &ct, &damaged);
+            damaged_as_on_one_thread(&ctx, &key, &l, &ct, &damaged, 0);
             for (what, stream) in &damaged {
                 for &front in Front::ALL {
                     for &rp in Provider::ALL {
@@ -361,6 +445,7 @@ fn bytes_after_a_full_final_segment_fail_as_on_one_thread() {
                                         .provider(rp)
                                         .capacity(cap)
                                         .threads(t)
+                                        .threads_after(0)
                                         .prefetch(prefetch);
                                     let (got, e) =
                                         outcome(front, b, stream, (usize::MAX, buffered), mode);
@@ -392,7 +477,7 @@ fn damaged_tink_streams_fail_as_on_one_thread() {
         &WriteMode::AllAtOnce,
     );
     let damaged = damaged_copies(&l, &ct, 5);
-    damaged_as_on_one_thread("tink", &key, &l, &ct, &damaged);
+    damaged_as_on_one_thread("tink", &key, &l, &ct, &damaged, 0);
 }
 
 /// A framed stream with records of many sizes (flushes at odd points):
@@ -449,7 +534,7 @@ fn damaged_framed_streams_fail_as_on_one_thread() {
         }
     }
     let l = Layout::native(seg);
-    damaged_as_on_one_thread("framed", &key, &l, &ct, &damaged);
+    damaged_as_on_one_thread("framed", &key, &l, &ct, &damaged, 0);
 }
 
 /// The writer over an inner writer that refuses (`WouldBlock`,
@@ -463,7 +548,12 @@ fn writers_on_threads_over_misbehaving_inner_writers() {
     let pt = data(3 * batch(3, seg) * seg + 100, 17);
     for &t in THREADS {
         for &front in Front::ALL {
-            let builder = || CipherWriter::builder(&key).capacity(seg).threads(t);
+            let builder = || {
+                CipherWriter::builder(&key)
+                    .capacity(seg)
+                    .threads(t)
+                    .threads_after(0)
+            };
             // The clean run's inner calls.
             let mut w = front.build_writer(builder(), ScriptWriter::new());
             assert!(write_retrying(&mut w, &pt, 10_000).is_empty());
@@ -502,7 +592,12 @@ fn threaded_writers_refused_mid_write_keep_exactly_what_they_took() {
     let pt = data(3 * batch(2, seg) * seg + 100, 23);
     for &t in &[2, 3] {
         for &front in Front::ALL {
-            let builder = || CipherWriter::builder(&key).capacity(seg).threads(t);
+            let builder = || {
+                CipherWriter::builder(&key)
+                    .capacity(seg)
+                    .threads(t)
+                    .threads_after(0)
+            };
             let mut clean = front.build_writer(builder(), ScriptWriter::new());
             assert!(write_retrying(&mut clean, &pt, usize::MAX).is_empty());
             let calls = clean.get_ref().calls;
@@ -574,7 +669,10 @@ fn a_panicking_inner_writer_does_not_hang_a_threaded_writer() {
             for at in [1, 2, 5] {
                 let mut inner = ScriptWriter::new();
                 inner.panic_at = Some(at);
-                let builder = CipherWriter::builder(&key).capacity(seg).threads(t);
+                let builder = CipherWriter::builder(&key)
+                    .capacity(seg)
+                    .threads(t)
+                    .threads_after(0);
                 let mut w = front.build_writer(builder, inner);
                 let ctx = format!("threads {t} {front:?} panic at call {at}");
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -623,7 +721,10 @@ fn readers_on_threads_over_misbehaving_inner_readers() {
                         kind,
                         (kind == ErrorKind::WouldBlock, !prefetch),
                         |inner| {
-                            let b = CipherReader::builder(&key).threads(t).prefetch(prefetch);
+                            let b = CipherReader::builder(&key)
+                                .threads(t)
+                                .threads_after(0)
+                                .prefetch(prefetch);
                             front.build_reader(b, inner)
                         },
                     );
@@ -665,7 +766,10 @@ fn dropping_a_threaded_writer_does_not_finish_it() {
     let pt = data(3 * batch(2, seg) * seg + 10, 23);
     for &front in Front::ALL {
         let mut w = front.build_writer(
-            CipherWriter::builder(&key).capacity(seg).threads(2),
+            CipherWriter::builder(&key)
+                .capacity(seg)
+                .threads(2)
+                .threads_after(0),
             ScriptWriter::new(),
         );
         w.write_all(&pt).unwrap();
@@ -676,7 +780,10 @@ fn dropping_a_threaded_writer_does_not_finish_it() {
             out.len() > 2 * batch(2, seg) * seg,
             "{front:?}: batches went out"
         );
-        let mut r = front.build_reader(CipherReader::builder(&key).threads(2), &out[..]);
+        let mut r = front.build_reader(
+            CipherReader::builder(&key).threads(2).threads_after(0),
+            &out[..],
+        );
         let (got, end) = read_in(&mut r, &ReadMode::ToEnd);
         assert!(got == pt[..got.len()], "{front:?}");
         let e = end.unwrap_err();
@@ -705,6 +812,7 @@ fn threaded_streams_on_a_tokio_runtime() {
                 let mut w = CipherWriter::builder(&key)
                     .capacity(64 * KIB)
                     .threads(2)
+                    .threads_after(0)
                     .build_async(a);
                 for chunk in pt.chunks(100_000) {
                     w.write_all(chunk).await?;
@@ -712,7 +820,10 @@ fn threaded_streams_on_a_tokio_runtime() {
                 w.shutdown().await
             })
         };
-        let mut r = CipherReader::builder(&key).threads(3).build_async(b);
+        let mut r = CipherReader::builder(&key)
+            .threads(3)
+            .threads_after(0)
+            .build_async(b);
         let mut back = Vec::new();
         r.read_to_end(&mut back).await.unwrap();
         writer.await.unwrap().unwrap();
@@ -774,6 +885,7 @@ fn an_inner_error_beside_a_run_surfaces_once_across_length_queries_and_seeks() {
             };
             let mut r = CipherReader::builder(&key)
                 .threads(2)
+                .threads_after(0)
                 .prefetch(prefetch)
                 .build(inner);
             let (mut out, mut errors, mut buf) = (Vec::new(), 0, vec![0u8; 20 * KIB]);

@@ -336,6 +336,15 @@ impl ReadAhead {
         }
         self.proven = true;
         if let Some(sealed) = batch() {
+            self.size_for_run(sealed);
+        }
+    }
+
+    /// Threads came after the header was proven: the target may hold a
+    /// batch of `sealed` bytes plus `capacity` from now on. (Before the
+    /// proof, [`prove`](Self::prove) does this.)
+    pub(crate) fn size_for_run(&mut self, sealed: usize) {
+        if self.proven {
             self.target = self.capacity.saturating_add(sealed).max(self.target);
         }
     }

@@ -100,9 +100,12 @@ pub(crate) struct Opener {
     in_place: InPlace,
     max_segment: usize,
     provider: Provider,
-    /// Threads opening runs of segments (`threads(n)`, n > 1); the pool is
-    /// made with the header.
+    /// Threads opening runs of segments (`threads(n)`, n > 1); the workers
+    /// are made once `alone` bytes were delivered.
     threads: usize,
+    /// The plaintext bytes the caller delivers before the workers are
+    /// made (opening alone): a short stream does not pay for the pool.
+    alone: u64,
     /// With threads and prefetch, the ring small reads and `BufRead` go
     /// through (before `workers`: dropped first, it stops its pool jobs).
     ring: Option<Ringed>,
@@ -172,6 +175,7 @@ impl Opener {
             max_segment,
             provider,
             threads,
+            alone: crate::threads::READER_ALONE,
             ring: None,
             ring_restart: Restart::default(),
             workers: None,
@@ -185,6 +189,35 @@ impl Opener {
     pub(crate) fn with_prefetch(mut self, on: bool) -> Opener {
         self.prefetch = on;
         self
+    }
+
+    /// With threads, the plaintext bytes the caller delivers (opening
+    /// alone) before the workers are made (default
+    /// [`READER_ALONE`](crate::threads::READER_ALONE)).
+    pub(crate) fn with_threads_after(mut self, bytes: u64) -> Opener {
+        self.alone = bytes;
+        self
+    }
+
+    /// Makes the workers once the stream has delivered enough for them
+    /// to be likely to pay (the read-ahead and the plaintext buffer are
+    /// the one-thread path's until then, and grow to a run's only after).
+    pub(super) fn workers_due(&mut self) {
+        if self.threads > 1
+            && self.workers.is_none()
+            && matches!(self.stage, Stage::Body)
+            && self.position.handed_out() >= self.alone
+        {
+            let workers = Workers::new(self.threads);
+            if let Some(sealed) = self
+                .stream
+                .as_ref()
+                .and_then(|s| units::run_sealed(&workers, s))
+            {
+                self.ahead.size_for_run(sealed);
+            }
+            self.workers = Some(workers);
+        }
     }
 
     /// The configured read-ahead.
@@ -225,6 +258,12 @@ impl Opener {
         let n = n.min(self.plain.available());
         self.plain.consume(n);
         self.position.delivered(n);
+    }
+
+    /// Whether the workers are made (tests: a short stream starts none).
+    #[cfg(test)]
+    pub(crate) fn threaded(&self) -> bool {
+        self.workers.is_some()
     }
 
     /// Pool threads sleep `delay` once they have claimed a unit of a ring
@@ -517,9 +556,6 @@ impl Opener {
             Err(e) => return Err(self.fail(e)),
         };
         self.ahead.consume(header_len);
-        if self.threads > 1 {
-            self.workers = Some(Workers::new(self.threads));
-        }
         // Not authenticated until its first segment opens: room for one.
         self.ahead.size_for_unit(layout.max_sealed());
         self.stream = Some(Setup {
@@ -528,6 +564,7 @@ impl Opener {
         });
         self.next = 0;
         self.stage = Stage::Body;
+        self.workers_due();
         Ok(true)
     }
 }

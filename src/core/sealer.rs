@@ -85,8 +85,11 @@ pub(crate) struct Sealer {
     /// never cleared, so sealing does not first fill it with zeros.
     out: Window,
     config: Config,
-    /// Threads sealing batches (`threads(n)`, n > 1); made with the header.
+    /// Threads sealing batches (`threads(n)`, n > 1); made once the
+    /// stream is `alone` bytes in.
     workers: Option<Workers>,
+    /// Plaintext bytes sealed so far, before the workers were made.
+    sealed: u64,
     /// What the tests count, and the failures they inject (zero-sized
     /// outside them).
     pub(crate) counts: Counts,
@@ -102,6 +105,9 @@ struct Config {
     framed: bool,
     /// Threads, the caller's included.
     threads: usize,
+    /// How far into the stream (plaintext bytes) the caller seals alone:
+    /// a short stream does not pay for the pool.
+    alone: u64,
 }
 
 impl Sealer {
@@ -132,10 +138,26 @@ impl Sealer {
                 provider,
                 framed,
                 threads,
+                alone: threads::WRITER_ALONE,
             },
             workers: None,
+            sealed: 0,
             counts: Counts::default(),
         }
+    }
+
+    /// With threads, how far into the stream (plaintext bytes) the caller
+    /// seals alone before the workers are made (default
+    /// [`WRITER_ALONE`](threads::WRITER_ALONE)).
+    pub(crate) fn with_threads_after(mut self, bytes: u64) -> Sealer {
+        self.config.alone = bytes;
+        self
+    }
+
+    /// Whether the workers are made (tests: a short stream starts none).
+    #[cfg(test)]
+    pub(crate) fn threaded(&self) -> bool {
+        self.workers.is_some()
     }
 
     /// Plaintext bytes per segment.
@@ -207,10 +229,8 @@ impl Sealer {
         );
         match begun {
             Ok((header, Stream { suite, layout })) => {
-                if self.config.threads > 1 {
-                    self.workers = Some(Workers::new(self.config.threads));
-                }
                 self.stage = Stage::Open(Open::new(suite, layout, header));
+                self.workers_due();
                 Ok(())
             }
             Err(e) => {
@@ -238,6 +258,26 @@ impl Sealer {
     pub(crate) fn write(&mut self, buf: &[u8]) -> Result<usize, Error> {
         self.start()?;
         debug_assert!(self.out.is_empty(), "output drained before sealing");
+        self.workers_due();
+        self.steps(buf)
+    }
+
+    /// Makes the workers once the stream is far enough in for them to pay,
+    /// at a segment's start (the buffer empty: it holds a batch only from
+    /// then on).
+    fn workers_due(&mut self) {
+        if self.config.threads > 1
+            && self.workers.is_none()
+            && matches!(self.stage, Stage::Open(_))
+            && self.plain.is_empty()
+            && self.sealed >= self.config.alone
+        {
+            self.workers = Some(Workers::new(self.config.threads));
+        }
+    }
+
+    /// [`write`](Self::write)'s steps, once it has started.
+    fn steps(&mut self, buf: &[u8]) -> Result<usize, Error> {
         let mut taken = 0;
         while taken < buf.len() {
             match self.step(&buf[taken..]) {
@@ -358,6 +398,7 @@ impl Sealer {
         let Stage::Open(open) = &mut self.stage else {
             unreachable!("sealing only an open stream")
         };
+        let len = plain.len() as u64;
         let r = match &mut self.workers {
             Some(workers) if plain.len() > open.layout().plain(open.next()) => {
                 open.seal_parallel(&mut self.out, plain, last, workers)
@@ -368,6 +409,7 @@ impl Sealer {
             self.stage = Stage::Failed(e.clone());
         }
         if let Ok(n) = r {
+            self.sealed = self.sealed.saturating_add(len);
             self.counts
                 .sealed
                 .add(usize::try_from(n).unwrap_or(usize::MAX));

@@ -93,6 +93,8 @@ pub(crate) struct Position {
     /// The caller's plaintext position (what `read`/`consume` delivered,
     /// or where a seek put it).
     pos: u64,
+    /// Plaintext bytes delivered in all, wherever seeks put them.
+    handed: u64,
     /// Where the inner reader is, from the stream's start (its bytes read,
     /// shown and consumed, or where a [`Step::Seek`] put it).
     inner_at: u64,
@@ -113,6 +115,7 @@ impl Position {
     pub(crate) const fn new() -> Position {
         Position {
             pos: 0,
+            handed: 0,
             inner_at: 0,
             move_inner: None,
             pending: None,
@@ -127,6 +130,12 @@ impl Position {
     #[inline]
     pub(crate) fn pos(&self) -> u64 {
         self.pos
+    }
+
+    /// Plaintext bytes delivered so far, wherever seeks put them.
+    #[inline]
+    pub(crate) fn handed_out(&self) -> u64 {
+        self.handed
     }
 
     /// The authenticated plaintext length, once a final segment opened.
@@ -145,6 +154,7 @@ impl Position {
     #[inline]
     pub(crate) fn delivered(&mut self, n: usize) {
         self.pos += n as u64;
+        self.handed = self.handed.saturating_add(n as u64);
     }
 
     /// The inner reader gave `n` bytes (read, or used in its buffer).

@@ -120,6 +120,7 @@ pub struct ReaderBuilder {
     pub(super) max_segment: usize,
     pub(super) provider: Provider,
     threads: usize,
+    threads_after: Option<u64>,
     prefetch: bool,
 }
 
@@ -174,15 +175,19 @@ impl ReaderBuilder {
     /// only for the segment it works on.
     ///
     /// The calling thread is one of the `n`; the other `n − 1` (at most
-    /// one per CPU besides the caller's) start with
-    /// the first run, wait between runs (awake for up to 100 µs after
+    /// one per CPU besides the caller's) start once the reader has
+    /// delivered its first 2 MiB (opened on the calling thread alone, as
+    /// with one thread), wait between runs (awake for up to 100 µs after
     /// each, as the writer's; handed shares only while seen running, as
-    /// the writer's) and are joined when the reader is
-    /// dropped (tens to hundreds of microseconds per stream, and the
-    /// read-ahead's larger buffers are new for each stream: threads pay
-    /// off for streams of a few MiB or more; a 1 MiB stream from memory
-    /// read at `threads(2)` was measured at 0.45–0.65× of one thread's
-    /// speed, one of 4 MiB at 0.7–1.6×). A panic on one of them fails the stream with
+    /// the writer's) and are joined when the reader is dropped. Starting
+    /// them, filling the larger buffers of runs (new pages for each
+    /// stream, unless the allocator keeps them) and joining them cost a
+    /// stream up to 1–2 ms here, which only several MiB read on them pay
+    /// back: a stream of 2 MiB or less starts no thread and reads at one
+    /// thread's speed (read on two threads from its first byte, a 256 KiB
+    /// stream from memory took 1.6 to 8 times as long), one of 4 MiB read
+    /// at `threads(2)` was measured at 0.66–1.18× of one thread's speed,
+    /// one of 8 MiB at 0.95–1.44×, one of 32 MiB at 1.3–1.75×. A panic on one of them fails the stream with
     /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked). Built with
     /// [`build_from_buf_read`](Self::build_from_buf_read), the runs open
     /// where the segments lie in the inner reader's buffer; from a file or
@@ -215,6 +220,16 @@ impl ReaderBuilder {
     /// call fail with [`Error::ZeroThreads`](crate::Error::ZeroThreads).
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;
+        self
+    }
+
+    /// How far into the stream (plaintext bytes) the calling thread
+    /// opens alone before [`threads`](Self::threads) start: not part of
+    /// the API (hidden, not covered by semver), for the tests and
+    /// benchmarks of this crate's threads on short streams.
+    #[doc(hidden)]
+    pub fn threads_after(mut self, bytes: u64) -> Self {
+        self.threads_after = Some(bytes);
         self
     }
 
@@ -343,7 +358,7 @@ impl ReaderBuilder {
     /// The engine a front drives: everything but the inner reader.
     /// `windowed`: the front shows its inner buffer.
     pub(crate) fn engine(self, windowed: bool) -> Opener {
-        Opener::new(
+        let engine = Opener::new(
             self.key,
             self.aad,
             self.capacity,
@@ -352,7 +367,11 @@ impl ReaderBuilder {
             windowed,
             self.threads,
         )
-        .with_prefetch(self.prefetch)
+        .with_prefetch(self.prefetch);
+        match self.threads_after {
+            Some(bytes) => engine.with_threads_after(bytes),
+            None => engine,
+        }
     }
 
     fn build_with<R: Read>(self, inner: R, inner_buf: Option<InnerBuf<R>>) -> CipherReader<R> {
@@ -392,6 +411,7 @@ impl CipherReader<io::Empty> {
             max_segment: DEFAULT_MAX_SEGMENT_SIZE,
             provider: Provider::default(),
             threads: 1,
+            threads_after: None,
             prefetch: false,
         }
     }

@@ -85,6 +85,7 @@ pub struct WriterBuilder {
     provider: Provider,
     framed: bool,
     threads: usize,
+    threads_after: Option<u64>,
 }
 
 impl WriterBuilder {
@@ -157,11 +158,17 @@ impl WriterBuilder {
     /// Threads pay off for segments of 64 KiB and more, writes of several
     /// segments at a time, and streams of a few MiB or more: starting and
     /// joining the threads costs each stream tens to hundreds of
-    /// microseconds (a 1 MiB stream written in 1 MiB writes at
-    /// `threads(2)` was measured at 0.8× of one thread's speed, one of
-    /// 4 MiB at 1.7×). The calling thread is one of the `n`; the other
+    /// microseconds, so a writer seals its first MiB on the calling
+    /// thread alone, as with one thread, and a stream of 1 MiB or less
+    /// starts no thread (sealed on two threads from its first byte, a
+    /// 256 KiB stream took 1.3 to 2.5 times as long as on one). Measured
+    /// at `threads(2)` against one thread: 1 MiB writes 1.0× for a 1 MiB
+    /// stream, 0.95–1.13× for 2 MiB, 1.04–1.39× for 4 MiB, 1.6–1.8× for
+    /// 32 MiB; 1 KiB writes 0.8–1.07× for 2 MiB, 0.8–1.24× for 4 MiB,
+    /// 1.0–1.45× for 32 MiB. The
+    /// calling thread is one of the `n`; the other
     /// `n − 1` (at most one per CPU besides the caller's: more could only
-    /// wait for a core) start with the first batch, wait between writes
+    /// wait for a core) start with the first batch after that, wait between writes
     /// (awake for up to 100 µs after each batch or write, so that the next
     /// batch does not wait for one to wake; asleep after that), and are
     /// joined when the writer is finished or dropped. A panic on one of
@@ -200,16 +207,30 @@ impl WriterBuilder {
         self
     }
 
+    /// How far into the stream (plaintext bytes) the calling thread
+    /// seals alone before [`threads`](Self::threads) start: not part of
+    /// the API (hidden, not covered by semver), for the tests and
+    /// benchmarks of this crate's threads on short streams.
+    #[doc(hidden)]
+    pub fn threads_after(mut self, bytes: u64) -> Self {
+        self.threads_after = Some(bytes);
+        self
+    }
+
     /// The engine a front drives: everything but the inner writer.
     pub(crate) fn engine(self) -> Sealer {
-        Sealer::new(
+        let engine = Sealer::new(
             self.key,
             self.aad,
             self.capacity,
             self.provider,
             self.framed,
             self.threads,
-        )
+        );
+        match self.threads_after {
+            Some(bytes) => engine.with_threads_after(bytes),
+            None => engine,
+        }
     }
 
     /// The writer over `inner`. Does no I/O.
@@ -247,6 +268,7 @@ impl CipherWriter<io::Sink> {
             provider: Provider::default(),
             framed: false,
             threads: 1,
+            threads_after: None,
         }
     }
 }

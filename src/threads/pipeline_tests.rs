@@ -25,6 +25,7 @@ fn a_tail_job_that_cannot_allocate_leaves_the_copy_to_the_caller() {
     let mut w = CipherWriter::builder(&key)
         .capacity(seg)
         .threads(2)
+        .threads_after(0)
         .build(Vec::new());
     w.engine.counts.fail_tail_alloc.arm(());
     for c in pt.chunks(8 * seg + 1000) {
@@ -59,7 +60,12 @@ fn large_writes_copy_only_the_segment_they_end_in() {
                 let chunk = 32 * seg + extra;
                 let writes = 8;
                 let pt = data(writes * chunk);
-                let b = || CipherWriter::builder(&key).capacity(seg).threads(threads);
+                let b = || {
+                    CipherWriter::builder(&key)
+                        .capacity(seg)
+                        .threads(threads)
+                        .threads_after(0)
+                };
                 let bound = writes * seg;
                 let ctx = format!("seg {seg} threads {threads} chunk {chunk}");
 
@@ -125,7 +131,12 @@ fn a_write_longer_than_a_run_is_sealed_in_several() {
         chunk: pt.len(),
         flush: false,
     };
-    let builder = |t: usize| CipherWriter::builder(&key).capacity(seg).threads(t);
+    let builder = |t: usize| {
+        CipherWriter::builder(&key)
+            .capacity(seg)
+            .threads(t)
+            .threads_after(0)
+    };
     let one = write_std(builder(1), &pt, whole, 1).0;
     let per_run = crate::core::pipe::MAX_PIPE_UNITS * crate::threads::batch_segments(1, seg) * seg;
     for t in [2, 3, 8] {
@@ -161,7 +172,12 @@ fn a_failure_partway_through_a_run_reports_the_shares_written_out() {
     let key = Key::generate(Algorithm::ChaCha20Poly1305);
     let seg = 64 * 1024;
     let pt = data(10 * seg + 5);
-    let builder = || CipherWriter::builder(&key).capacity(seg).threads(2);
+    let builder = || {
+        CipherWriter::builder(&key)
+            .capacity(seg)
+            .threads(2)
+            .threads_after(0)
+    };
     let check = |front: &str, first: usize, next: crate::Error, out: &[u8]| {
         assert_eq!(first, 4 * seg, "{front}: the shares before the failing one");
         assert_eq!(next, crate::Error::WorkerPanicked, "{front}: then sticky");
@@ -230,7 +246,12 @@ fn the_last_numbered_segment_is_filled_before_the_stream_refuses_more() {
         }
     };
     for t in [1, 2, 3] {
-        let builder = || CipherWriter::builder(&key).capacity(seg).threads(t);
+        let builder = || {
+            CipherWriter::builder(&key)
+                .capacity(seg)
+                .threads(t)
+                .threads_after(0)
+        };
         for chunk in [20_000, 5000, seg, 1000] {
             let mut w = builder().build(Vec::new());
             w.engine.start().unwrap();

@@ -180,7 +180,8 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
                 let mut b = CipherWriter::builder(key)
                     .associated_data(b"threads")
                     .provider(p)
-                    .threads(t);
+                    .threads(t)
+                    .threads_after(0);
                 if let Some(c) = cap {
                     b = b.capacity(c);
                 }
@@ -208,6 +209,7 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
                         .associated_data(b"threads")
                         .provider(p)
                         .threads(t)
+                        .threads_after(0)
                         .build(&one.0[..]);
                     let back = read_in_chunks(&mut r, read);
                     assert!(
@@ -314,6 +316,7 @@ fn a_worker_panic_is_a_sticky_error() {
     let mut w = CipherWriter::builder(&key)
         .capacity(seg)
         .threads(2)
+        .threads_after(0)
         .build(Vec::new());
     let e = w.write(&pt).unwrap_err();
     assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked));
@@ -329,6 +332,7 @@ fn a_worker_panic_is_a_sticky_error() {
     let mut w = CipherWriter::builder(&key)
         .capacity(seg)
         .threads(2)
+        .threads_after(0)
         .build(Vec::new());
     w.write_all(&pt[..2 * seg + 1]).unwrap();
     let before = w.get_ref().len();
@@ -347,7 +351,10 @@ fn a_worker_panic_is_a_sticky_error() {
     assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
 
     INJECT_PANIC.with(|f| f.set(true));
-    let mut r = CipherReader::builder(&key).threads(2).build(&ct[..]);
+    let mut r = CipherReader::builder(&key)
+        .threads(2)
+        .threads_after(0)
+        .build(&ct[..]);
     let mut got = Vec::new();
     let e = loop {
         let mut buf = vec![0xAAu8; pt.len()];
@@ -385,7 +392,10 @@ fn bulk_reads_open_whole_batches_on_the_workers() {
     for (len, threads) in [(40 * seg, 2), (40 * seg + 77, 2), (40 * seg, 3)] {
         let pt = data(len);
         let ct = sealed(&key, seg, &pt);
-        let mut r = CipherReader::builder(&key).threads(threads).build(&ct[..]);
+        let mut r = CipherReader::builder(&key)
+            .threads(threads)
+            .threads_after(0)
+            .build(&ct[..]);
         let back = read_in_chunks(&mut r, 1 << 20);
         assert!(back == pt);
         let segments = len.div_ceil(seg);
@@ -411,6 +421,7 @@ fn buffered_reads_open_runs_in_the_inner_buffer() {
     let ct = sealed(&key, seg, &pt);
     let mut r = CipherReader::builder(&key)
         .threads(2)
+        .threads_after(0)
         .build_from_buf_read(&ct[..]);
     let back = read_in_chunks(&mut r, 1 << 20);
     assert!(back == pt);
@@ -451,6 +462,7 @@ fn prefetching_readers_read_the_next_run_beside_each_run() {
             CipherReader::builder(&key)
                 .capacity(seg)
                 .threads(threads)
+                .threads_after(0)
                 .prefetch(prefetch)
         };
         let read_all = |r: &mut CipherReader<Counted<&[u8]>>| match chunk {
@@ -511,6 +523,7 @@ fn prefetching_readers_read_the_next_run_beside_each_run() {
     assert_eq!(one.engine.counts.beside.get(), 0, "one thread");
     let mut inner_buf = CipherReader::builder(&key)
         .threads(2)
+        .threads_after(0)
         .prefetch(true)
         .build_from_buf_read(&ct[..]);
     assert_eq!(read_in_chunks(&mut inner_buf, 1 << 20).len(), 20 * seg);
@@ -569,6 +582,7 @@ fn a_rings_pool_thread_opens_segments_between_the_callers_reads() {
     let ct = sealed(&key, seg, &pt);
     let mut r = CipherReader::builder(&key)
         .threads(2)
+        .threads_after(0)
         .prefetch(true)
         .build(&ct[..]);
     let mut back = Vec::new();
@@ -595,7 +609,10 @@ fn a_rings_pool_thread_opens_segments_between_the_callers_reads() {
         "the ring went on opening"
     );
 
-    let mut none = CipherReader::builder(&key).threads(2).build(&ct[..]);
+    let mut none = CipherReader::builder(&key)
+        .threads(2)
+        .threads_after(0)
+        .build(&ct[..]);
     assert!(read_in_chunks(&mut none, 8 * 1024) == pt);
     assert_eq!(
         none.engine.counts.rings.get(),
@@ -735,6 +752,7 @@ fn calls_that_leave_a_ring_in_the_middle_of_a_segment_keep_the_plaintext() {
             let mut r = CipherReader::builder(&key)
                 .provider(rp)
                 .threads(2)
+                .threads_after(0)
                 .prefetch(true)
                 .build(std::io::Cursor::new(&ct[..]));
             let mut got = Vec::new();
@@ -795,6 +813,7 @@ fn calls_that_leave_a_ring_in_the_middle_of_a_segment_keep_the_plaintext() {
 fn ring_reader<'a>(key: &Key, ct: &'a [u8]) -> CipherReader<&'a [u8]> {
     CipherReader::builder(key)
         .threads(2)
+        .threads_after(0)
         .prefetch(true)
         .build(ct)
 }

@@ -47,6 +47,10 @@
 //! `--idle`: the CPU a threaded stream burns after its caller's last call,
 //! while it is alive, in its first 1, 10 and 100 ms (`idle.rs`; Linux).
 //!
+//! `--short` (with `--smoke`, `--passes N`, `--kib K,…`): threads 2 against one thread
+//! on streams of 256 KiB to 32 MiB, as built and with the threads from the
+//! first byte (`short.rs`).
+//!
 //! `--layouts` (with `--smoke`, `--rounds N`, `--mib N`): how fast two
 //! threads can decrypt one stream for 8 KiB reads by how the work is laid
 //! out between them, with the raw AEADs and nothing of cipherio
@@ -66,6 +70,7 @@ mod idle;
 mod layouts;
 #[path = "../../bench-common/report.rs"]
 mod report;
+mod short;
 use report::{cell, loadavg, pattern, stats};
 
 const KIB: usize = 1024;
@@ -173,6 +178,9 @@ fn main() -> ExitCode {
     if args.iter().any(|a| a == "--busy") {
         return report::main_with("threads_bench --busy", parse_busy, busy::run);
     }
+    if args.iter().any(|a| a == "--short") {
+        return report::main_with("threads_bench --short", parse_short, short::run);
+    }
     report::main_with("threads_bench", parse_args, run)
 }
 
@@ -220,6 +228,49 @@ fn parse_busy() -> Result<busy::Busy, String> {
         }
     }
     Ok(b)
+}
+
+/// `--short [--smoke] [--passes N] [--kib K,…]`.
+fn parse_short() -> Result<short::Short, String> {
+    let mut s = short::Short {
+        kib: vec![256, 1024, 2048, 4096, 8192, 32768],
+        passes: 40,
+        smoke: false,
+    };
+    let a = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--short")
+        .collect::<Vec<_>>();
+    let mut it = a.iter();
+    while let Some(x) = it.next() {
+        match x.as_str() {
+            "--smoke" => (s.kib, s.passes, s.smoke) = (vec![256, 3072], 1, true),
+            "--kib" => {
+                s.kib = it
+                    .next()
+                    .and_then(|v| {
+                        v.split(',')
+                            .map(|k| k.parse().ok())
+                            .collect::<Option<Vec<usize>>>()
+                    })
+                    .filter(|l| !l.is_empty() && !l.contains(&0))
+                    .ok_or("--kib needs a list of stream lengths in KiB (e.g. 1024,4096)")?;
+            }
+            "--passes" => {
+                s.passes = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&v| v > 0)
+                    .ok_or("--passes needs a positive number")?;
+            }
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?}\nusage: threads_bench --short [--smoke] [--passes N] [--kib K,…]"
+                ));
+            }
+        }
+    }
+    Ok(s)
 }
 
 /// A comma-separated list of numbers each in `allowed`, sorted, without

@@ -17,6 +17,7 @@ impl Opener {
         {
             return Ok(None);
         }
+        self.workers_due();
         let layout = match self.units() {
             Some(Units::Fixed(layout)) => layout,
             Some(Units::Framed(layout)) => return self.fill_record(&layout),
@@ -217,12 +218,8 @@ impl Opener {
     pub(super) fn authenticated(&mut self) {
         self.position.opened();
         let (workers, stream) = (&self.workers, &self.stream);
-        self.ahead.prove(|| {
-            let (w, s) = (workers.as_ref()?, stream.as_ref()?);
-            let layout = s.units.layout();
-            let batch = parallel::open_batch_segments(w.threads(), layout.rest);
-            Some(layout.max_sealed().saturating_mul(batch))
-        });
+        self.ahead
+            .prove(|| run_sealed(workers.as_ref()?, stream.as_ref()?));
     }
 
     /// Opens the next unit, which [`fill_segment`](Self::fill_segment)
@@ -395,4 +392,11 @@ impl Opener {
             .proven(layout.plain_offset(index) + opened.len as u64);
         Ok(())
     }
+}
+
+/// The sealed bytes of a run of full units on `workers`.
+pub(super) fn run_sealed(workers: &Workers, stream: &Setup) -> Option<usize> {
+    let layout = stream.units.layout();
+    let batch = parallel::open_batch_segments(workers.threads(), layout.rest);
+    Some(layout.max_sealed().saturating_mul(batch))
 }
