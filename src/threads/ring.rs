@@ -152,6 +152,8 @@ struct Shared {
     /// Pool threads sleep this long once they have claimed a unit (tests:
     /// a thread descheduled in the middle of its unit).
     delay: Option<Duration>,
+    /// Output bytes of a whole unit.
+    output: usize,
 }
 
 /// What a ring counts, for the tests, and its test fault.
@@ -228,7 +230,13 @@ impl Shared {
         slot.opening.store(true, Ordering::SeqCst);
         let mut guard = lock(&slot.output);
         let out = &mut *guard;
-        let r = open_into(&*self.open, seq, &input, &mut out.bytes);
+        let r = if out.bytes.len() < self.output {
+            // Failed, the unit is left to the usual path, as a damaged one.
+            zeroed(self.output).map(|b| out.bytes = b)
+        } else {
+            Ok(())
+        };
+        let r = r.and_then(|()| open_into(&*self.open, seq, &input, &mut out.bytes));
         out.len = *r.as_ref().unwrap_or(&0);
         let state = if r.is_ok() { OPENED } else { FAILED };
         let stands = self.state[i]
@@ -409,8 +417,10 @@ impl Ring {
                     bytes: zeroed(input)?,
                     filled: 0,
                 }),
+                // Allocated by the first thread to open a unit here: the
+                // pool thread, mostly, off the caller's path.
                 output: Mutex::new(Output {
-                    bytes: zeroed(output)?,
+                    bytes: Vec::new(),
                     len: 0,
                 }),
                 holds: AtomicU64::new(0),
@@ -435,6 +445,7 @@ impl Ring {
             pool_opened: counts.pool_opened,
             taken: counts.taken,
             delay: counts.delay,
+            output,
         };
         Ok(Ring {
             shared: Arc::new(shared),
@@ -774,5 +785,38 @@ impl Workers {
             }
             None => false,
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A ring's output slots are allocated by the thread that first opens
+    /// a unit into each (a pool thread, mostly), not by the caller when
+    /// the ring starts: on fresh pages that start cost the caller the
+    /// page faults of every slot.
+    #[test]
+    fn output_slots_are_allocated_by_the_first_thread_to_open_into_them() {
+        let open: Box<Open> = Box::new(|_, input, out| {
+            out[..input.len()].copy_from_slice(input);
+            Ok(input.len())
+        });
+        let mut ring = Ring::new(4, 8, 8, open, RingCounts::default()).unwrap();
+        let allocated = |ring: &Ring| -> Vec<usize> {
+            let slots = ring.shared.slots.iter();
+            slots.map(|s| lock(&s.output).bytes.len()).collect()
+        };
+        assert_eq!(allocated(&ring), [0, 0, 0, 0]);
+        ring.read_into(|room| {
+            room.fill(7);
+            Some(room.len())
+        });
+        ring.shared.published.store(1, Ordering::SeqCst);
+        let seq = ring.shared.claim(true).unwrap();
+        assert!(ring.shared.run(seq));
+        assert_eq!(allocated(&ring), [8, 0, 0, 0]);
+        assert_eq!(ring.front_state(), Front::Opened);
     }
 }

@@ -49,9 +49,10 @@ const SLOTS: (usize, usize) = (4, 72);
 /// one at a time, at a cost per segment.
 const MIN_SEGMENT: usize = 8 * 1024;
 
-/// Segments larger than this go through runs: a ring's slots are
-/// allocated whole when it starts (at least four sealed segments and as
-/// many plaintext ones), where a run's buffers grow as bytes arrive.
+/// Segments larger than this go through runs: a ring's input slots are
+/// allocated whole when it starts (at least four sealed segments), and
+/// its output slots (as many plaintext ones) as it first opens into
+/// each, where a run's buffers grow as bytes arrive.
 const MAX_SEGMENT: usize = 256 * 1024;
 
 /// Segments read and waiting to be opened, at most, before the caller
