@@ -186,8 +186,8 @@ impl ReaderBuilder {
     /// back: a stream of 2 MiB or less starts no thread and reads at one
     /// thread's speed (read on two threads from its first byte, a 256 KiB
     /// stream from memory took 1.6 to 8 times as long), one of 4 MiB read
-    /// at `threads(2)` was measured at 0.66–1.18× of one thread's speed,
-    /// one of 8 MiB at 0.95–1.44×, one of 32 MiB at 1.3–1.75×. A panic on one of them fails the stream with
+    /// at `threads(2)` was measured at 0.72–1.2× of one thread's speed,
+    /// one of 8 MiB at 1.04–1.45×, one of 32 MiB at 1.3–1.75×. A panic on one of them fails the stream with
     /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked). Built with
     /// [`build_from_buf_read`](Self::build_from_buf_read), the runs open
     /// where the segments lie in the inner reader's buffer; from a file or
