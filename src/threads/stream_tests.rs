@@ -176,12 +176,12 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
         // same bytes (every fixed-size plan) need no second reading.
         let mut read_back: Vec<Vec<u8>> = Vec::new();
         for plan in &plans {
-            let builder = |t: usize| {
+            let builder = |t: usize, after: u64| {
                 let mut b = CipherWriter::builder(key)
                     .associated_data(b"threads")
                     .provider(p)
                     .threads(t)
-                    .threads_after(0);
+                    .threads_after(after);
                 if let Some(c) = cap {
                     b = b.capacity(c);
                 }
@@ -190,11 +190,18 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
                 }
                 b
             };
-            let one = write_std(builder(1), pt, *plan, 1);
+            let one = write_std(builder(1, 0), pt, *plan, 1);
+            // Threads from the first byte, and (at two threads) from the
+            // middle of the third segment on.
+            let mid = (2 * seg + seg / 2) as u64;
+            let counts = THREADS.iter().map(|&t| (t, 0)).chain([(2, mid)]);
             for &(front, write) in FRONTS {
-                for &t in THREADS {
-                    let ctx = format!("{ctx} {p:?} {front} threads {t} {plan:?} len {}", pt.len());
-                    let many = write(builder(t), pt, *plan, t);
+                for (t, after) in counts.clone() {
+                    let ctx = format!(
+                        "{ctx} {p:?} {front} threads {t} after {after} {plan:?} len {}",
+                        pt.len()
+                    );
+                    let many = write(builder(t, after), pt, *plan, t);
                     assert!(many.0 == one.0, "{ctx}: bytes differ from one thread");
                     assert_eq!(many.1, one.1, "{ctx}: bytes out after each flush");
                 }
