@@ -41,6 +41,7 @@ fn library_streams_decrypt_with_the_command_line() {
             let mut b = CipherWriter::builder(&key)
                 .capacity(capacity)
                 .threads(threads)
+                .threads_after(0)
                 .associated_data(b"lib");
             if framed {
                 b = b.framed();

@@ -337,7 +337,10 @@ pub fn check_run(data: &[u8]) -> Run {
         ops: input.ops(),
         faults: fc.faults.clone(),
     };
-    let b = key.reader(input.reader, input.capacity).threads(fc.threads);
+    let b = key
+        .reader(input.reader, input.capacity)
+        .threads(fc.threads)
+        .threads_after(0);
     if fc.asynchronous {
         let mut f = crate::seek_model_async::AsyncFront::new(&case, b, fc.drops, None);
         return seek_model::drive(&mut f, &case);

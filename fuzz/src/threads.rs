@@ -36,7 +36,9 @@ pub struct Input {
     segment: u16,
     /// Threads: `2 + (v & 3)` (2 to 5); bit 4 picks the writers' provider
     /// and bit 5 the readers' (`Provider::ALL`); bit 6 reads through
-    /// `build_from_buf_read`.
+    /// `build_from_buf_read`; bit 7 starts the threads (writer and
+    /// reader) only once the stream is `segment % 1024` bytes in, not with its
+    /// first byte.
     threads: u8,
     /// Reader capacity: `1 + v % 2048`.
     reader_capacity: u16,
@@ -53,6 +55,15 @@ pub struct Input {
 }
 
 impl Input {
+    /// The bytes a threaded stream seals or delivers alone first.
+    fn after(&self) -> u64 {
+        if self.threads & 0x80 != 0 {
+            u64::from(self.segment % 1024)
+        } else {
+            0
+        }
+    }
+
     fn provider(&self, bit: u8) -> Provider {
         Provider::ALL[usize::from(self.threads >> bit & 1) % Provider::ALL.len()]
     }
@@ -64,6 +75,7 @@ impl Input {
             .capacity(1 + usize::from(self.segment) % 300)
             .provider(self.provider(4))
             .threads(threads)
+            .threads_after(self.after())
             .build(Vec::new());
         let mut flushed = Vec::new();
         let mut rest = pt;
@@ -102,7 +114,8 @@ impl Input {
         let b = CipherReader::builder(key)
             .capacity(capacity)
             .provider(self.provider(5))
-            .threads(threads);
+            .threads(threads)
+            .threads_after(self.after());
         let mut scratch = vec![0u8; SCRATCH_LEN];
         let mut out = Vec::new();
         let end = if self.threads & 0x40 != 0 {

@@ -268,8 +268,8 @@ impl Opener {
 
     /// Pool threads sleep `delay` once they have claimed a unit of a ring
     /// started from now on (tests: a pool thread descheduled in the
-    /// middle of its unit). Only once the workers are made (the header
-    /// read).
+    /// middle of its unit). Only once the workers are made (with
+    /// `threads_after(0)`, when the header is read).
     #[cfg(test)]
     pub(crate) fn delay_pool(&mut self, delay: std::time::Duration) {
         let workers = self.workers.as_mut();
@@ -438,6 +438,9 @@ impl Opener {
         if let Some(step) = self.settle()? {
             return Ok(Ready::Step(step));
         }
+        // Before the inner buffer's window too: segments opened there
+        // count towards the bytes read alone.
+        self.workers_due();
         if fresh && self.window_wanted() {
             return Ok(Ready::Step(Step::Window));
         }

@@ -232,7 +232,10 @@ impl Shared {
         let out = &mut *guard;
         let r = if out.bytes.len() < self.output {
             // Failed, the unit is left to the usual path, as a damaged one.
-            zeroed(self.output).map(|b| out.bytes = b)
+            zeroed(self.output).map(|b| {
+                wipe(&mut out.bytes);
+                out.bytes = b;
+            })
         } else {
             Ok(())
         };
