@@ -209,12 +209,8 @@ impl Opener {
             && self.position.handed_out() >= self.alone
         {
             let workers = Workers::new(self.threads);
-            if let Some(sealed) = self
-                .stream
-                .as_ref()
-                .and_then(|s| units::run_sealed(&workers, s))
-            {
-                self.ahead.size_for_run(sealed);
+            if let Some(s) = &self.stream {
+                self.ahead.size_for_run(units::run_sealed(&workers, s));
             }
             self.workers = Some(workers);
         }

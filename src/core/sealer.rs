@@ -88,7 +88,8 @@ pub(crate) struct Sealer {
     /// Threads sealing batches (`threads(n)`, n > 1); made once the
     /// stream is `alone` bytes in.
     workers: Option<Workers>,
-    /// Plaintext bytes sealed so far, before the workers were made.
+    /// Plaintext bytes sealed so far (the workers are made once they
+    /// reach the configured threshold).
     sealed: u64,
     /// What the tests count, and the failures they inject (zero-sized
     /// outside them).

@@ -17,7 +17,6 @@ impl Opener {
         {
             return Ok(None);
         }
-        self.workers_due();
         let layout = match self.units() {
             Some(Units::Fixed(layout)) => layout,
             Some(Units::Framed(layout)) => return self.fill_record(&layout),
@@ -219,7 +218,7 @@ impl Opener {
         self.position.opened();
         let (workers, stream) = (&self.workers, &self.stream);
         self.ahead
-            .prove(|| run_sealed(workers.as_ref()?, stream.as_ref()?));
+            .prove(|| Some(run_sealed(workers.as_ref()?, stream.as_ref()?)));
     }
 
     /// Opens the next unit, which [`fill_segment`](Self::fill_segment)
@@ -395,8 +394,8 @@ impl Opener {
 }
 
 /// The sealed bytes of a run of full units on `workers`.
-pub(super) fn run_sealed(workers: &Workers, stream: &Setup) -> Option<usize> {
+pub(super) fn run_sealed(workers: &Workers, stream: &Setup) -> usize {
     let layout = stream.units.layout();
     let batch = parallel::open_batch_segments(workers.threads(), layout.rest);
-    Some(layout.max_sealed().saturating_mul(batch))
+    layout.max_sealed().saturating_mul(batch)
 }
