@@ -6,7 +6,7 @@
 //! - Writers: both streams have the same length, put out the same number
 //!   of bytes at every flush, and read back (one thread) to the plaintext.
 //!   (Their bytes differ only in the random salt and nonce prefix, which a
-//!   fuzz target cannot fix; `src/core/parallel_tests.rs` compares them
+//!   fuzz target cannot fix; `src/threads/stream_tests.rs` compares them
 //!   byte for byte with both injected.)
 //! - Readers: the stream, and a damaged copy of it, read with the same ops
 //!   over the same inner reader (short reads, injected errors, `BufRead`)
@@ -37,8 +37,8 @@ pub struct Input {
     /// Threads: `2 + (v & 3)` (2 to 5); bit 4 picks the writers' provider
     /// and bit 5 the readers' (`Provider::ALL`); bit 6 reads through
     /// `build_from_buf_read`; bit 7 starts the threads (writer and
-    /// reader) only once the stream is `segment % 1024` bytes in, not with its
-    /// first byte.
+    /// reader) only once the stream is `segment % 1024` bytes in (the
+    /// writer's at the next segment boundary), else with the first byte.
     threads: u8,
     /// Reader capacity: `1 + v % 2048`.
     reader_capacity: u16,

@@ -325,6 +325,9 @@ impl ReaderBuilder {
     /// `io::Cursor<Vec<u8>>`, a memory map — or comes through a
     /// `BufReader` whose capacity holds several segments. (Over a plain
     /// `BufReader<File>` the copy merely moves into the `BufReader`.)
+    /// With [`threads`](Self::threads), reads of a segment or more open
+    /// their segments there as runs on the threads; smaller reads and
+    /// `BufRead` open one segment at a time on the calling thread.
     ///
     /// ```
     /// # use cipherio::{Algorithm, CipherReader, CipherWriter, Key};

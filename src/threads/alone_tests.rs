@@ -14,8 +14,8 @@ use crate::{Algorithm, CipherReader, CipherWriter, Key};
 
 const SEG: usize = 64 * 1024;
 
-/// How a test reads: 1 MiB reads (runs), 8 KiB reads with prefetch (a
-/// ring), `BufRead` with prefetch (a ring).
+/// How a test reads: 1 MiB reads (runs), 8 KiB reads (a ring with
+/// prefetch), `BufRead` (a ring with prefetch).
 #[derive(Clone, Copy, Debug)]
 enum Calls {
     Large,
@@ -74,7 +74,8 @@ fn each_reader(
         for inner in [false, true] {
             let b = CipherReader::builder(&key).threads(threads);
             // Segments opened where they lie in the inner reader's buffer
-            // (the whole stream: every read goes through its window).
+            // (it holds the whole stream: every segment but the first and
+            // the last opens in its window).
             let mut r = if inner {
                 b.build_from_buf_read(&ct[..])
             } else {
@@ -200,4 +201,29 @@ fn reads_back(key: &Key, ct: Vec<u8>, pt: &[u8], chunk: usize) {
         .read_to_end(&mut got)
         .unwrap();
     assert!(got == pt, "chunk {chunk}: plaintext differs");
+}
+
+#[test]
+fn one_large_read_in_an_inner_buffer_stops_where_the_threads_start() {
+    let alone = READER_ALONE as usize;
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let pt = data(alone + 3 * (1 << 20) + 5);
+    let ct = sealed(&key, &pt);
+    let mut r = CipherReader::builder(&key)
+        .threads(2)
+        .build_from_buf_read(&ct[..]);
+    let mut got = vec![0u8; pt.len()];
+    let mut n = 0;
+    while n < got.len() {
+        let k = r.read(&mut got[n..]).unwrap();
+        assert!(k > 0, "ended early at {n}");
+        // No call opens past the bytes read alone on the calling thread.
+        assert!(n >= alone || n + k <= alone + SEG, "{k} bytes read at {n}");
+        n += k;
+    }
+    assert!(got == pt, "plaintext differs");
+    assert!(
+        r.engine.counts.runs.get() > 0,
+        "nothing opened on the workers"
+    );
 }

@@ -191,8 +191,10 @@ fn same_bytes<K: StreamKey>(ctx: &str, key: &K, cap: Option<usize>, framed: bool
                 b
             };
             let one = write_std(builder(1, 0), pt, *plan, 1);
-            // Threads from the first byte, and (at two threads) from the
-            // middle of the third segment on.
+            // Threads from the first byte, and (at two threads) from
+            // `2.5 × seg` bytes in (the middle of the third segment; of the
+            // sixth in a Tink stream of 4 KiB segments, `seg` being the
+            // default capacity there).
             let mid = (2 * seg + seg / 2) as u64;
             let counts = THREADS.iter().map(|&t| (t, 0)).chain([(2, mid)]);
             for &(front, write) in FRONTS {

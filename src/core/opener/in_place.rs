@@ -202,6 +202,14 @@ impl Opener {
                 break;
             }
             n += plain;
+            if self.threads > 1
+                && self.workers.is_none()
+                && self.position.handed_out().saturating_add(n as u64) >= self.alone
+            {
+                // Far enough in for the threads: the next call makes them
+                // and opens the rest of the window as runs.
+                break;
+            }
         }
         (used, n)
     }
