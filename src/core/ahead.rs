@@ -233,8 +233,7 @@ impl ReadAhead {
     /// [`Error::Allocation`] when the read-ahead cannot grow to hold them.
     pub(crate) fn put_back(&mut self, bytes: &[u8], ended: bool) -> Result<(), Error> {
         if !bytes.is_empty() {
-            self.buf.compact();
-            self.buf.grow(self.buf.available() + bytes.len())?;
+            self.reserve_back(bytes.len())?;
             self.buf.extend(bytes);
             self.target = self.target.max(self.buf.len());
         }

@@ -116,8 +116,7 @@ impl Plain {
     pub(crate) fn adopt(&mut self, bytes: &mut Vec<u8>, held: Held) {
         debug_assert!(held.len <= bytes.len());
         self.buf.trade(bytes);
-        self.buf.set(0, held.len);
-        self.held = Some(held);
+        self.opened(held, held.len, 0);
     }
 
     /// Shows the held segment from plaintext offset `off` if it is segment

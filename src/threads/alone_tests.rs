@@ -9,7 +9,8 @@
 use std::io::{BufRead, Read, Write};
 
 use super::stream_tests::data;
-use super::{READER_ALONE, WRITER_ALONE};
+use crate::core::opener::READER_ALONE;
+use crate::core::sealer::WRITER_ALONE;
 use crate::{Algorithm, CipherReader, CipherWriter, Key};
 
 const SEG: usize = 64 * 1024;

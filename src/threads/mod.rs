@@ -41,11 +41,10 @@
 //! into the caller's buffer, with no copy and no `unsafe` here, and its
 //! threads wait for work without being spawned per batch (awake for a
 //! while after each run, [`Workers::linger`], then asleep). The engine
-//! makes its [`Workers`] only once a reader has delivered
-//! [`READER_ALONE`] bytes or a writer sealed [`WRITER_ALONE`], opening or
-//! sealing alone until then (a short stream starts no thread and grows
-//! no buffer for runs); the pool is built on the first batch after that
-//! and its threads are joined when the stream is dropped: no worker
+//! makes its [`Workers`] only once a stream is far enough in for them to
+//! pay (a short stream starts no thread); the pool is built on the first
+//! batch after that and its threads are joined when the stream is
+//! dropped: no worker
 //! outlives its stream. A panic in a job is caught where it happens and
 //! becomes [`Error::WorkerPanicked`].
 //!
@@ -81,22 +80,6 @@ mod stream_tests;
 #[cfg(test)]
 mod tests;
 mod wait;
-
-/// How far into a stream (plaintext bytes) a reader's calling thread
-/// opens alone before its workers are made. Starting the pool, filling a
-/// run's or a ring's larger buffers (fresh memory: page faults) and
-/// joining the pool at the end cost a reader 1–2 ms here, which only the
-/// threads' share of several MiB pays back: read at two threads from its
-/// first byte, a 1 MiB stream took twice as long as on one thread, a 2
-/// MiB one 1.1–2.2 times.
-pub(crate) const READER_ALONE: u64 = 2 << 20;
-
-/// How far into a stream (plaintext bytes) a writer's calling thread
-/// seals alone before its workers are made: a writer's threads cost it
-/// less than a reader's (no read-ahead to grow), and sealed at two
-/// threads from its first byte, a 1 MiB stream of 1 KiB writes took 1.1
-/// to 1.4 times as long as on one thread, a 512 KiB one 1.5 to 2 times.
-pub(crate) const WRITER_ALONE: u64 = 1 << 20;
 
 /// Locks `m` whether or not a thread panicked holding it: every job's
 /// panic is caught where it happens and reported as

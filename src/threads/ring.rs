@@ -230,12 +230,11 @@ impl Shared {
         slot.opening.store(true, Ordering::SeqCst);
         let mut guard = lock(&slot.output);
         let out = &mut *guard;
-        let r = if out.bytes.len() < self.output {
-            // Failed, the unit is left to the usual path, as a damaged one.
-            zeroed(self.output).map(|b| {
-                wipe(&mut out.bytes);
-                out.bytes = b;
-            })
+        // A slot's output is allocated by the first open into it (every
+        // trade gives back one as long); if that fails, the unit fails,
+        // and the usual path opens it again.
+        let r = if out.bytes.is_empty() {
+            zeroed(self.output).map(|b| out.bytes = b)
         } else {
             Ok(())
         };
@@ -385,8 +384,6 @@ pub(crate) struct Ring {
     spare: Vec<u8>,
     /// How long the caller's last open of a unit took.
     own: Duration,
-    /// Output bytes of a whole unit.
-    output: usize,
     /// Whether the pool pays: the time the caller spent opening and
     /// waiting since the last verdict, the units handed over since,
     /// and the units the pool had opened then.
@@ -458,7 +455,6 @@ impl Ring {
             taken: None,
             spare: zeroed(output)?,
             own: Duration::ZERO,
-            output,
             window: (Duration::ZERO, 0, 0),
         })
     }
@@ -649,7 +645,7 @@ impl Ring {
         workers: &mut Workers,
         take: impl FnOnce(&mut Vec<u8>, usize),
     ) {
-        let output = self.output;
+        let output = self.shared.output;
         if let Some(Ok(len)) = self.taken {
             self.taken = None;
             take(&mut self.spare, len);
@@ -731,7 +727,7 @@ impl Ring {
 
     /// Output bytes of a whole unit.
     pub(crate) fn output(&self) -> usize {
-        self.output
+        self.shared.output
     }
 }
 

@@ -270,17 +270,16 @@ impl Opener {
     /// Unwinds the ring for a call of another kind (a read of a segment
     /// or more): a stream that mixes calls does not start a ring again for
     /// [`AFTER_OTHER_CALLS`] segments, so that calls that alternate do not
-    /// start one and unwind it each time. Whether a ring was unwound.
+    /// start one and unwind it each time.
     ///
     /// # Errors
     ///
     /// As [`unwind_ring`](Self::unwind_ring).
-    pub(super) fn leave_ring(&mut self) -> Result<bool, Error> {
-        let unwound = self.unwind_ring()?;
-        if unwound {
+    pub(super) fn leave_ring(&mut self) -> Result<(), Error> {
+        if self.unwind_ring()? {
             self.ring_restart = Restart(self.next.saturating_add(AFTER_OTHER_CALLS));
         }
-        Ok(unwound)
+        Ok(())
     }
 
     /// A seek moves the stream: a ring may start wherever it lands.

@@ -161,6 +161,9 @@ impl Opener {
         let Some(Setup { suite, .. }) = &self.stream else {
             return (0, 0);
         };
+        // Far enough in for the threads, the call ends: the next one makes
+        // them and opens the rest of the window as runs.
+        let alone = self.alone_left().map_or(u64::MAX, |left| left.max(1));
         let (mut used, mut n) = (0, 0);
         loop {
             let index = self.next;
@@ -202,12 +205,7 @@ impl Opener {
                 break;
             }
             n += plain;
-            if self.threads > 1
-                && self.workers.is_none()
-                && self.position.handed_out().saturating_add(n as u64) >= self.alone
-            {
-                // Far enough in for the threads: the next call makes them
-                // and opens the rest of the window as runs.
+            if n as u64 >= alone {
                 break;
             }
         }
