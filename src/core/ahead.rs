@@ -243,6 +243,34 @@ impl ReadAhead {
         Ok(())
     }
 
+    /// For a fed run of `total` sealed bytes: what is held, moved to the
+    /// front, and room after it up to `total` bytes in all (the
+    /// read-ahead grows to that, within a batch once a unit proved the
+    /// header). Returns the region and how many bytes of it are held; what
+    /// the run reads into it is then taken by [`fed`](Self::fed).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Allocation`] when the read-ahead cannot grow to `total`.
+    pub(crate) fn region(&mut self, total: usize) -> Result<(&mut [u8], usize), Error> {
+        debug_assert!(self.proven, "a fed run follows a proven header");
+        self.buf.compact();
+        self.buf.grow(total)?;
+        self.target = self.target.max(self.buf.len());
+        let held = self.buf.available();
+        Ok((&mut self.buf.whole_mut()[..total.max(held)], held))
+    }
+
+    /// A fed run read `n` bytes after what was held; `last`: its last
+    /// read's bytes and the room offered (`None`: no read was made, or
+    /// the last failed).
+    pub(crate) fn fed(&mut self, n: usize, last: Option<(usize, usize)>) {
+        self.buf.commit(n);
+        if let Some((got, offered)) = last {
+            self.note_read(got, offered);
+        }
+    }
+
     /// The configured read-ahead.
     pub(crate) fn capacity(&self) -> usize {
         self.capacity

@@ -17,7 +17,9 @@
 //!   the segment it works on is incomplete; every complete segment already
 //!   read ahead is opened without asking again. The one exception is the
 //!   front's to ask for: with prefetch, the caller's thread reads the next
-//!   run's input beside each run the workers open.
+//!   run's input beside each run the workers open, and a read of several
+//!   segments reads them while the workers open them (a fed run,
+//!   `fed`).
 //! - **The final flag**: a short segment is final; a full-length one is
 //!   tried with the likelier flag first, then the other; a final segment
 //!   must end the input (trailing data is an error), and an input that ends
@@ -49,11 +51,13 @@ use crate::threads::{self as parallel, Workers};
 use crate::{Error, Provider};
 
 mod ahead_ring;
+mod fed;
 mod in_place;
 mod random;
 mod units;
 
 use ahead_ring::{Restart, Ringed};
+use fed::FedRead;
 use in_place::InPlace;
 
 /// Where the reader is in the stream.
@@ -140,6 +144,9 @@ pub(crate) struct Counts {
     pub(crate) runs: Count,
     /// Inner reads made beside a run.
     pub(crate) beside: Count,
+    /// Fed runs that read input (large reads whose run's input was read
+    /// while it opened).
+    pub(crate) fed: Count,
     /// Rings started for small reads.
     pub(crate) rings: Count,
     /// Segments opened in rings (failed ones included; each once, one
@@ -334,6 +341,20 @@ impl Opener {
             }
             self.leave_ring()?;
             let cap = match self.ready(fresh)? {
+                // A large read with threads reads the run's input while
+                // the workers open it.
+                Ready::Step(Step::Read) if side.is_some() => {
+                    let (Some(count), Some(side)) =
+                        (self.fed_segments(buf.len()), side.as_deref_mut())
+                    else {
+                        return Ok(Step::Read);
+                    };
+                    match self.read_fed(buf, count, side)? {
+                        FedRead::Delivered(n) => return Ok(Step::Done(n)),
+                        FedRead::Moved => continue,
+                        FedRead::Nothing => return Ok(Step::Read),
+                    }
+                }
                 Ready::Step(step) => return Ok(step),
                 Ready::Again => continue,
                 Ready::Unit(cap) => cap,

@@ -3,9 +3,9 @@
 //! released after the run (up to its first failure; the rest is wiped).
 
 use crate::Error;
-use crate::core::layout::{RECORD_HEADER_LEN, Units, record_at};
+use crate::core::layout::{Layout, RECORD_HEADER_LEN, Units, record_at};
 use crate::core::unit::{self, Setup};
-use crate::threads::{Piece, Workers};
+use crate::threads::{Fed, Piece, Places, Plan, Workers};
 
 /// What [`open_pieces`] did.
 pub(crate) struct Run {
@@ -86,6 +86,141 @@ pub(crate) fn open_pieces(
         used,
         plain,
     })
+}
+
+/// Where a fed run's sealed bytes go (see [`open_fed`]).
+pub(crate) enum FedInto<'r> {
+    /// Into `region` (the read-ahead), which holds the first `held`; what
+    /// is not released stays there, in order.
+    Apart { region: &'r mut [u8], held: usize },
+    /// Into the caller's buffer where they open, the tags into `tags`;
+    /// `held` (read before) comes first. What is not released is given
+    /// back to be put in front of what the read-ahead holds next.
+    InPlace { tags: &'r mut [u8], held: &'r [u8] },
+}
+
+/// Opens on `workers`, as a fed run (see [`Workers::run_fed`]), the
+/// `count` fixed-size segments from segment `next` on, as non-final, into
+/// `out` (which holds their plaintext), their sealed bytes read by `read`
+/// as they open. Returns the run, what the feeding did, and (opened in
+/// place) the sealed bytes that arrived and were not released, in order
+/// (a segment that opened after the first failure gives zeros of its
+/// length: its ciphertext is gone, and nothing after a failure is opened
+/// again). What is not released of `out` is wiped.
+///
+/// # Errors
+///
+/// [`Error::WorkerPanicked`], with `out` wiped.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn open_fed(
+    workers: &mut Workers,
+    setup: &Setup,
+    layout: &Layout,
+    (next, count): (u64, usize),
+    into: FedInto<'_>,
+    out: &mut [u8],
+    read: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    capacity: usize,
+) -> Result<(Run, Fed, Vec<u8>), Error> {
+    let tag = layout.tag;
+    let plain: Vec<usize> = (next..).take(count).map(|i| layout.plain(i)).collect();
+    let span: usize = plain.iter().sum();
+    let plan = Plan {
+        plain: &plain,
+        tag,
+        capacity,
+    };
+    let (mut apart, mut tags) = match into {
+        FedInto::Apart { region, held } => (Some((region, held)), None),
+        FedInto::InPlace { tags, held } => (None, Some((tags, held))),
+    };
+    let in_place = tags.is_some();
+    let (ran, results) = {
+        let mut pieces = Vec::with_capacity(count);
+        let (places, mut room) = match (apart.take(), tags.as_mut()) {
+            (Some((region, held)), _) => (Places::Apart { region, held }, &mut *out),
+            (None, Some((tags, held))) => {
+                let places = Places::InPlace {
+                    out: &mut out[..span],
+                    tags: &mut tags[..],
+                    held,
+                };
+                (places, &mut [][..])
+            }
+            (None, None) => unreachable!("one place or the other"),
+        };
+        for (k, index) in (next..).take(count).enumerate() {
+            // Opened in place, a piece gets its place when handed over.
+            let o = if in_place {
+                &mut [][..]
+            } else {
+                let (o, r) = std::mem::take(&mut room).split_at_mut(plain[k]);
+                room = r;
+                o
+            };
+            pieces.push(Piece {
+                index,
+                last: false,
+                input: &[],
+                output: o,
+                // Not opened until a job says otherwise: a piece the
+                // feeding never hands over is not released.
+                result: Err(Error::Truncated),
+            });
+        }
+        let suite = &setup.suite;
+        let ran = workers.run_fed(&mut pieces, &plan, places, read, |p| {
+            p.result = if in_place {
+                suite.open_in_place(p.index, false, &[], p.output, p.input)
+            } else {
+                suite.open_at(p.index, false, &[], p.input, p.output)
+            };
+        });
+        let results: Vec<bool> = pieces.iter().map(|p| p.result.is_ok()).collect();
+        (ran, results)
+    };
+    let fed = match ran {
+        Ok(fed) => fed,
+        Err(e) => {
+            zeroize::Zeroize::zeroize(&mut out[..span]);
+            return Err(e);
+        }
+    };
+    let opened = results.iter().take_while(|&&ok| ok).count();
+    let released: usize = plain[..opened].iter().sum();
+    let mut back = Vec::new();
+    if let Some((tags, _)) = &tags {
+        // The sealed bytes not released, in stream order: each segment's
+        // ciphertext (where it was opened) and its tag.
+        let mut at = released;
+        for k in opened..count {
+            let arrived = match k.cmp(&fed.handed) {
+                std::cmp::Ordering::Less => plain[k] + tag,
+                std::cmp::Ordering::Equal => fed.left,
+                std::cmp::Ordering::Greater => break,
+            };
+            if k < fed.handed && results[k] {
+                back.resize(back.len() + arrived, 0);
+            } else {
+                let ct = arrived.min(plain[k]);
+                back.extend_from_slice(&out[at..at + ct]);
+                let t = (arrived - ct).min(tag);
+                back.extend_from_slice(&tags[k * tag..k * tag + t]);
+            }
+            at += plain[k];
+        }
+    }
+    zeroize::Zeroize::zeroize(&mut out[released..span]);
+    Ok((
+        Run {
+            tried: fed.handed,
+            opened,
+            used: released + opened * tag,
+            plain: released,
+        },
+        fed,
+        back,
+    ))
 }
 
 /// The run's pieces, from segment `next` at the start of `data` into

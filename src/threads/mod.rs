@@ -66,6 +66,7 @@
 
 #[cfg(test)]
 mod alone_tests;
+mod feed;
 mod gain;
 mod line;
 mod pace;
@@ -89,7 +90,8 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+pub(crate) use feed::{Fed, Places, Plan};
 pub(crate) use pipeline::{Piped, gather};
 pub(crate) use pool::Workers;
 pub(crate) use ring::{Front, Open, Ring, RingCounts};
-pub(crate) use run::{Piece, batch_segments, open_batch_segments};
+pub(crate) use run::{Piece, batch_segments, fed_batch_segments, open_batch_segments};

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::feed::Gate;
 use super::pool::Workers;
 use super::wait;
 use crate::Error;
@@ -41,6 +42,22 @@ fn share_segments(bytes: usize, seg: usize) -> usize {
 /// that those costs are a small part of them.
 pub(crate) const OPEN_RUN: usize = 512 * 1024;
 
+/// Plaintext bytes a reader's fed run opened in place takes at most (as
+/// much of it as the caller's buffer holds): its sealed bytes go where it
+/// opens, so the read-ahead does not grow for it, and a run this long
+/// makes its end (one thread's last segment while the others are done) a
+/// small part of it.
+pub(crate) const FED_RUN: usize = 1024 * 1024;
+
+/// The segments a fed run opened in place takes at most, for `threads`
+/// threads and segments of `seg` plaintext bytes: an
+/// [`open_batch_segments`] batch, with shares of at least [`FED_RUN`] ÷
+/// `threads` bytes each.
+pub(crate) fn fed_batch_segments(threads: usize, seg: usize) -> usize {
+    let share = SHARE.max(FED_RUN.div_ceil(threads.max(1)));
+    threads.saturating_mul(share_segments(share, seg))
+}
+
 /// The segments in a reader's run for `threads` threads and segments of
 /// `seg` plaintext bytes: a [`batch_segments`] batch, with shares of at
 /// least [`OPEN_RUN`] ÷ `threads` bytes each.
@@ -66,10 +83,16 @@ pub(crate) struct Piece<'a> {
 
 /// What the threads of one batch run share: its shares, the next one
 /// unclaimed, and how the claimed ones went.
-struct Claims<'s, 'a> {
+pub(super) struct Claims<'s, 'a> {
     /// The shares; each is locked once, by the thread that claimed it
-    /// (never contended: the counter hands each index out once).
-    shares: Vec<Mutex<&'s mut [Piece<'a>]>>,
+    /// (never contended: the counter hands each index out once), and, in
+    /// a fed run, by the caller before that, to give its pieces their
+    /// input.
+    pub(super) shares: Vec<Mutex<&'s mut [Piece<'a>]>>,
+    /// Pieces a share (the last may have fewer).
+    pub(super) per: usize,
+    /// A fed run: which pieces have their input.
+    pub(super) gate: Option<Gate>,
     /// The index of the next unclaimed share.
     next: AtomicUsize,
     /// Pool threads inside their job: started, not yet returned.
@@ -80,7 +103,7 @@ struct Claims<'s, 'a> {
     delay: Option<Duration>,
 }
 
-impl Claims<'_, '_> {
+impl<'a> Claims<'_, 'a> {
     /// Claims the next share and runs `job` on its pieces; the number of
     /// its pieces, or `None` when every share is claimed.
     fn take_one(&self, job: &(impl Fn(&mut Piece<'_>) + Sync), on_pool: bool) -> Option<usize> {
@@ -89,9 +112,17 @@ impl Claims<'_, '_> {
         if let (true, Some(delay)) = (on_pool, self.delay) {
             std::thread::sleep(delay);
         }
+        // In a fed run, only the pieces that have their input: the share
+        // is waited for until they all do, or the feeding has ended.
+        let first = i * self.per;
+        let ready = match &self.gate {
+            Some(gate) => gate.wait(first + self.per).saturating_sub(first),
+            None => usize::MAX,
+        };
         let mut share = share.lock().unwrap_or_else(|e| e.into_inner());
-        self.guarded(|| share.iter_mut().for_each(job));
-        Some(share.len())
+        let ready = ready.min(share.len());
+        self.guarded(|| share[..ready].iter_mut().for_each(job));
+        Some(ready)
     }
 
     /// Claims shares one after the other until none is left; how many it
@@ -156,17 +187,23 @@ impl Workers {
         job: impl Fn(&mut Piece<'_>) + Sync,
         beside: impl FnOnce(),
     ) -> Result<(), Error> {
+        self.run_with(pieces, job, None, |_| beside())
+    }
+
+    /// [`run_beside`](Self::run_beside), where `beside` is given the
+    /// run's claims (a fed run's feeding hands its pieces their input
+    /// through them; `gate` says which have it).
+    pub(super) fn run_with<'a>(
+        &mut self,
+        pieces: &mut [Piece<'a>],
+        job: impl Fn(&mut Piece<'_>) + Sync,
+        gate: Option<Gate>,
+        beside: impl FnOnce(&Claims<'_, 'a>),
+    ) -> Result<(), Error> {
         let threads = self.threads;
         let inject = self.inject_panic.armed().is_some();
         let delay = self.pool_delay.armed();
-        let (Some(judged), Some(pool)) = (self.begin(), &self.pool) else {
-            beside();
-            let t = Instant::now();
-            pieces.iter_mut().for_each(&job);
-            self.gain.alone(pieces.len(), t.elapsed());
-            return Ok(());
-        };
-        let (t, total) = (Instant::now(), pieces.len());
+        let total = pieces.len();
         // Shares of about [`SHARE`] bytes (at least one a thread), claimed
         // one at a time: a run longer than a share a thread is balanced by
         // whichever thread is faster taking more, never by waiting for a
@@ -177,11 +214,27 @@ impl Workers {
         let per = share_segments(SHARE, size).min(total.div_ceil(threads).max(1));
         let claims = Claims {
             shares: pieces.chunks_mut(per).map(Mutex::new).collect(),
+            per,
+            gate,
             next: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
             delay,
         };
+        let (Some(judged), Some(pool)) = (self.begin(), &self.pool) else {
+            beside(&claims);
+            let t = Instant::now();
+            let mut own = 0;
+            while let Some(n) = claims.take_one(&job, false) {
+                own += n;
+            }
+            self.gain.alone(own, t.elapsed());
+            if claims.panicked.into_inner() {
+                return Err(Error::WorkerPanicked);
+            }
+            return Ok(());
+        };
+        let t = Instant::now();
         let helpers = claims.shares.len().saturating_sub(1).min(threads - 1);
         if self.awake.running() == 0 {
             self.wake();
@@ -221,7 +274,7 @@ impl Workers {
             let mut spawned = hand_over();
             let cold = spawned == 0;
             let side = Instant::now();
-            beside();
+            beside(claims_ref);
             let side = side.elapsed();
             if spawned == 0 {
                 spawned = hand_over();

@@ -1,0 +1,146 @@
+//! Large reads as fed runs: with threads, a read whose buffer holds two
+//! segments or more, made when the next segment has not arrived yet,
+//! reads the run's sealed bytes while the workers open them (see the
+//! threads' fed runs), instead of reading the whole run first and then
+//! opening it.
+
+use super::*;
+use crate::core::runs::{FedInto, open_fed};
+
+/// What a fed run gave.
+pub(super) enum FedRead {
+    /// Plaintext delivered into the caller's buffer.
+    Delivered(usize),
+    /// Nothing opened, but input arrived or its end was seen: the usual
+    /// path goes on from there.
+    Moved,
+    /// Nothing read (the front keeps an error for its own read, or was
+    /// interrupted): the front reads as usual.
+    Nothing,
+}
+
+impl Opener {
+    /// How many segments a fed run into `room` bytes would open: with
+    /// threads and prefetch (a fed run reads past the first segment, so
+    /// only a reader that may read ahead makes one), fixed-size segments
+    /// in the body, the header proven, the inner reader going on and read
+    /// here (not in place, not moved by a seek), the next segment not
+    /// complete in the read-ahead, and room for two whole segments or
+    /// more (at most a fed batch in place, a batch in the read-ahead).
+    /// `None`: no fed run.
+    pub(super) fn fed_segments(&self, room: usize) -> Option<usize> {
+        let (Some(workers), Some(Setup { units, suite }), Stage::Body) =
+            (&self.workers, &self.stream, &self.stage)
+        else {
+            return None;
+        };
+        let Units::Fixed(layout) = units else {
+            return None;
+        };
+        if !self.prefetch
+            || !self.ahead.proven()
+            || self.ahead.at_end()
+            || self.in_place.is_on()
+            || self.position.moves_inner()
+            || self.position.skips()
+            || !self.plain.is_empty()
+            || self.ahead.available() >= layout.sealed(self.next)
+        {
+            return None;
+        }
+        let batch = match suite.opens_in_place() {
+            true => parallel::fed_batch_segments(workers.threads(), layout.rest),
+            false => parallel::open_batch_segments(workers.threads(), layout.rest),
+        };
+        let mut fits = 0;
+        let mut left = room;
+        while fits < batch {
+            let Some(l) = left.checked_sub(layout.plain(self.next + fits as u64)) else {
+                break;
+            };
+            (left, fits) = (l, fits + 1);
+        }
+        (fits >= 2).then_some(fits)
+    }
+
+    /// Opens a fed run of `count` segments (as
+    /// [`fed_segments`](Self::fed_segments) gave) straight into `buf`,
+    /// reading their input through `side`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WorkerPanicked`] (sticky), with nothing released;
+    /// [`Error::Allocation`] when the read-ahead cannot grow to the run.
+    pub(super) fn read_fed(
+        &mut self,
+        buf: &mut [u8],
+        count: usize,
+        side: &mut dyn Beside,
+    ) -> Result<FedRead, Error> {
+        let (Some(workers), Some(stream)) = (&mut self.workers, &self.stream) else {
+            unreachable!("fed_segments said yes")
+        };
+        let layout = *stream.units.layout();
+        let total = (0..count as u64)
+            .map(|i| layout.sealed(self.next + i))
+            .sum();
+        let capacity = self.ahead.capacity();
+        let mut read = |room: &mut [u8]| side.read_beside(room);
+        let in_place = stream.suite.opens_in_place();
+        let mut tags = Vec::new();
+        let into = if in_place {
+            // Opened where the plaintext goes: the segments' ciphertext
+            // is read into `buf`, the tags beside it.
+            if tags.try_reserve_exact(count * layout.tag).is_err() {
+                return Err(self.fail(Error::Allocation(count * layout.tag)));
+            }
+            tags.resize(count * layout.tag, 0);
+            FedInto::InPlace {
+                tags: &mut tags,
+                held: self.ahead.data(),
+            }
+        } else {
+            match self.ahead.region(total) {
+                Ok((region, held)) => FedInto::Apart { region, held },
+                Err(e) => return Err(self.fail(e)),
+            }
+        };
+        let r = open_fed(
+            workers,
+            stream,
+            &layout,
+            (self.next, count),
+            into,
+            buf,
+            &mut read,
+            capacity,
+        );
+        let (run, fed, back) = r.map_err(|e| self.fail(e))?;
+        self.counts.opens.add(run.tried);
+        self.counts.runs.add(usize::from(run.tried > 0));
+        self.counts.fed.add(usize::from(fed.read > 0));
+        self.position.inner_read(fed.read);
+        if in_place {
+            // What was held went into the run; what the run did not
+            // release comes back.
+            self.ahead.clear();
+            if let Err(e) = self.ahead.put_back(&back, false) {
+                return Err(self.fail(e));
+            }
+            self.ahead.fed(0, fed.last);
+        } else {
+            self.ahead.fed(fed.read, fed.last);
+            self.ahead.consume(run.used);
+        }
+        self.next += run.opened as u64;
+        if run.opened > 0 {
+            self.authenticated();
+            self.position.delivered(run.plain);
+            return Ok(FedRead::Delivered(run.plain));
+        }
+        Ok(match fed.last {
+            Some(_) => FedRead::Moved,
+            None => FedRead::Nothing,
+        })
+    }
+}
