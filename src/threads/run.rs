@@ -107,22 +107,45 @@ impl<'a> Claims<'_, 'a> {
     /// Claims the next share and runs `job` on its pieces; the number of
     /// its pieces, or `None` when every share is claimed.
     fn take_one(&self, job: &(impl Fn(&mut Piece<'_>) + Sync), on_pool: bool) -> Option<usize> {
-        let i = self.next.fetch_add(1, Ordering::AcqRel);
-        let share = self.shares.get(i)?;
+        let (i, ready) = self.claim()?;
         if let (true, Some(delay)) = (on_pool, self.delay) {
             std::thread::sleep(delay);
         }
-        // In a fed run, only the pieces that have their input: the share
-        // is waited for until they all do, or the feeding has ended.
-        let first = i * self.per;
-        let ready = match &self.gate {
-            Some(gate) => gate.wait(first + self.per).saturating_sub(first),
-            None => usize::MAX,
-        };
-        let mut share = share.lock().unwrap_or_else(|e| e.into_inner());
+        let mut share = self.shares[i].lock().unwrap_or_else(|e| e.into_inner());
         let ready = ready.min(share.len());
         self.guarded(|| share[..ready].iter_mut().for_each(job));
         Some(ready)
+    }
+
+    /// Claims the next share: its index and how many of its pieces are to
+    /// be done. In a fed run a share is claimed only once its pieces have
+    /// their input (or the feeding ended: then the ones that have it, and
+    /// none once a share has none), waiting unclaimed until then: a
+    /// thread that is descheduled while it waits holds up no share the
+    /// caller could take.
+    fn claim(&self) -> Option<(usize, usize)> {
+        let Some(gate) = &self.gate else {
+            let i = self.next.fetch_add(1, Ordering::AcqRel);
+            return (i < self.shares.len()).then_some((i, usize::MAX));
+        };
+        loop {
+            let i = self.next.load(Ordering::Acquire);
+            if i >= self.shares.len() {
+                return None;
+            }
+            let first = i * self.per;
+            let ready = gate.wait(first + self.per).checked_sub(first)?;
+            if ready == 0 {
+                return None;
+            }
+            if self
+                .next
+                .compare_exchange(i, i + 1, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Some((i, ready));
+            }
+        }
     }
 
     /// Claims shares one after the other until none is left; how many it
