@@ -692,6 +692,56 @@ fn a_panicking_inner_writer_does_not_hang_a_threaded_writer() {
     }
 }
 
+/// An inner reader that panics in the middle of a run (with prefetch, a
+/// fed run, whose pool threads wait for the segments it reads): the panic
+/// reaches the caller instead of hanging the reader, and whatever the
+/// reader gives afterwards is the plaintext where it stands, or an error.
+/// The std front: the async front runs no fed run.
+#[test]
+fn a_panicking_inner_reader_does_not_hang_a_threaded_reader() {
+    use std::io::Read;
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 64 * KIB;
+    let pt = data(40 * seg + 7, 7);
+    let builder = CipherWriter::builder(&key).capacity(seg);
+    let ct = encrypt(Front::Std, builder, &pt, &WriteMode::AllAtOnce);
+    for &t in THREADS {
+        for prefetch in [false, true] {
+            // Without prefetch a call reads a run at once: a few calls.
+            let calls: &[usize] = if prefetch { &[2, 5, 9, 20] } else { &[2, 3, 4] };
+            for &at in calls {
+                let ctx = format!("threads {t} prefetch {prefetch} panic at call {at}");
+                let mut inner = ScriptReader::new(&ct);
+                inner.panic_at = Some(at);
+                let mut r = CipherReader::builder(&key)
+                    .capacity(seg)
+                    .threads(t)
+                    .threads_after(0)
+                    .prefetch(prefetch)
+                    .build(inner);
+                let mut got = Vec::new();
+                let mut buf = vec![0u8; 1024 * KIB];
+                let r1 = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    loop {
+                        match r.read(&mut buf) {
+                            Ok(0) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                            Err(e) => panic!("{ctx}: {e}"),
+                        }
+                    }
+                }));
+                assert!(r1.is_err(), "{ctx}: no panic");
+                assert!(pt.starts_with(&got), "{ctx}: before the panic");
+                r.get_mut().panic_at = None;
+                while let Ok(n @ 1..) = r.read(&mut buf) {
+                    got.extend_from_slice(&buf[..n]);
+                    assert!(pt.starts_with(&got), "{ctx}: after the panic");
+                }
+            }
+        }
+    }
+}
+
 /// The reader over an inner reader that fails (`WouldBlock`,
 /// `Interrupted`) at every call position: every run gives the plaintext
 /// back, the error surfaces once as itself, and no inner call is lost.

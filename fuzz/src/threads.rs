@@ -34,11 +34,15 @@ pub struct Input {
     key: [u8; 32],
     /// Writer capacity (segment size): `1 + v % 300`.
     segment: u16,
-    /// Threads: `2 + (v & 3)` (2 to 5); bit 4 picks the writers' provider
-    /// and bit 5 the readers' (`Provider::ALL`); bit 6 reads through
-    /// `build_from_buf_read`; bit 7 starts the threads (writer and
-    /// reader) only once the stream is `segment % 1024` bytes in (the
-    /// writer's at the next segment boundary), else with the first byte.
+    /// Threads: `2 + (v & 3)` (2 to 5); bit 2 makes the threaded reader
+    /// prefetch (rings for small reads, fed runs for large ones) when no
+    /// inner call fails (a prefetching reader returns a failed read
+    /// beside a run after the run's plaintext, later than one thread);
+    /// bit 4 picks the writers' provider and bit 5 the readers'
+    /// (`Provider::ALL`); bit 6 reads through `build_from_buf_read`; bit 7
+    /// starts the threads (writer and reader) only once the stream is
+    /// `segment % 1024` bytes in (the writer's at the next segment
+    /// boundary), else with the first byte.
     threads: u8,
     /// Reader capacity: `1 + v % 2048`.
     reader_capacity: u16,
@@ -115,6 +119,7 @@ impl Input {
             .capacity(capacity)
             .provider(self.provider(5))
             .threads(threads)
+            .prefetch(self.threads & 0x04 != 0 && period.is_none())
             .threads_after(self.after());
         let mut scratch = vec![0u8; SCRATCH_LEN];
         let mut out = Vec::new();

@@ -344,12 +344,11 @@ impl Opener {
                 // A large read with threads reads the run's input while
                 // the workers open it.
                 Ready::Step(Step::Read) if side.is_some() => {
-                    let (Some(count), Some(side)) =
-                        (self.fed_segments(buf.len()), side.as_deref_mut())
+                    let (Some(plan), Some(side)) = (self.fed_plan(buf.len()), side.as_deref_mut())
                     else {
                         return Ok(Step::Read);
                     };
-                    match self.read_fed(buf, count, side)? {
+                    match self.read_fed(buf, plan, side)? {
                         FedRead::Delivered(n) => return Ok(Step::Done(n)),
                         FedRead::Moved => continue,
                         FedRead::Nothing => return Ok(Step::Read),

@@ -101,7 +101,7 @@ pub(crate) enum FedInto<'r> {
 
 /// Opens on `workers`, as a fed run (see [`Workers::run_fed`]), the
 /// `count` fixed-size segments from segment `next` on, as non-final, into
-/// `out` (which holds their plaintext), their sealed bytes read by `read`
+/// `out` (which holds their plaintext, and in place one tag more), their sealed bytes read by `read`
 /// as they open. Returns the run, what the feeding did, and (opened in
 /// place) the sealed bytes that arrived and were not released, in order
 /// (a segment that opened after the first failure gives zeros of its
@@ -141,7 +141,7 @@ pub(crate) fn open_fed(
             (Some((region, held)), _) => (Places::Apart { region, held }, &mut *out),
             (None, Some((tags, held))) => {
                 let places = Places::InPlace {
-                    out: &mut out[..span],
+                    out: &mut out[..span + tag],
                     tags: &mut tags[..],
                     held,
                 };
@@ -182,7 +182,8 @@ pub(crate) fn open_fed(
     let fed = match ran {
         Ok(fed) => fed,
         Err(e) => {
-            zeroize::Zeroize::zeroize(&mut out[..span]);
+            let end = if in_place { span + tag } else { span };
+            zeroize::Zeroize::zeroize(&mut out[..end]);
             return Err(e);
         }
     };
@@ -210,7 +211,9 @@ pub(crate) fn open_fed(
             at += plain[k];
         }
     }
-    zeroize::Zeroize::zeroize(&mut out[released..span]);
+    // Opened in place, the last tag landed after the run's places too.
+    let end = if in_place { span + tag } else { span };
+    zeroize::Zeroize::zeroize(&mut out[released..end]);
     Ok((
         Run {
             tried: fed.handed,

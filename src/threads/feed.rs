@@ -21,36 +21,108 @@
 //!   that failed, whose error the front keeps) ends the feeding; whatever
 //!   arrived stays in the read-ahead, in order.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::Thread;
+use std::time::Instant;
 
 use super::pool::Workers;
 use super::run::{Claims, Piece};
-use super::wait::{Wait, Waits};
+use super::wait::{NAP, NAP_MAX, WAIT_SPINS, Waits, YIELD};
 use crate::Error;
 
 /// Which pieces of a fed run have their input: counted from the first,
-/// and whether the feeding is over (no more will).
+/// and whether the feeding is over (no more will); the threads asleep
+/// waiting for either, woken by the caller when it says so.
 pub(crate) struct Gate {
     ready: AtomicUsize,
     ended: AtomicBool,
+    /// Plaintext bytes of a piece (the run's shares are cut by it before
+    /// any piece has its place).
+    pub(super) unit: usize,
+    sleepers: Mutex<Vec<Thread>>,
     waits: Waits,
 }
 
 impl Gate {
+    fn new(unit: usize, waits: Waits) -> Gate {
+        Gate {
+            ready: AtomicUsize::new(0),
+            ended: AtomicBool::new(false),
+            unit,
+            sleepers: Mutex::new(Vec::new()),
+            waits,
+        }
+    }
+
     /// Waits until the first `upto` pieces have their input or the
-    /// feeding is over; returns how many have it then.
+    /// feeding is over; returns how many have it then. Spin-loop hints
+    /// first, then yielding the core for a while (the next segment is
+    /// usually a read away), then sleeping until the caller's next word
+    /// wakes it (a slow inner reader holds no core here).
     pub(super) fn wait(&self, upto: usize) -> usize {
-        let mut wait = Wait::new(&self.waits);
+        let (mut spins, mut since, mut nap) = (0, None, NAP);
         loop {
             // The end is read before the count: once it is seen, the
             // count is final.
             let ended = self.ended.load(Ordering::Acquire);
             let ready = self.ready.load(Ordering::Acquire);
             if ready >= upto || ended {
+                if spins > 0 {
+                    self.waits.waits.add(1);
+                }
                 return ready;
             }
-            wait.pause();
+            if spins < WAIT_SPINS {
+                spins += 1;
+                self.waits.spins.add(1);
+                std::hint::spin_loop();
+            } else if since.get_or_insert_with(Instant::now).elapsed() < YIELD {
+                self.waits.yields.add(1);
+                std::thread::yield_now();
+            } else {
+                // Said before the last look, so that a word said after it
+                // wakes this thread.
+                self.sleepers
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(std::thread::current());
+                let ended = self.ended.load(Ordering::Acquire);
+                if self.ready.load(Ordering::Acquire) < upto && !ended {
+                    self.waits.sleeps.add(1);
+                    std::thread::park_timeout(nap);
+                    nap = (nap * 2).min(NAP_MAX);
+                }
+            }
         }
+    }
+
+    /// The first `n` pieces have their input.
+    fn open(&self, n: usize) {
+        self.ready.store(n, Ordering::Release);
+        self.wake();
+    }
+
+    /// The feeding is over.
+    fn end(&self) {
+        self.ended.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+        sleepers.drain(..).for_each(|t| t.unpark());
+    }
+}
+
+/// Ends the feeding when dropped, also when the inner reader panicked:
+/// the threads waiting at the gate then return, and the run's scope can
+/// end (and pass the panic on).
+struct Ending<'g>(&'g Gate);
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 
@@ -75,9 +147,10 @@ pub(crate) enum Places<'a, 'h> {
     /// first `held` already: each piece's input is its sealed bytes.
     Apart { region: &'a mut [u8], held: usize },
     /// Where they open: each piece's ciphertext where its plaintext goes,
-    /// one after the other in `out`, and its tag in its `tag_len` bytes of
-    /// `tags` (the piece's output and input once handed over); `held`,
-    /// the bytes read before, come first.
+    /// one after the other in `out` (which has room for one more tag after
+    /// the last), and its tag in its `tag_len` bytes of `tags` (the
+    /// piece's output and input once handed over); `held`, the bytes read
+    /// before, come first.
     InPlace {
         out: &'a mut [u8],
         tags: &'a mut [u8],
@@ -104,22 +177,25 @@ impl Workers {
         read: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
         job: impl Fn(&mut Piece<'_>) + Sync,
     ) -> Result<Fed, Error> {
-        let gate = Gate {
-            ready: AtomicUsize::new(0),
-            ended: AtomicBool::new(false),
-            waits: self.waits.clone(),
-        };
+        let unit = plan.plain.first().copied().unwrap_or(1);
+        let gate = Gate::new(unit, self.waits.clone());
         let mut fed = Fed::default();
-        let r = self.run_with(pieces, job, Some(gate), |claims| {
+        let r = self.run_with(pieces, job, Some(gate), |claims, hand_over| {
+            let Some(gate) = &claims.gate else {
+                unreachable!("a fed run has a gate")
+            };
+            let _ending = Ending(gate);
+            let feeding = Feeding {
+                claims,
+                gate,
+                hand_over,
+            };
             fed = match places {
-                Places::Apart { region, held } => plan.feed(claims, region, held, read),
+                Places::Apart { region, held } => plan.feed(feeding, region, held, read),
                 Places::InPlace { out, tags, held } => {
-                    plan.feed_in_place(claims, out, tags, held, read)
+                    plan.feed_in_place(feeding, out, tags, held, read)
                 }
             };
-            if let Some(gate) = &claims.gate {
-                gate.ended.store(true, Ordering::Release);
-            }
         });
         r.map(|()| fed)
     }
@@ -155,7 +231,7 @@ impl Plan<'_> {
     /// once it may be opened.
     fn feed<'a>(
         &self,
-        claims: &Claims<'_, 'a>,
+        mut feeding: Feeding<'_, '_, '_, 'a>,
         region: &'a mut [u8],
         held: usize,
         read: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
@@ -170,7 +246,7 @@ impl Plan<'_> {
             while fed.handed < self.plain.len() && self.may_hand(fed.handed, fed.left) {
                 let len = self.sealed(fed.handed);
                 let (input, after) = std::mem::take(&mut rest).split_at_mut(len);
-                claims.hand(fed.handed, input, None);
+                feeding.hand(fed.handed, input, None);
                 (rest, fed.left) = (after, fed.left - len);
                 fed.handed += 1;
             }
@@ -195,12 +271,12 @@ impl Plan<'_> {
     /// Reads each piece's ciphertext into `out`, where its plaintext goes,
     /// and its tag into its place in `tags`, handing each piece its place
     /// and tag once it may be opened. A segment's sealed bytes are read at
-    /// once where the buffer has room for them: its tag lands where the
-    /// next segment's ciphertext goes, and is copied to `tags` before
-    /// anything else lands there. `held` comes first, as if read.
+    /// once: its tag lands where the next segment's ciphertext goes (after
+    /// the last, in the room `out` has for it), and is copied to `tags`
+    /// before anything else lands there. `held` comes first, as if read.
     fn feed_in_place<'a>(
         &self,
-        claims: &Claims<'_, 'a>,
+        mut feeding: Feeding<'_, '_, '_, 'a>,
         out: &'a mut [u8],
         tags: &'a mut [u8],
         mut held: &[u8],
@@ -217,7 +293,7 @@ impl Plan<'_> {
                 let k = fed.handed;
                 let (place, after) = std::mem::take(&mut rest).split_at_mut(self.plain[k]);
                 let (t, tags_after) = std::mem::take(&mut tags_rest).split_at_mut(tag);
-                claims.hand(k, t, Some(place));
+                feeding.hand(k, t, Some(place));
                 (rest, tags_rest) = (after, tags_after);
                 fed.left -= self.sealed(k);
                 fed.handed += 1;
@@ -238,19 +314,10 @@ impl Plan<'_> {
             };
             let plain = self.plain[j];
             let chunk = (j - k) * tag;
-            // The tag lands after the ciphertext while the buffer has room
-            // for it there, else in its own place.
-            let tag_in_out = base + plain + tag <= rest.len();
-            let (room, mirror) = if off < plain || tag_in_out {
-                let end = if tag_in_out {
-                    base + plain + tag
-                } else {
-                    base + plain
-                };
-                (&mut rest[base + off..end], tag_in_out)
-            } else {
-                (&mut tags_rest[chunk + off - plain..chunk + tag], false)
-            };
+            // The tag lands after the ciphertext (the buffer has room for
+            // the last one's: see `Places::InPlace`).
+            let end = base + plain + tag;
+            let room = &mut rest[base + off..end];
             let n = if held.is_empty() {
                 match read_once(read, room, &mut fed) {
                     Some(n) => n,
@@ -262,7 +329,7 @@ impl Plan<'_> {
                 held = &held[n..];
                 n
             };
-            if mirror && off + n > plain {
+            if off + n > plain {
                 // Tag bytes that landed where the next ciphertext goes.
                 let from = off.max(plain);
                 let src = &rest[base + from..base + off + n];
@@ -302,22 +369,32 @@ fn read_once(
     }
 }
 
-impl<'a> Claims<'_, 'a> {
+/// The caller's side of a fed run while it feeds: the claims whose
+/// pieces it hands their input, the gate it says so through, and the
+/// hand-over of shares to pool threads found awake (a run that started
+/// with none looks again as pieces are handed).
+struct Feeding<'f, 'c, 's, 'a> {
+    claims: &'c Claims<'s, 'a>,
+    gate: &'c Gate,
+    hand_over: &'f mut dyn FnMut(),
+}
+
+impl<'a> Feeding<'_, '_, '_, 'a> {
     /// Gives piece `k` its input (and, opened in place, its place as its
     /// output), then says so through the gate: no thread holds its share
     /// before.
-    fn hand(&self, k: usize, input: &'a [u8], place: Option<&'a mut [u8]>) {
-        let mut share = self.shares[k / self.per]
+    fn hand(&mut self, k: usize, input: &'a [u8], place: Option<&'a mut [u8]>) {
+        let claims = self.claims;
+        let mut share = claims.shares[k / claims.per]
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let piece = &mut share[k % self.per];
+        let piece = &mut share[k % claims.per];
         piece.input = input;
         if let Some(place) = place {
             piece.output = place;
         }
         drop(share);
-        if let Some(gate) = &self.gate {
-            gate.ready.store(k + 1, Ordering::Release);
-        }
+        self.gate.open(k + 1);
+        (self.hand_over)();
     }
 }

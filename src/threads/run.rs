@@ -210,18 +210,20 @@ impl Workers {
         job: impl Fn(&mut Piece<'_>) + Sync,
         beside: impl FnOnce(),
     ) -> Result<(), Error> {
-        self.run_with(pieces, job, None, |_| beside())
+        self.run_with(pieces, job, None, |_, _| beside())
     }
 
     /// [`run_beside`](Self::run_beside), where `beside` is given the
     /// run's claims (a fed run's feeding hands its pieces their input
-    /// through them; `gate` says which have it).
+    /// through them; `gate` says which have it) and a hand-over to call
+    /// as it goes (shares for pool threads found awake, when none was at
+    /// the start).
     pub(super) fn run_with<'a>(
         &mut self,
         pieces: &mut [Piece<'a>],
         job: impl Fn(&mut Piece<'_>) + Sync,
         gate: Option<Gate>,
-        beside: impl FnOnce(&Claims<'_, 'a>),
+        beside: impl FnOnce(&Claims<'_, 'a>, &mut dyn FnMut()),
     ) -> Result<(), Error> {
         let threads = self.threads;
         let inject = self.inject_panic.armed().is_some();
@@ -231,9 +233,13 @@ impl Workers {
         // one at a time: a run longer than a share a thread is balanced by
         // whichever thread is faster taking more, never by waiting for a
         // slow one's long share.
-        let size = pieces
-            .first()
-            .map_or(1, |p| p.output.len().max(p.input.len()));
+        let size = match &gate {
+            // A fed run's pieces get their places as the run goes.
+            Some(gate) => gate.unit,
+            None => pieces
+                .first()
+                .map_or(1, |p| p.output.len().max(p.input.len())),
+        };
         let per = share_segments(SHARE, size).min(total.div_ceil(threads).max(1));
         let claims = Claims {
             shares: pieces.chunks_mut(per).map(Mutex::new).collect(),
@@ -245,7 +251,7 @@ impl Workers {
             delay,
         };
         let (Some(judged), Some(pool)) = (self.begin(), &self.pool) else {
-            beside(&claims);
+            beside(&claims, &mut || ());
             let t = Instant::now();
             let mut own = 0;
             while let Some(n) = claims.take_one(&job, false) {
@@ -297,7 +303,11 @@ impl Workers {
             let mut spawned = hand_over();
             let cold = spawned == 0;
             let side = Instant::now();
-            beside(claims_ref);
+            beside(claims_ref, &mut || {
+                if spawned == 0 {
+                    spawned = hand_over();
+                }
+            });
             let side = side.elapsed();
             if spawned == 0 {
                 spawned = hand_over();

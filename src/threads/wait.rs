@@ -96,14 +96,14 @@ pub(super) struct Wait<'w> {
 
 /// How long a waiting thread yields before it sleeps: about what sealing
 /// 64 KiB takes with the slower ciphers here.
-const YIELD: Duration = Duration::from_micros(100);
+pub(super) const YIELD: Duration = Duration::from_micros(100);
 
 /// A waiting thread's first sleep at most: about what a wake-up costs here
 /// several times over.
-const NAP: Duration = Duration::from_micros(200);
+pub(super) const NAP: Duration = Duration::from_micros(200);
 
 /// A waiting thread's longest sleep between looks, if nobody wakes it.
-const NAP_MAX: Duration = Duration::from_millis(5);
+pub(super) const NAP_MAX: Duration = Duration::from_millis(5);
 
 /// Spin-loop hints a [`Wait`] gives before it yields.
 pub(super) const WAIT_SPINS: u32 = 64;

@@ -26,6 +26,8 @@ pub struct ScriptReader<'a> {
     pub max_per_call: usize,
     pub plan: Vec<usize>,
     pub fail: Option<(usize, ErrorKind)>,
+    /// Call number this many panics.
+    pub panic_at: Option<usize>,
 }
 
 impl<'a> ScriptReader<'a> {
@@ -40,6 +42,7 @@ impl<'a> ScriptReader<'a> {
             max_per_call: usize::MAX,
             plan: Vec::new(),
             fail: None,
+            panic_at: None,
         }
     }
 
@@ -70,6 +73,7 @@ impl Read for ScriptReader<'_> {
         self.requested += buf.len();
         self.min_request = self.min_request.min(buf.len());
         self.asks.push((self.pos, buf.len()));
+        assert!(self.panic_at != Some(call), "scripted inner reader panic");
         if let Some((at, kind)) = self.fail
             && at == call
         {

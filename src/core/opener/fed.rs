@@ -7,6 +7,12 @@
 use super::*;
 use crate::core::runs::{FedInto, open_fed};
 
+/// A fed run to make: how many segments, and whether in place.
+pub(super) struct FedPlan {
+    count: usize,
+    in_place: bool,
+}
+
 /// What a fed run gave.
 pub(super) enum FedRead {
     /// Plaintext delivered into the caller's buffer.
@@ -20,15 +26,21 @@ pub(super) enum FedRead {
 }
 
 impl Opener {
-    /// How many segments a fed run into `room` bytes would open: with
-    /// threads and prefetch (a fed run reads past the first segment, so
-    /// only a reader that may read ahead makes one), fixed-size segments
-    /// in the body, the header proven, the inner reader going on and read
-    /// here (not in place, not moved by a seek), the next segment not
-    /// complete in the read-ahead, and room for two whole segments or
-    /// more (at most a fed batch in place, a batch in the read-ahead).
-    /// `None`: no fed run.
-    pub(super) fn fed_segments(&self, room: usize) -> Option<usize> {
+    /// The fed run a read into `room` bytes would make: with threads and
+    /// prefetch (a fed run reads past the first segment, so only a reader
+    /// that may read ahead makes one), fixed-size segments in the body,
+    /// the header proven, the inner reader going on and read here (not in
+    /// place, not moved by a seek), the next segment not complete in the
+    /// read-ahead, and room for two whole segments or more. `None`: no
+    /// fed run.
+    ///
+    /// Opened in place, each inner read is one segment's sealed bytes at
+    /// most, and the last segment's tag lands after it in the caller's
+    /// buffer: only for segments no shorter than the read-ahead (every
+    /// read is then offered as much as the read-ahead would offer), with
+    /// room for that tag, and at most a fed batch. Otherwise the run goes
+    /// into the read-ahead, at most a batch.
+    pub(super) fn fed_plan(&self, room: usize) -> Option<FedPlan> {
         let (Some(workers), Some(Setup { units, suite }), Stage::Body) =
             (&self.workers, &self.stream, &self.stage)
         else {
@@ -48,24 +60,27 @@ impl Opener {
         {
             return None;
         }
-        let batch = match suite.opens_in_place() {
-            true => parallel::fed_batch_segments(workers.threads(), layout.rest),
-            false => parallel::open_batch_segments(workers.threads(), layout.rest),
+        let shortest = layout.sealed(self.next).min(layout.rest + layout.tag);
+        let in_place = suite.opens_in_place() && self.ahead.capacity() <= shortest;
+        let (batch, mut left) = if in_place {
+            let batch = parallel::fed_batch_segments(workers.threads(), layout.rest);
+            (batch, room.saturating_sub(layout.tag))
+        } else {
+            let batch = parallel::open_batch_segments(workers.threads(), layout.rest);
+            (batch, room)
         };
-        let mut fits = 0;
-        let mut left = room;
-        while fits < batch {
-            let Some(l) = left.checked_sub(layout.plain(self.next + fits as u64)) else {
+        let mut count = 0;
+        while count < batch {
+            let Some(l) = left.checked_sub(layout.plain(self.next + count as u64)) else {
                 break;
             };
-            (left, fits) = (l, fits + 1);
+            (left, count) = (l, count + 1);
         }
-        (fits >= 2).then_some(fits)
+        (count >= 2).then_some(FedPlan { count, in_place })
     }
 
-    /// Opens a fed run of `count` segments (as
-    /// [`fed_segments`](Self::fed_segments) gave) straight into `buf`,
-    /// reading their input through `side`.
+    /// Opens the fed run `plan` (from [`fed_plan`](Self::fed_plan)) into
+    /// `buf`, reading its input through `side`.
     ///
     /// # Errors
     ///
@@ -74,19 +89,19 @@ impl Opener {
     pub(super) fn read_fed(
         &mut self,
         buf: &mut [u8],
-        count: usize,
+        plan: FedPlan,
         side: &mut dyn Beside,
     ) -> Result<FedRead, Error> {
         let (Some(workers), Some(stream)) = (&mut self.workers, &self.stream) else {
-            unreachable!("fed_segments said yes")
+            unreachable!("fed_plan said yes")
         };
         let layout = *stream.units.layout();
+        let FedPlan { count, in_place } = plan;
         let total = (0..count as u64)
             .map(|i| layout.sealed(self.next + i))
             .sum();
         let capacity = self.ahead.capacity();
         let mut read = |room: &mut [u8]| side.read_beside(room);
-        let in_place = stream.suite.opens_in_place();
         let mut tags = Vec::new();
         let into = if in_place {
             // Opened where the plaintext goes: the segments' ciphertext
@@ -138,9 +153,13 @@ impl Opener {
             self.position.delivered(run.plain);
             return Ok(FedRead::Delivered(run.plain));
         }
-        Ok(match fed.last {
-            Some(_) => FedRead::Moved,
-            None => FedRead::Nothing,
+        // Bytes arrived (a whole segment may be held now) or the end was
+        // seen: the usual path goes on from there before the front's own
+        // read (which returns a kept error first).
+        Ok(if fed.read > 0 || fed.last.is_some() {
+            FedRead::Moved
+        } else {
+            FedRead::Nothing
         })
     }
 }
