@@ -549,6 +549,49 @@ fn prefetching_readers_read_each_run_while_it_opens() {
     assert_eq!(inner_buf.engine.counts.fed.get(), 0, "inner buffer");
 }
 
+/// Where no fed run can be made (framed records, whose lengths are known
+/// only as they arrive), a prefetching reader still reads the next run
+/// beside each run: large reads of a framed stream read beside their runs,
+/// give the plaintext whole, and open no record twice.
+#[test]
+fn prefetching_readers_of_records_read_the_next_run_beside_each_run() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 16 * 1024;
+    let pt = data(60 * seg + 5);
+    let plan = Plan {
+        chunk: seg,
+        flush: true,
+    };
+    let ct = write_std(
+        CipherWriter::builder(&key).capacity(seg).framed(),
+        &pt,
+        plan,
+        1,
+    )
+    .0;
+    // A framed reader's read-ahead grows for the record in hand only:
+    // room for several records a read is its capacity.
+    let mut r = CipherReader::builder(&key)
+        .capacity(8 * seg)
+        .threads(2)
+        .threads_after(0)
+        .prefetch(true)
+        .build(&ct[..]);
+    assert!(read_in_chunks(&mut r, 1 << 20) == pt);
+    let c = &r.engine.counts;
+    let ctx = format!(
+        "{} runs, {} reads beside them, {} fed, {} opens",
+        c.runs.get(),
+        c.beside.get(),
+        c.fed.get(),
+        c.opens.get()
+    );
+    assert!(c.runs.get() >= 2, "{ctx}");
+    assert!(c.beside.get() + 1 >= c.runs.get(), "{ctx}");
+    assert_eq!(c.fed.get(), 0, "{ctx}");
+    assert!(c.opens.get() <= 61 + 1, "{ctx}");
+}
+
 /// Reads `r` to its end through `BufRead`, taking at most 5000 bytes of
 /// what each `fill_buf` shows (the rest is shown again).
 fn read_buffered(r: &mut impl std::io::BufRead) -> Vec<u8> {
