@@ -909,7 +909,8 @@ impl io::Seek for FailOnce {
 /// after any of its reads, over an inner reader that fails once at every
 /// call position in turn: the error surfaces exactly once (from a read or
 /// the length query, whichever needs input first, even when it was met in
-/// a read beside a run), and the plaintext is whole.
+/// a read beside a run or in the middle of a fed run), and the plaintext
+/// is whole.
 #[test]
 fn an_inner_error_beside_a_run_surfaces_once_across_length_queries_and_seeks() {
     use std::io::{Read, Seek, SeekFrom};
