@@ -730,7 +730,12 @@ fn a_panicking_inner_reader_does_not_hang_a_threaded_reader() {
                         }
                     }
                 }));
-                assert!(r1.is_err(), "{ctx}: no panic");
+                let payload = r1.expect_err(&format!("{ctx}: no panic"));
+                assert_eq!(
+                    payload.downcast_ref::<&str>(),
+                    Some(&"scripted inner reader panic"),
+                    "{ctx}: the inner reader's panic"
+                );
                 assert!(pt.starts_with(&got), "{ctx}: before the panic");
                 r.get_mut().panic_at = None;
                 while let Ok(n @ 1..) = r.read(&mut buf) {

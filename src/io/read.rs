@@ -272,7 +272,10 @@ impl ReaderBuilder {
     /// prefetching reader may call `inner` while a run's plaintext is
     /// ready, and a `read` on a socket whose peer sent its message and
     /// waits for the reply would wait for ever, with that plaintext
-    /// undelivered. (Without prefetch a `read` calls `inner` only while
+    /// undelivered. A fed run reads until its segments are all in (or
+    /// `inner` ends or fails): from a slow source, the segments already
+    /// whole wait for the rest of the run (at most 1 MiB) before the call
+    /// returns them. (Without prefetch a `read` calls `inner` only while
     /// the first segment it works on is incomplete.)
     ///
     /// An error of `inner` in a read beside a run does not fail the call

@@ -82,11 +82,13 @@ impl Gate {
                 std::thread::yield_now();
             } else {
                 // Said before the last look, so that a word said after it
-                // wakes this thread.
-                self.sleepers
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(std::thread::current());
+                // wakes this thread; said once, however often it naps.
+                let me = std::thread::current();
+                let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+                if !sleepers.iter().any(|t| t.id() == me.id()) {
+                    sleepers.push(me);
+                }
+                drop(sleepers);
                 let ended = self.ended.load(Ordering::Acquire);
                 if self.ready.load(Ordering::Acquire) < upto && !ended {
                     self.waits.sleeps.add(1);
