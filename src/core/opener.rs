@@ -145,8 +145,9 @@ pub(crate) struct Counts {
     /// Inner reads made beside a run.
     pub(crate) beside: Count,
     /// Fed runs that read input (large reads whose run's input was read
-    /// while it opened).
+    /// while it opened), and those of them opened in place.
     pub(crate) fed: Count,
+    pub(crate) fed_in_place: Count,
     /// Rings started for small reads.
     pub(crate) rings: Count,
     /// Segments opened in rings (failed ones included; each once, one

@@ -520,10 +520,40 @@ fn prefetching_readers_read_each_run_while_it_opens() {
             "{ctx}: without prefetch"
         );
         assert!(fed >= 1 && fed + 1 >= runs, "{ctx}");
+        assert_eq!(c.fed_in_place.get(), fed, "{ctx}: in place");
         assert_eq!(beside, 0, "{ctx}");
         assert!(calls <= segments + 4, "{ctx}");
         assert!(c.opens.get() <= segments + 2, "{ctx}");
         assert!(c.moved.get() <= seg + 16, "{ctx}");
+    }
+    // Into the read-ahead instead: a read-ahead larger than a segment (an
+    // inner read in place is one segment at most), or a provider that
+    // does not open in place.
+    let pt = data(40 * seg + 77);
+    let ct = sealed(&key, seg, &pt);
+    let apart = [
+        (2 * seg, Provider::RustCrypto),
+        #[cfg(feature = "aws-lc")]
+        (seg, Provider::AwsLc),
+    ];
+    for (capacity, provider) in apart {
+        let mut r = CipherReader::builder(&key)
+            .capacity(capacity)
+            .provider(provider)
+            .threads(2)
+            .threads_after(0)
+            .prefetch(true)
+            .build(&ct[..]);
+        assert!(read_in_chunks(&mut r, 1 << 20) == pt);
+        let c = &r.engine.counts;
+        let ctx = format!(
+            "{provider:?} capacity {capacity}: {} fed, {} in place, {} opens",
+            c.fed.get(),
+            c.fed_in_place.get(),
+            c.opens.get()
+        );
+        assert!(c.fed.get() >= 2 && c.fed_in_place.get() == 0, "{ctx}");
+        assert!(c.opens.get() <= 41 + 2, "{ctx}");
     }
     let ct = write_std(
         CipherWriter::builder(&key).capacity(seg),

@@ -134,6 +134,9 @@ impl Opener {
         self.counts.opens.add(run.tried);
         self.counts.runs.add(usize::from(run.tried > 0));
         self.counts.fed.add(usize::from(fed.read > 0));
+        self.counts
+            .fed_in_place
+            .add(usize::from(fed.read > 0 && in_place));
         self.position.inner_read(fed.read);
         if in_place {
             // What was held went into the run; what the run did not
