@@ -537,13 +537,8 @@ fn prefetching_readers_read_each_run_while_it_opens() {
         (seg, Provider::AwsLc),
     ];
     for (capacity, provider) in apart {
-        let mut r = CipherReader::builder(&key)
-            .capacity(capacity)
-            .provider(provider)
-            .threads(2)
-            .threads_after(0)
-            .prefetch(true)
-            .build(&ct[..]);
+        let b = CipherReader::builder(&key).capacity(capacity);
+        let mut r = prefetching(b.provider(provider), &ct);
         assert!(read_in_chunks(&mut r, 1 << 20) == pt);
         let c = &r.engine.counts;
         let ctx = format!(
@@ -601,12 +596,7 @@ fn prefetching_readers_of_records_read_the_next_run_beside_each_run() {
     .0;
     // A framed reader's read-ahead grows for the record in hand only:
     // room for several records a read is its capacity.
-    let mut r = CipherReader::builder(&key)
-        .capacity(8 * seg)
-        .threads(2)
-        .threads_after(0)
-        .prefetch(true)
-        .build(&ct[..]);
+    let mut r = prefetching(CipherReader::builder(&key).capacity(8 * seg), &ct);
     assert!(read_in_chunks(&mut r, 1 << 20) == pt);
     let c = &r.engine.counts;
     let ctx = format!(
@@ -903,11 +893,12 @@ fn calls_that_leave_a_ring_in_the_middle_of_a_segment_keep_the_plaintext() {
 /// A reader of `ct` on two threads with prefetch: its reads smaller than
 /// a segment go through a ring.
 fn ring_reader<'a>(key: &Key, ct: &'a [u8]) -> CipherReader<&'a [u8]> {
-    CipherReader::builder(key)
-        .threads(2)
-        .threads_after(0)
-        .prefetch(true)
-        .build(ct)
+    prefetching(CipherReader::builder(key), ct)
+}
+
+/// A reader on two threads from the first byte, prefetching, over `ct`.
+fn prefetching(b: crate::ReaderBuilder, ct: &[u8]) -> CipherReader<&[u8]> {
+    b.threads(2).threads_after(0).prefetch(true).build(ct)
 }
 
 /// Reads `r` 8 KiB at a time to its end or its first error: the bytes
