@@ -179,10 +179,11 @@ pub(crate) fn open_fed(
         let results: Vec<bool> = pieces.iter().map(|p| p.result.is_ok()).collect();
         (ran, results)
     };
+    // Opened in place, the last tag landed after the run's places too.
+    let end = if in_place { span + tag } else { span };
     let fed = match ran {
         Ok(fed) => fed,
         Err(e) => {
-            let end = if in_place { span + tag } else { span };
             zeroize::Zeroize::zeroize(&mut out[..end]);
             return Err(e);
         }
@@ -211,8 +212,6 @@ pub(crate) fn open_fed(
             at += plain[k];
         }
     }
-    // Opened in place, the last tag landed after the run's places too.
-    let end = if in_place { span + tag } else { span };
     zeroize::Zeroize::zeroize(&mut out[released..end]);
     Ok((
         Run {

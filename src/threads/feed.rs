@@ -24,11 +24,10 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::Thread;
-use std::time::Instant;
 
 use super::pool::Workers;
 use super::run::{Claims, Piece};
-use super::wait::{NAP, NAP_MAX, WAIT_SPINS, Waits, YIELD};
+use super::wait::{Wait, Waits};
 use crate::Error;
 
 /// Which pieces of a fed run have their input: counted from the first,
@@ -61,41 +60,29 @@ impl Gate {
     /// usually a read away), then sleeping until the caller's next word
     /// wakes it (a slow inner reader holds no core here).
     pub(super) fn wait(&self, upto: usize) -> usize {
-        let (mut spins, mut since, mut nap) = (0, None, NAP);
-        loop {
-            // The end is read before the count: once it is seen, the
-            // count is final.
+        let mut wait = Wait::new(&self.waits);
+        // The end is read before the count: once it is seen, the count is
+        // final.
+        let done = || {
             let ended = self.ended.load(Ordering::Acquire);
             let ready = self.ready.load(Ordering::Acquire);
-            if ready >= upto || ended {
-                if spins > 0 {
-                    self.waits.waits.add(1);
-                }
+            (ready >= upto || ended).then_some(ready)
+        };
+        loop {
+            if let Some(ready) = done() {
                 return ready;
             }
-            if spins < WAIT_SPINS {
-                spins += 1;
-                self.waits.spins.add(1);
-                std::hint::spin_loop();
-            } else if since.get_or_insert_with(Instant::now).elapsed() < YIELD {
-                self.waits.yields.add(1);
-                std::thread::yield_now();
-            } else {
-                // Said before the last look, so that a word said after it
-                // wakes this thread; said once, however often it naps.
+            wait.pause_unless(|| {
+                // Listed before the last look, so that a word said after
+                // it wakes this thread; listed once, however often it naps.
                 let me = std::thread::current();
                 let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
                 if !sleepers.iter().any(|t| t.id() == me.id()) {
                     sleepers.push(me);
                 }
                 drop(sleepers);
-                let ended = self.ended.load(Ordering::Acquire);
-                if self.ready.load(Ordering::Acquire) < upto && !ended {
-                    self.waits.sleeps.add(1);
-                    std::thread::park_timeout(nap);
-                    nap = (nap * 2).min(NAP_MAX);
-                }
-            }
+                done().is_none()
+            });
         }
     }
 
@@ -161,12 +148,11 @@ pub(crate) enum Places<'a, 'h> {
 }
 
 impl Workers {
-    /// Opens `pieces` (each with its segment index and plaintext place,
-    /// no input yet) as their sealed bytes arrive: `region` is where they
-    /// go, one after the other, `sealed[i]` bytes each, and holds the
-    /// first `held` already; `read` is the inner reader's read (`None`:
-    /// it failed or was interrupted, and the front keeps what it has to
-    /// say; `Some(0)`: the input is at its end).
+    /// Opens `pieces` (each with its segment index, no input yet; apart,
+    /// its plaintext place too) as their sealed bytes arrive, laid out as
+    /// `plan` says and placed as `places` says; `read` is the inner
+    /// reader's read (`None`: it failed or was interrupted, and the front
+    /// keeps what it has to say; `Some(0)`: the input is at its end).
     ///
     /// # Errors
     ///

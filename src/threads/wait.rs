@@ -96,14 +96,14 @@ pub(super) struct Wait<'w> {
 
 /// How long a waiting thread yields before it sleeps: about what sealing
 /// 64 KiB takes with the slower ciphers here.
-pub(super) const YIELD: Duration = Duration::from_micros(100);
+const YIELD: Duration = Duration::from_micros(100);
 
 /// A waiting thread's first sleep at most: about what a wake-up costs here
 /// several times over.
-pub(super) const NAP: Duration = Duration::from_micros(200);
+const NAP: Duration = Duration::from_micros(200);
 
 /// A waiting thread's longest sleep between looks, if nobody wakes it.
-pub(super) const NAP_MAX: Duration = Duration::from_millis(5);
+const NAP_MAX: Duration = Duration::from_millis(5);
 
 /// Spin-loop hints a [`Wait`] gives before it yields.
 pub(super) const WAIT_SPINS: u32 = 64;
@@ -120,6 +120,14 @@ impl<'w> Wait<'w> {
     }
 
     pub(super) fn pause(&mut self) {
+        self.pause_unless(|| true);
+    }
+
+    /// [`pause`](Self::pause), where the sleep happens only if `still`
+    /// says the wait goes on: called just before, it lets the waiting
+    /// thread say where it sleeps, then look once more, so that a wake-up
+    /// sent after that look is not lost.
+    pub(super) fn pause_unless(&mut self, still: impl FnOnce() -> bool) {
         if self.spins < WAIT_SPINS {
             if self.spins == 0 {
                 self.waits.waits.add(1);
@@ -133,7 +141,7 @@ impl<'w> Wait<'w> {
         if since.elapsed() < YIELD {
             self.waits.yields.add(1);
             std::thread::yield_now();
-        } else {
+        } else if still() {
             self.waits.sleeps.add(1);
             std::thread::park_timeout(self.nap);
             self.nap = (self.nap * 2).min(NAP_MAX);

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::core::runs::{FedInto, open_fed};
+use crate::core::window::zeroed;
 
 /// A fed run to make: how many segments, and whether in place.
 pub(super) struct FedPlan {
@@ -97,24 +98,24 @@ impl Opener {
         };
         let layout = *stream.units.layout();
         let FedPlan { count, in_place } = plan;
-        let total = (0..count as u64)
-            .map(|i| layout.sealed(self.next + i))
-            .sum();
         let capacity = self.ahead.capacity();
         let mut read = |room: &mut [u8]| side.read_beside(room);
-        let mut tags = Vec::new();
+        // Opened where the plaintext goes, the segments' ciphertext is read
+        // into `buf`, the tags beside it.
+        let tags_len = if in_place { count * layout.tag } else { 0 };
+        let mut tags = match zeroed(tags_len) {
+            Ok(t) => t,
+            Err(e) => return Err(self.fail(e)),
+        };
         let into = if in_place {
-            // Opened where the plaintext goes: the segments' ciphertext
-            // is read into `buf`, the tags beside it.
-            if tags.try_reserve_exact(count * layout.tag).is_err() {
-                return Err(self.fail(Error::Allocation(count * layout.tag)));
-            }
-            tags.resize(count * layout.tag, 0);
             FedInto::InPlace {
                 tags: &mut tags,
                 held: self.ahead.data(),
             }
         } else {
+            let total = (0..count as u64)
+                .map(|i| layout.sealed(self.next + i))
+                .sum();
             match self.ahead.region(total) {
                 Ok((region, held)) => FedInto::Apart { region, held },
                 Err(e) => return Err(self.fail(e)),
