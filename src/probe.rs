@@ -179,6 +179,11 @@ thread_local! {
     /// (tests of the panic path through the fronts).
     pub(crate) static INJECT_PANIC: Cell<bool> = const { Cell::new(false) };
 
+    /// Workers made on this thread have pool threads that sleep this
+    /// long once they have claimed a unit (tests of a pool thread
+    /// descheduled in the middle of its unit, through the fronts).
+    pub(crate) static STALL_POOL: Cell<Option<std::time::Duration>> = const { Cell::new(None) };
+
     /// Bytes that replace the next streams' random salt and nonce prefix
     /// on this thread (tests that reproduce known ciphertexts).
     pub(crate) static FIXED_RANDOM: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
@@ -187,6 +192,19 @@ thread_local! {
     /// thread, by provider (index in [`Provider::ALL`]): tests that the
     /// chosen provider does the work.
     pub(crate) static USED: RefCell<Vec<u64>> = RefCell::new(vec![0; Provider::ALL.len()]);
+}
+
+/// The fault that makes pool threads sleep after each claim, armed for
+/// workers made on this thread while a test sets [`STALL_POOL`].
+#[inline(always)]
+pub(crate) fn pool_stall() -> Fault<std::time::Duration> {
+    #[allow(unused_mut)]
+    let mut fault = Fault::default();
+    #[cfg(test)]
+    if let Some(d) = STALL_POOL.with(Cell::get) {
+        fault.arm(d);
+    }
+    fault
 }
 
 /// Fills `buf` with the bytes a test fixed in place of fresh randomness

@@ -168,6 +168,13 @@ impl Sealer {
         self.workers.is_some()
     }
 
+    /// Units of its pipelines the caller did outside their slots, taken
+    /// over from late pool threads (tests).
+    #[cfg(test)]
+    pub(crate) fn taken_over(&self) -> usize {
+        self.workers.as_ref().map_or(0, |w| w.waits.taken.get())
+    }
+
     /// Plaintext bytes per segment.
     pub(crate) fn capacity(&self) -> usize {
         self.config.capacity

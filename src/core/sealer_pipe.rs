@@ -13,7 +13,7 @@
 //! [`hold`](Sealer::hold)'s) when the run stopped first.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{PoisonError, RwLock};
 
 use super::held::Held;
@@ -80,26 +80,28 @@ struct Faults {
 /// sealed from the tail.
 struct Buffered<'a> {
     plain: RwLock<&'a mut Held>,
-    /// Buffered shares sealed so far.
-    sealed: AtomicUsize,
-    /// Buffered shares in the run.
-    shares: usize,
+    /// Whether each buffered share was sealed (a share may be sealed
+    /// twice: the pipeline's caller takes over a late thread's unit).
+    sealed: Vec<AtomicBool>,
 }
 
 impl<'a> Buffered<'a> {
     fn new(plain: &'a mut Held, shares: usize) -> Self {
         Buffered {
             plain: RwLock::new(plain),
-            sealed: AtomicUsize::new(0),
-            shares,
+            sealed: (0..shares).map(|_| AtomicBool::new(false)).collect(),
         }
     }
 
-    /// Seals a buffered share with `seal`, counting it once sealed.
-    fn seal(&self, seal: impl FnOnce(&[u8]) -> Result<usize, Error>) -> Result<usize, Error> {
+    /// Seals buffered share `u` with `seal`, marking it once sealed.
+    fn seal(
+        &self,
+        u: usize,
+        seal: impl FnOnce(&[u8]) -> Result<usize, Error>,
+    ) -> Result<usize, Error> {
         let plain = self.plain.read().unwrap_or_else(PoisonError::into_inner);
         let at = seal(plain.data())?;
-        self.sealed.fetch_add(1, Ordering::Release);
+        self.sealed[u].store(true, Ordering::Release);
         Ok(at)
     }
 
@@ -109,9 +111,8 @@ impl<'a> Buffered<'a> {
     /// error) to the caller after the run, so that the shares written
     /// out are reported.
     fn refill(&self, tail: &[u8], max: usize, fail: bool) {
-        assert_eq!(
-            self.sealed.load(Ordering::Acquire),
-            self.shares,
+        assert!(
+            self.sealed.iter().all(|s| s.load(Ordering::Acquire)),
             "the tail job started before the buffered shares were sealed"
         );
         let mut plain = self.plain.write().unwrap_or_else(PoisonError::into_inner);
@@ -158,7 +159,7 @@ impl Shares<'_> {
             )
         };
         if unit.buffered {
-            self.buffer.seal(seal)
+            self.buffer.seal(u, seal)
         } else {
             seal(self.rest)
         }
@@ -375,24 +376,29 @@ impl Sealer {
 mod tests {
     use super::{Buffered, Held};
 
+    /// One share sealed twice (a unit taken over) is not two shares.
     #[test]
     #[should_panic(expected = "before the buffered shares were sealed")]
     fn the_tail_may_not_replace_the_buffer_before_its_shares_are_sealed() {
         let mut held = Held::new();
         held.append(b"abcd", 64).unwrap();
         let buffer = Buffered::new(&mut held, 2);
-        assert_eq!(buffer.seal(|d| Ok(d.len())).unwrap(), 4);
+        for _ in 0..2 {
+            assert_eq!(buffer.seal(0, |d: &[u8]| Ok(d.len())).unwrap(), 4);
+        }
         buffer.refill(b"xy", 64, false);
     }
 
+    /// The tail job run twice (taken over) leaves the tail once.
     #[test]
     fn once_its_shares_are_sealed_the_buffer_takes_the_tail() {
         let mut held = Held::new();
         held.append(b"abcd", 64).unwrap();
         let buffer = Buffered::new(&mut held, 2);
-        for _ in 0..2 {
-            buffer.seal(|d| Ok(d.len())).unwrap();
+        for u in 0..2 {
+            buffer.seal(u, |d: &[u8]| Ok(d.len())).unwrap();
         }
+        buffer.refill(b"xy", 64, false);
         buffer.refill(b"xy", 64, false);
         assert_eq!(buffer.into_inner().data(), b"xy");
     }

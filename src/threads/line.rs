@@ -1,10 +1,25 @@
 //! What the threads of one pipeline share, and what each of them does:
 //! the pool threads take units ([`Line::work`]), the calling thread
 //! delivers them in order and takes some itself ([`Line::deliver_all`]).
+//!
+//! The rules it owns:
+//! - **A unit is claimed with its slot**: a thread claims the next unit
+//!   only while it holds that unit's slot, so a slot is never written by
+//!   two units at once.
+//! - **The caller never waits long for a thread that is not running**:
+//!   the unit it must deliver next, if a pool thread holds it for longer
+//!   than the caller takes to do a unit twice over (that thread may have
+//!   lost its core for a scheduler's time slice), it does itself, into a
+//!   spare buffer of its own, and delivers that; the late thread's
+//!   outcome is dropped. The unit after it whose slot that thread still
+//!   holds goes to the spare too. Jobs give the same bytes however often
+//!   they run, so which run is delivered does not matter.
+//! - **A late thread changes nothing**: its failure does not stop the
+//!   run, and no unit later claims its slot before it leaves.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -22,8 +37,12 @@ pub(super) struct Slot<'a> {
 /// What the threads of one pipeline share.
 pub(super) struct Line<'a> {
     pub(super) slots: Vec<Mutex<Slot<'a>>>,
-    /// `u + 1` once unit `u` is done in slot `u % slots.len()`.
+    /// `u + 1` once unit `u` is done in slot `u % slots.len()` (it only
+    /// grows: a late thread's store does not hide a later unit's).
     pub(super) ready: Vec<AtomicUsize>,
+    /// `u + 1` once the caller took unit `u`, in slot `u % slots.len()`,
+    /// over from the pool thread that claimed it (it only grows).
+    pub(super) taken: Vec<AtomicUsize>,
     pub(super) units: usize,
     /// The next unit to start.
     pub(super) next: AtomicUsize,
@@ -39,6 +58,8 @@ pub(super) struct Line<'a> {
     pub(super) delay: Option<Duration>,
     /// How the threads waited (tests).
     pub(super) waits: super::wait::Waits,
+    /// Bytes of the longest slot: what a spare buffer needs.
+    pub(super) spare_len: usize,
 }
 
 /// Stops a pipeline and wakes its pool threads when dropped: the caller
@@ -67,18 +88,37 @@ enum Handed {
 }
 
 /// What [`Line::claim`] found.
-enum Claim {
-    /// Unit to run.
-    Unit(usize),
-    /// The next unit's slot still holds an undelivered unit.
+enum Claim<'l, 'a> {
+    /// Unit to run, with its slot.
+    Unit(usize, MutexGuard<'l, Slot<'a>>),
+    /// The caller's next unit to deliver, whose slot a late thread still
+    /// holds: to run outside the slot.
+    Spare,
+    /// The next unit's slot still holds an undelivered unit, or a late
+    /// thread is still in it.
     Busy,
     /// Every unit is started, or the run stopped.
     Done,
 }
 
-impl Line<'_> {
-    /// Takes the next unit if its slot is free.
-    fn claim(&self) -> Claim {
+/// Runs `job(u, out)`, catching a panic (as [`Error::WorkerPanicked`]).
+fn run_job<F>(job: &F, u: usize, out: &mut [u8], inject: bool) -> Result<usize, Error>
+where
+    F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
+{
+    catch_unwind(AssertUnwindSafe(|| {
+        assert!(!inject, "injected worker panic");
+        job(u, out)
+    }))
+    .unwrap_or(Err(Error::WorkerPanicked))
+}
+
+impl<'a> Line<'a> {
+    /// Takes the next unit if its slot is free, with the slot. `front` is
+    /// the unit the caller delivers next (`None` for a pool thread): if
+    /// that is the next unit and its slot is held by a late thread, it is
+    /// claimed without it.
+    fn claim(&self, front: Option<usize>) -> Claim<'_, 'a> {
         let k = self.slots.len();
         let mut i = self.next.load(Ordering::Acquire);
         loop {
@@ -88,45 +128,47 @@ impl Line<'_> {
             if i >= self.drained.load(Ordering::Acquire) + k {
                 return Claim::Busy;
             }
+            let slot = match self.slots[i % k].try_lock() {
+                Ok(guard) => Some(guard),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) if front == Some(i) => None,
+                Err(TryLockError::WouldBlock) => return Claim::Busy,
+            };
             match self
                 .next
                 .compare_exchange_weak(i, i + 1, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return Claim::Unit(i),
+                Ok(_) => {
+                    return match slot {
+                        Some(guard) => Claim::Unit(i, guard),
+                        None => Claim::Spare,
+                    };
+                }
                 Err(now) => i = now,
             }
         }
     }
 
-    /// Runs unit `u` into its slot and marks it ready; a failure or a
-    /// panic (caught here, so the slot's lock is not poisoned) stops the
-    /// run. Returns the bytes it put in the slot (0 when it failed).
-    fn run<F>(&self, u: usize, job: &F, inject: bool) -> usize
+    /// Runs unit `u` into its slot (held since its claim) and marks it
+    /// ready; a failure or a panic (caught here, so the slot's lock is not
+    /// poisoned) stops the run, unless the caller took the unit over.
+    /// Returns the bytes it put in the slot (0 when it failed).
+    fn run<F>(&self, u: usize, mut guard: MutexGuard<'_, Slot<'a>>, job: &F, inject: bool) -> usize
     where
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
         let k = self.slots.len();
-        let mut guard = super::lock(&self.slots[u % k]);
         let slot = &mut *guard;
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            assert!(!inject, "injected worker panic");
-            job(u, slot.bytes)
-        }));
-        slot.result = match r {
-            Ok(Ok(len)) => {
-                slot.len = len;
-                Ok(())
-            }
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(Error::WorkerPanicked),
-        };
+        slot.result = run_job(job, u, slot.bytes, inject).map(|len| slot.len = len);
         let failed = slot.result.is_err();
         let len = if failed { 0 } else { slot.len };
-        drop(guard);
-        if failed {
+        // A unit taken over is the caller's: this run's failure (after
+        // the run went on, its input may have changed) stops nothing.
+        if failed && self.taken[u % k].load(Ordering::SeqCst) <= u {
             self.stop.store(true, Ordering::Release);
         }
-        self.ready[u % k].store(u + 1, Ordering::Release);
+        self.ready[u % k].fetch_max(u + 1, Ordering::AcqRel);
+        drop(guard);
         self.caller.unpark();
         len
     }
@@ -148,15 +190,16 @@ impl Line<'_> {
         super::lock(&self.workers).push(std::thread::current());
         let (mut waited, mut took) = (Wait::new(&self.waits), false);
         loop {
-            match self.claim() {
-                Claim::Unit(u) => {
+            match self.claim(None) {
+                Claim::Unit(u, slot) => {
                     took = true;
                     if let Some(delay) = self.delay {
                         std::thread::sleep(delay);
                     }
-                    self.run(u, job, inject);
+                    self.run(u, slot, job, inject);
                     waited = Wait::new(&self.waits);
                 }
+                Claim::Spare => unreachable!("only the caller claims outside a slot"),
                 Claim::Done => {
                     if !took {
                         self.waits.late.add(1);
@@ -170,15 +213,20 @@ impl Line<'_> {
         }
     }
 
+    /// Whether the run stopped with unit `d` not started.
+    fn stopped_before(&self, d: usize) -> bool {
+        self.stop.load(Ordering::Acquire) && self.next.load(Ordering::Acquire) <= d
+    }
+
     /// Whether a unit is left to start.
     pub(super) fn left(&self) -> bool {
         self.next.load(Ordering::Acquire) < self.units && !self.stop.load(Ordering::Acquire)
     }
-
     /// The calling thread: delivers the units in order, working on one
     /// itself while the next to deliver is not ready. Until pool threads
     /// join (`join`, asked between steps, returns how many it started), it
-    /// works on every unit itself.
+    /// works on every unit itself. The next unit to deliver, if a pool
+    /// thread holds it too long, it does itself ([`Taker`]).
     pub(super) fn deliver_all<F>(
         &self,
         job: &F,
@@ -193,6 +241,11 @@ impl Line<'_> {
         let k = self.slots.len();
         let (mut d, mut offset, mut waited) = (0, 0, Wait::new(&self.waits));
         let (mut error, mut panic) = (None, None);
+        let mut taker = Taker {
+            spare: Vec::new(),
+            holds: None,
+            since: None,
+        };
         // However this ends (a panic of `deliver` included), the pool
         // threads stop waiting for slots and leave.
         let _stop = StopOnDrop(self);
@@ -206,43 +259,72 @@ impl Line<'_> {
                     quota = pace.quota(self.units, threads);
                 }
             }
-            if self.ready[d % k].load(Ordering::Acquire) == d + 1 {
-                match self.hand_over(d, &mut offset, &mut deliver, pace) {
-                    Handed::Whole => {}
-                    Handed::Stopped => break,
-                    Handed::Failed(e) => {
-                        error = Some(e);
-                        break;
-                    }
-                    Handed::Panicked(p) => {
-                        panic = Some(p);
-                        break;
-                    }
-                }
-                (d, offset, waited) = (d + 1, 0, Wait::new(&self.waits));
-                self.drained.store(d, Ordering::Release);
-                self.wake_workers();
-                continue;
-            }
-            if self.help(d, taken >= quota, threads, job, inject, pace) {
-                taken += 1;
-                waited = Wait::new(&self.waits);
+            let handed = if taker.holds.is_some() {
+                taker.hand_over(&mut offset, &mut deliver, pace)
+            } else if self.ready[d % k].load(Ordering::Acquire) == d + 1 {
+                self.hand_over(d, &mut offset, &mut deliver, pace)
             } else {
-                waited.pause();
+                match self.help(d, taken >= quota, threads, job, inject, pace) {
+                    Helped::Ran => {
+                        taken += 1;
+                        waited = Wait::new(&self.waits);
+                    }
+                    Helped::Spare if taker.ready(self) => taker.run(self, d, job, inject, pace),
+                    // No spare: the unit waits for its slot.
+                    Helped::Spare => {
+                        let slot = super::lock(&self.slots[d % k]);
+                        self.run(d, slot, job, inject);
+                    }
+                    Helped::Nothing if taker.late(self, d, pace) => {
+                        taker.run(self, d, job, inject, pace);
+                    }
+                    // Stopped before the unit to deliver started: by a
+                    // job that failed on a pool thread though the same
+                    // job had not failed here (jobs that break their
+                    // rule). The run ends rather than wait for nothing.
+                    Helped::Nothing if self.stopped_before(d) => {
+                        error = Some(Error::WorkerPanicked);
+                        break;
+                    }
+                    Helped::Nothing => waited.pause(),
+                }
+                continue;
+            };
+            match handed {
+                Handed::Whole => {}
+                Handed::Stopped => break,
+                Handed::Failed(e) => {
+                    error = Some(e);
+                    break;
+                }
+                Handed::Panicked(p) => {
+                    panic = Some(p);
+                    break;
+                }
             }
+            (d, offset, waited) = (d + 1, 0, Wait::new(&self.waits));
+            taker.holds = None;
+            taker.since = None;
+            self.drained.store(d, Ordering::Release);
+            self.wake_workers();
         }
         // `_stop` ends the run for the pool threads as this returns.
+        let spare = match taker.holds {
+            Some(Ok(len)) => Some((taker.spare, len)),
+            _ => None,
+        };
         Delivered {
             units: d,
             offset,
             error,
             panic,
+            spare,
         }
     }
 
-    /// Moves unit `d`, ready, out through `deliver` from `offset` on (which
-    /// it advances): whole, or stopped (by `deliver` taking nothing or
-    /// panicking), or the unit's job failed.
+    /// Moves unit `d`, ready in its slot, out through `deliver` from
+    /// `offset` on (which it advances): whole, or stopped (by `deliver`
+    /// taking nothing or panicking), or the unit's job failed.
     fn hand_over(
         &self,
         d: usize,
@@ -255,25 +337,7 @@ impl Line<'_> {
         if let Err(e) = &slot.result {
             return Handed::Failed(e.clone());
         }
-        let bytes = &slot.bytes[..slot.len];
-        let t = Instant::now();
-        while *offset < bytes.len() {
-            // A panic of the inner writer takes nothing: the run stops,
-            // the stream's state is settled (what was sealed is counted
-            // and kept as output, as one thread keeps it), then the panic
-            // goes on.
-            match catch_unwind(AssertUnwindSafe(|| deliver(&bytes[*offset..]))) {
-                Ok(0) => return Handed::Stopped,
-                Ok(n) => *offset += n.min(bytes.len() - *offset),
-                Err(p) => return Handed::Panicked(p),
-            }
-        }
-        // A unit with no output (a writer's copy into its buffer) says
-        // nothing of what delivering one costs.
-        if !bytes.is_empty() {
-            Pace::note(&mut pace.deliver, t.elapsed());
-        }
-        Handed::Whole
+        hand_over(&slot.bytes[..slot.len], offset, deliver, pace)
     }
 
     /// The calling thread, while unit `d` is being worked on by another
@@ -281,7 +345,8 @@ impl Line<'_> {
     /// keep slots to go on with (`k − threads` units ahead at most: a unit
     /// worked on here holds up the delivery of all the others), and only
     /// within its share (`spent` once it has taken it): it also delivers
-    /// every unit. Returns whether it ran one.
+    /// every unit. Unit `d` itself, when nobody took it, it always takes
+    /// (outside its slot if a late thread holds that).
     fn help<F>(
         &self,
         d: usize,
@@ -290,34 +355,154 @@ impl Line<'_> {
         job: &F,
         inject: bool,
         pace: &mut Pace,
-    ) -> bool
+    ) -> Helped
     where
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
     {
         let k = self.slots.len();
         let ahead = self.next.load(Ordering::Acquire) - d;
         if ahead > 0 && (ahead > k.saturating_sub(threads) || spent) {
-            return false;
+            return Helped::Nothing;
         }
-        match self.claim() {
-            Claim::Unit(u) => {
+        match self.claim(Some(d)) {
+            Claim::Unit(u, slot) => {
                 let t = Instant::now();
-                if self.run(u, job, inject) > 0 {
+                if self.run(u, slot, job, inject) > 0 {
                     Pace::note(&mut pace.work, t.elapsed());
                 }
+                Helped::Ran
+            }
+            Claim::Spare => Helped::Spare,
+            // Unit `d` is being worked on by another thread.
+            Claim::Busy | Claim::Done => Helped::Nothing,
+        }
+    }
+}
+
+/// Moves `bytes` out through `deliver` from `offset` on (which it
+/// advances): whole, or stopped by `deliver` taking nothing or panicking.
+fn hand_over(
+    bytes: &[u8],
+    offset: &mut usize,
+    deliver: &mut impl FnMut(&[u8]) -> usize,
+    pace: &mut Pace,
+) -> Handed {
+    let t = Instant::now();
+    while *offset < bytes.len() {
+        // A panic of the inner writer takes nothing: the run stops,
+        // the stream's state is settled (what was sealed is counted
+        // and kept as output, as one thread keeps it), then the panic
+        // goes on.
+        match catch_unwind(AssertUnwindSafe(|| deliver(&bytes[*offset..]))) {
+            Ok(0) => return Handed::Stopped,
+            Ok(n) => *offset += n.min(bytes.len() - *offset),
+            Err(p) => return Handed::Panicked(p),
+        }
+    }
+    // A unit with no output (a writer's copy into its buffer) says
+    // nothing of what delivering one costs.
+    if !bytes.is_empty() {
+        Pace::note(&mut pace.deliver, t.elapsed());
+    }
+    Handed::Whole
+}
+
+/// What [`Line::help`] did.
+enum Helped {
+    /// Ran a unit into its slot.
+    Ran,
+    /// Claimed the next unit to deliver, whose slot a late thread holds.
+    Spare,
+    /// Nothing to take.
+    Nothing,
+}
+
+/// How long the caller waits for a pool thread to finish the unit it
+/// delivers next before it does that unit itself, at least and at most
+/// (twice what a unit takes the caller, within these).
+const TAKE_AFTER: (Duration, Duration) = (Duration::from_micros(20), Duration::from_millis(2));
+
+/// The caller's units done outside their slots: the next one to deliver,
+/// taken over from a pool thread that held it too long, or claimed while
+/// a late thread held its slot.
+struct Taker {
+    /// Where those units are done (allocated at the first).
+    spare: Vec<u8>,
+    /// The outcome of the next unit to deliver, done here.
+    holds: Option<Result<usize, Error>>,
+    /// Since when the caller waits for the next unit to deliver, which a
+    /// pool thread holds.
+    since: Option<Instant>,
+}
+
+impl Taker {
+    /// Whether unit `d`, held by a pool thread and not ready, has been
+    /// waited for long enough to be taken over (and a spare could be had).
+    fn late(&mut self, line: &Line<'_>, d: usize, pace: &Pace) -> bool {
+        if line.next.load(Ordering::Acquire) <= d {
+            return false;
+        }
+        let since = *self.since.get_or_insert_with(Instant::now);
+        let own = pace.work.map_or(TAKE_AFTER.1, Duration::from_secs_f64);
+        if since.elapsed() < (own * 2).clamp(TAKE_AFTER.0, TAKE_AFTER.1) {
+            return false;
+        }
+        self.ready(line)
+    }
+
+    /// Whether the spare buffer is there, allocated now if need be.
+    fn ready(&mut self, line: &Line<'_>) -> bool {
+        let len = line.spare_len;
+        self.spare.len() >= len
+            || self.spare.try_reserve_exact(len).is_ok() && {
+                self.spare.resize(len, 0);
                 true
             }
-            // Unit `d` is being worked on by another thread.
-            Claim::Busy | Claim::Done => false,
+    }
+
+    /// Runs unit `d` into the spare: the next one to deliver, claimed
+    /// outside its slot or taken over (marked so, first, for the late
+    /// thread).
+    fn run<F>(&mut self, line: &Line<'_>, d: usize, job: &F, inject: bool, pace: &mut Pace)
+    where
+        F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
+    {
+        let k = line.slots.len();
+        line.taken[d % k].fetch_max(d + 1, Ordering::SeqCst);
+        line.waits.taken.add(1);
+        let t = Instant::now();
+        let r = run_job(job, d, &mut self.spare, inject);
+        match r {
+            Ok(0) => {}
+            Ok(_) => Pace::note(&mut pace.work, t.elapsed()),
+            Err(_) => line.stop.store(true, Ordering::Release),
+        }
+        self.holds = Some(r);
+    }
+
+    /// Moves the unit done here out, as [`Line::hand_over`] does.
+    fn hand_over(
+        &mut self,
+        offset: &mut usize,
+        deliver: &mut impl FnMut(&[u8]) -> usize,
+        pace: &mut Pace,
+    ) -> Handed {
+        match &self.holds {
+            Some(Ok(len)) => hand_over(&self.spare[..*len], offset, deliver, pace),
+            Some(Err(e)) => Handed::Failed(e.clone()),
+            None => unreachable!("asked only while it holds a unit"),
         }
     }
 }
 
 /// Where the calling thread left a run: units delivered whole, bytes of
-/// the next one delivered, the first failure, a panic of `deliver`.
+/// the next one delivered, the first failure, a panic of `deliver`, and
+/// the next unit's bytes when they are in the caller's spare buffer, not
+/// in its slot.
 pub(super) struct Delivered {
     pub(super) units: usize,
     pub(super) offset: usize,
     pub(super) error: Option<Error>,
     pub(super) panic: Option<Box<dyn std::any::Any + Send>>,
+    pub(super) spare: Option<(Vec<u8>, usize)>,
 }

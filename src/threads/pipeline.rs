@@ -24,10 +24,19 @@ impl Workers {
     /// awake to join it, too).
     /// A slot is reused once its unit is delivered, so at most
     /// `slots.len()` units are in flight: unit `u` starts only once unit
-    /// `u - slots.len()` has been delivered (and so was done), a rule
-    /// callers may rely on (the writer's last job clears the buffer its
-    /// first units read). No hand-over per batch: each thread takes the
-    /// next unit when it is done with one.
+    /// `u - slots.len()` has been delivered, a rule callers may rely on
+    /// (the writer's last job clears the buffer its first units read).
+    /// No hand-over per batch: each thread takes the next unit when it is
+    /// done with one.
+    ///
+    /// A job may run twice, and a unit delivered may still be running:
+    /// the caller does the unit it delivers next itself, outside its
+    /// slot, when the pool thread that took it is late (on a busy
+    /// machine, descheduled), and that thread's outcome is then dropped.
+    /// So a job must give the same bytes and the same success whenever it
+    /// runs, and one that changes what others read must leave the same
+    /// state when run again, and not race a late run of an earlier unit
+    /// (the writer's buffer is behind a lock).
     ///
     /// `deliver` returns how many of the bytes it took; 0 stops the run:
     /// no unit is started after that, those started are finished, and
@@ -45,6 +54,8 @@ impl Workers {
         let inject = self.inject_panic.armed().is_some();
         let mut line = Line {
             ready: slots.iter().map(|_| AtomicUsize::new(0)).collect(),
+            taken: slots.iter().map(|_| AtomicUsize::new(0)).collect(),
+            spare_len: slots.iter().map(|s| s.len()).max().unwrap_or(0),
             slots: slots
                 .into_iter()
                 .map(|bytes| {
@@ -175,8 +186,17 @@ impl Line<'_> {
             offset,
             mut error,
             panic,
+            spare,
         } = delivered;
         let k = self.slots.len();
+        if let Some((spare, len)) = spare {
+            // The caller stopped in a unit it did outside its slot: the
+            // slot takes its bytes (every thread is out of it now).
+            let mut slot = super::lock(&self.slots[d % k]);
+            slot.bytes[..len].copy_from_slice(&spare[..len]);
+            (slot.len, slot.result) = (len, Ok(()));
+            self.ready[d % k].store(d + 1, Ordering::Release);
+        }
         let started = self.next.load(Ordering::Acquire).min(self.units);
         let mut pending = Vec::new();
         if error.is_some() {

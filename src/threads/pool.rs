@@ -187,7 +187,7 @@ impl Workers {
             pace: Pace::default(),
             gain: Gain::default(),
             solo_runs: Count::default(),
-            pool_delay: Fault::default(),
+            pool_delay: probe::pool_stall(),
             generation: Arc::default(),
             pool_threads: threads.min(cpus) - 1,
             lingered: Count::default(),

@@ -774,6 +774,94 @@ fn a_ring_takes_a_segment_over_from_a_stalled_pool_thread() {
     assert!(taken > 0, "no segment taken over in 10 streams");
 }
 
+/// `pt` written in `chunk`-byte writes through the std front or (`tokio`)
+/// the tokio one, with pool threads that sleep 2 ms after each claim: the
+/// stream, and the units the caller took over.
+fn stalled_write(b: WriterBuilder, pt: &[u8], chunk: usize, tokio: bool) -> (Vec<u8>, usize) {
+    use crate::probe::STALL_POOL;
+    fixed();
+    STALL_POOL.with(|s| s.set(Some(std::time::Duration::from_millis(2))));
+    let out = if tokio {
+        #[cfg(feature = "tokio")]
+        {
+            use ::tokio::io::AsyncWriteExt;
+            run(async {
+                let mut w = b.build_async(Vec::new());
+                for piece in pt.chunks(chunk) {
+                    w.write_all(piece).await.unwrap();
+                }
+                let taken = w.engine.taken_over();
+                (w.finish().await.unwrap(), taken)
+            })
+        }
+        #[cfg(not(feature = "tokio"))]
+        unreachable!("the tokio front is asked for only with its feature")
+    } else {
+        let mut w = b.build(Vec::new());
+        for piece in pt.chunks(chunk) {
+            w.write_all(piece).unwrap();
+        }
+        let taken = w.engine.taken_over();
+        (w.finish().unwrap(), taken)
+    };
+    STALL_POOL.with(|s| s.set(None));
+    FIXED_RANDOM.with(|f| *f.borrow_mut() = None);
+    out
+}
+
+/// The caller never waits long for a writer's pool thread that stopped in
+/// the middle of a share (on a busy machine, one that lost its core): with
+/// every pool thread sleeping 2 ms after each claim, the caller seals the
+/// shares it waits for itself, and the shares after them whose slots a
+/// stalled thread still holds. The stream is one thread's, byte for
+/// byte, on each front and provider, fixed-size and framed, in writes of
+/// 1 MiB (the write's tail copied by the run's last job) and of three
+/// segments and a byte (buffered shares first).
+#[test]
+fn a_writer_takes_a_share_over_from_a_stalled_pool_thread() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 64 * 1024;
+    let pt = data(4 * (1 << 20) + 77);
+    for tokio in [false, cfg!(feature = "tokio")] {
+        // Pool threads join a run once seen awake, which on a loaded test
+        // machine may take several streams: passes until one took a
+        // share (a bound in case none does).
+        let mut taken = 0;
+        for pass in 0..20 {
+            if taken > 0 {
+                break;
+            }
+            for &p in Provider::ALL {
+                for framed in [false, true] {
+                    let builder = |t: usize| {
+                        let b = CipherWriter::builder(&key)
+                            .provider(p)
+                            .capacity(seg)
+                            .threads(t)
+                            .threads_after(0);
+                        if framed { b.framed() } else { b }
+                    };
+                    let plan = Plan {
+                        chunk: pt.len(),
+                        flush: false,
+                    };
+                    let one = write_std(builder(1), &pt, plan, 1).0;
+                    for chunk in [1 << 20, 3 * seg + 1] {
+                        let (many, n) = stalled_write(builder(2), &pt, chunk, tokio);
+                        let ctx = format!(
+                            "pass {pass} tokio {tokio} {p:?} framed {framed} writes of {chunk}"
+                        );
+                        eprintln!("{ctx}: {n} units taken over");
+                        assert!(many == one, "{ctx}: bytes differ from one thread");
+                        taken += n;
+                    }
+                }
+            }
+        }
+        assert!(taken > 0, "tokio {tokio}: no share taken over");
+    }
+}
+
 /// A segment that fails inside a ring: every segment before it is handed
 /// out, then the one-thread reader's error (the ring leaves the segment
 /// to the usual path, which tries both flags), sticky; the ring was in

@@ -435,6 +435,98 @@ fn a_stopped_pipeline_returns_what_it_did_not_deliver() {
     }
 }
 
+/// A consumer that stops inside a unit the caller did outside its slot
+/// (the slot held by a stalled pool thread, with an earlier unit): what
+/// was not delivered still comes back in order from the slots.
+#[test]
+fn a_pipeline_stopped_in_a_unit_done_outside_its_slot_returns_its_rest() {
+    let units = 96;
+    let mut w = Workers::new(2);
+    w.pool_delay.arm(Duration::from_millis(2));
+    let taken = w.waits.taken.clone();
+    for _ in 0..500 {
+        let mut buf = vec![0u8; 3 * units];
+        let slots = buf.chunks_mut(units).collect();
+        let mut got = Vec::new();
+        let mut stopped = false;
+        let piped = w.pipeline(
+            units,
+            slots,
+            |u, slot| {
+                busy_for(Duration::from_micros(100));
+                slot[..=u].fill(u as u8);
+                Ok(u + 1)
+            },
+            |b: &[u8]| {
+                // The unit after the one taken over from the stalled
+                // thread: the next of that thread's slot.
+                if stopped || taken.get() >= 2 && b.len() > 1 {
+                    let n = usize::from(!stopped);
+                    got.extend_from_slice(&b[..n]);
+                    stopped = true;
+                    return n;
+                }
+                got.extend_from_slice(b);
+                b.len()
+            },
+        );
+        assert!(piped.error.is_none());
+        let n = gather(&mut buf, units, 3, &piped.pending);
+        got.extend_from_slice(&buf[..n]);
+        assert_eq!(got, expected(piped.started));
+        if stopped {
+            return;
+        }
+    }
+    panic!("no unit done outside its slot in 500 pipelines");
+}
+
+/// Pipelines whose pool thread stalls 2 ms in each unit it claims (as a
+/// thread descheduled on a busy machine does; a pipeline of 96 units of
+/// 100 µs goes on long after a stall ends): the caller does the unit
+/// it delivers next itself, outside its slot, rather than wait for the
+/// stalled thread, and the units after it whose slot that thread still
+/// holds too; every unit is still delivered once, in order. Returns the
+/// units the pool threads took and the units the caller did outside
+/// their slots.
+fn stalled_pipelines(job_fails_late: bool) -> (usize, usize) {
+    let mut w = Workers::new(2);
+    w.pool_delay.arm(Duration::from_millis(2));
+    // Pool threads join a pipeline once seen awake: pipelines until one
+    // took a unit (a bound in case none does).
+    let mut on_pool = 0;
+    for _ in 0..500 {
+        if on_pool > 0 {
+            break;
+        }
+        on_pool += checked_pipeline(&mut w, 96, Duration::from_micros(100), job_fails_late);
+    }
+    (on_pool, w.waits.taken.get())
+}
+
+#[test]
+fn a_pipelines_caller_takes_over_a_unit_a_stalled_thread_holds() {
+    let (pool_units, taken) = stalled_pipelines(false);
+    eprintln!(
+        "{pool_units} units on the pool thread, {taken} done by the caller outside their slots"
+    );
+    assert!(pool_units > 0, "the pool thread took no unit");
+    // Each unit the pool thread takes stalls 2 ms: the caller takes it
+    // over after twice its own 100 µs.
+    assert!(taken > 0, "the caller waited for a stalled thread");
+}
+
+/// A late thread's failure (its job failing because the run went on
+/// without it) neither stops the run nor reaches the caller.
+#[test]
+fn a_late_threads_failure_changes_nothing() {
+    let (pool_units, taken) = stalled_pipelines(true);
+    eprintln!(
+        "{pool_units} units on the pool thread, {taken} done by the caller outside their slots"
+    );
+    assert!(pool_units > 0 && taken > 0, "no unit ran late");
+}
+
 /// A failing job stops the run at its unit: the units before it are
 /// delivered, nothing of it or after it; a panicking one is
 /// `WorkerPanicked`.
@@ -623,10 +715,18 @@ fn batch_runs_go_to_the_caller_alone_while_the_pool_stalls() {
 /// One pipeline of `units` units on `w` (each busy for `work`), checked
 /// to deliver every unit in order; returns the units pool threads took.
 fn one_pipeline(w: &mut Workers, units: usize, work: Duration) -> usize {
+    checked_pipeline(w, units, work, false)
+}
+
+/// [`one_pipeline`], where a job that finds its unit already delivered
+/// fails if `fails_late` (a job whose input changed once its unit was
+/// delivered, as the writer's buffer does, run late).
+fn checked_pipeline(w: &mut Workers, units: usize, work: Duration, fails_late: bool) -> usize {
     let caller = std::thread::current().id();
     let mut buf = vec![0u8; (w.threads() + 1) * units];
     let slots = buf.chunks_mut(units).collect();
     let on_pool = AtomicUsize::new(0);
+    let moved = AtomicUsize::new(0);
     let mut got = Vec::new();
     let piped = w.pipeline(
         units,
@@ -635,16 +735,21 @@ fn one_pipeline(w: &mut Workers, units: usize, work: Duration) -> usize {
             if std::thread::current().id() != caller {
                 on_pool.fetch_add(1, Ordering::SeqCst);
             }
+            if fails_late && moved.load(Ordering::SeqCst) >= expected(u + 1).len() {
+                return Err(Error::StreamTooLong);
+            }
             busy_for(work);
             slot[..=u].fill(u as u8);
             Ok(u + 1)
         },
         |b: &[u8]| {
             got.extend_from_slice(b);
+            moved.fetch_add(b.len(), Ordering::SeqCst);
             b.len()
         },
     );
-    assert!(piped.error.is_none());
+    assert!(piped.error.is_none(), "{:?}", piped.error);
+    assert_eq!(piped.started, units);
     assert_eq!(got, expected(units), "threads {}", w.threads());
     on_pool.into_inner()
 }

@@ -24,6 +24,10 @@ pub(crate) struct Waits {
     /// every share or unit was claimed: the caller waited for them to
     /// start, for nothing.
     pub(crate) late: Tally,
+    /// Units of a pipeline the caller did outside their slots: taken over
+    /// from a pool thread that held them too long, or claimed while such
+    /// a thread still held their slot.
+    pub(crate) taken: Tally,
 }
 
 /// How long the caller of a batch run waits awake for a pool thread
