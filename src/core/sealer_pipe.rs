@@ -76,13 +76,17 @@ struct Faults {
 /// starts unit `u` only once unit `u - slots` is delivered, and the plan
 /// puts the tail job that far behind the last buffered share (a rule
 /// `pipe_tests` checks); [`refill`](Self::refill) checks it again, so
-/// that a broken order is a panic (`WorkerPanicked`), never a share
-/// sealed from the tail.
+/// that a broken order is a panic (`WorkerPanicked`), and a share that
+/// runs late, after the refill (the caller took its unit over), refuses
+/// to seal: never a share sealed from the tail.
 struct Buffered<'a> {
     plain: RwLock<&'a mut Held>,
     /// Whether each buffered share was sealed (a share may be sealed
     /// twice: the pipeline's caller takes over a late thread's unit).
     sealed: Vec<AtomicBool>,
+    /// The tail replaced what the buffer held: a share sealed now would
+    /// seal the tail's bytes under a segment number its own bytes took.
+    refilled: AtomicBool,
 }
 
 impl<'a> Buffered<'a> {
@@ -90,16 +94,23 @@ impl<'a> Buffered<'a> {
         Buffered {
             plain: RwLock::new(plain),
             sealed: (0..shares).map(|_| AtomicBool::new(false)).collect(),
+            refilled: AtomicBool::new(false),
         }
     }
 
-    /// Seals buffered share `u` with `seal`, marking it once sealed.
+    /// Seals buffered share `u` with `seal`, marking it once sealed. A
+    /// share run late, after the tail replaced the buffer (its unit was
+    /// taken over and written out), fails instead, and its failure is
+    /// dropped with it.
     fn seal(
         &self,
         u: usize,
         seal: impl FnOnce(&[u8]) -> Result<usize, Error>,
     ) -> Result<usize, Error> {
         let plain = self.plain.read().unwrap_or_else(PoisonError::into_inner);
+        if self.refilled.load(Ordering::Acquire) {
+            return Err(Error::WorkerPanicked);
+        }
         let at = seal(plain.data())?;
         self.sealed[u].store(true, Ordering::Release);
         Ok(at)
@@ -116,6 +127,7 @@ impl<'a> Buffered<'a> {
             "the tail job started before the buffered shares were sealed"
         );
         let mut plain = self.plain.write().unwrap_or_else(PoisonError::into_inner);
+        self.refilled.store(true, Ordering::Release);
         plain.clear();
         if !fail {
             let _ = plain.append(tail, max);
@@ -387,6 +399,20 @@ mod tests {
             assert_eq!(buffer.seal(0, |d: &[u8]| Ok(d.len())).unwrap(), 4);
         }
         buffer.refill(b"xy", 64, false);
+    }
+
+    /// A share run late, once the tail replaced the buffer, seals nothing.
+    #[test]
+    fn a_share_run_after_the_refill_seals_nothing() {
+        let mut held = Held::new();
+        held.append(b"abcd", 64).unwrap();
+        let buffer = Buffered::new(&mut held, 1);
+        buffer.seal(0, |d: &[u8]| Ok(d.len())).unwrap();
+        buffer.refill(b"xy", 64, false);
+        let r = buffer.seal(0, |_: &[u8]| -> Result<usize, crate::Error> {
+            panic!("sealed the tail's bytes")
+        });
+        assert_eq!(r, Err(crate::Error::WorkerPanicked));
     }
 
     /// The tail job run twice (taken over) leaves the tail once.

@@ -179,8 +179,12 @@ impl WriterBuilder {
     /// the last batch, or woken by this one and found running before the
     /// caller is done): on a busy machine, one waiting for a core gets
     /// none, and the caller seals alone rather than wait for it. A thread
-    /// may still be descheduled in the middle of its
-    /// share and hold the run up: the runs on the threads are timed, eight
+    /// may still be descheduled in the middle of its share. In a
+    /// pipelined write the calling thread then seals that share itself,
+    /// once it has waited twice what sealing a share takes it (at least
+    /// 20 µs, at most 2 ms), writes it out and goes on; the late thread's
+    /// copy, the same bytes, is dropped. A batch waits for its shares, so
+    /// the runs on the threads are also timed, eight
     /// at a time, against the calling thread alone, and while they do not
     /// pay, the calling thread does the runs alone (for a while that
     /// doubles as they keep not paying, at most 0.5 s), then tries the

@@ -15,7 +15,9 @@
 //!   holds goes to the spare too. Jobs give the same bytes however often
 //!   they run, so which run is delivered does not matter.
 //! - **A late thread changes nothing**: its failure does not stop the
-//!   run, and no unit later claims its slot before it leaves.
+//!   run, and no unit later claims its slot before it leaves. It still
+//!   costs the run's end: the scope joins every thread, so a pipeline
+//!   returns once the late thread has left its dropped unit.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -37,8 +39,8 @@ pub(super) struct Slot<'a> {
 /// What the threads of one pipeline share.
 pub(super) struct Line<'a> {
     pub(super) slots: Vec<Mutex<Slot<'a>>>,
-    /// `u + 1` once unit `u` is done in slot `u % slots.len()` (it only
-    /// grows: a late thread's store does not hide a later unit's).
+    /// `u + 1` once unit `u` is done in slot `u % slots.len()` (stored
+    /// under the slot's lock, so in the order the slot's units ran).
     pub(super) ready: Vec<AtomicUsize>,
     /// `u + 1` once the caller took unit `u`, in slot `u % slots.len()`,
     /// over from the pool thread that claimed it (it only grows).
@@ -58,8 +60,8 @@ pub(super) struct Line<'a> {
     pub(super) delay: Option<Duration>,
     /// How the threads waited (tests).
     pub(super) waits: super::wait::Waits,
-    /// Bytes of the longest slot: what a spare buffer needs.
-    pub(super) spare_len: usize,
+    /// Bytes of each slot: a unit done outside its slot is given as many.
+    pub(super) slot_lens: Vec<usize>,
 }
 
 /// Stops a pipeline and wakes its pool threads when dropped: the caller
@@ -131,7 +133,7 @@ impl<'a> Line<'a> {
             let slot = match self.slots[i % k].try_lock() {
                 Ok(guard) => Some(guard),
                 Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-                Err(TryLockError::WouldBlock) if front == Some(i) => None,
+                Err(TryLockError::WouldBlock) if front == Some(i) && self.late_in(i) => None,
                 Err(TryLockError::WouldBlock) => return Claim::Busy,
             };
             match self
@@ -147,6 +149,14 @@ impl<'a> Line<'a> {
                 Err(now) => i = now,
             }
         }
+    }
+
+    /// Whether the slot of unit `i` may be held by a late thread: the
+    /// slot's previous unit was done outside it (else the slot is only
+    /// held for a moment, by a thread claiming `i` too).
+    fn late_in(&self, i: usize) -> bool {
+        let k = self.slots.len();
+        i >= k && self.taken[i % k].load(Ordering::SeqCst) > i - k
     }
 
     /// Runs unit `u` into its slot (held since its claim) and marks it
@@ -180,7 +190,8 @@ impl<'a> Line<'a> {
     }
 
     /// A pool thread: takes units until none is left; while the next
-    /// unit's slot is busy (the caller has not moved it out yet), waits,
+    /// unit's slot is busy (the caller has not moved it out yet, or a late
+    /// thread is still in it), waits,
     /// asleep after a short while, for the caller to wake it. One that
     /// finds every unit started is counted late (tests).
     pub(super) fn work<F>(&self, job: &F, inject: bool)
@@ -268,14 +279,19 @@ impl<'a> Line<'a> {
                     Helped::Ran => {
                         taken += 1;
                         waited = Wait::new(&self.waits);
+                        taker.since = None;
                     }
-                    Helped::Spare if taker.ready(self) => taker.run(self, d, job, inject, pace),
+                    Helped::Spare if taker.ready(self) => {
+                        self.waits.spared.add(1);
+                        taker.run(self, d, job, inject, pace);
+                    }
                     // No spare: the unit waits for its slot.
                     Helped::Spare => {
                         let slot = super::lock(&self.slots[d % k]);
                         self.run(d, slot, job, inject);
                     }
                     Helped::Nothing if taker.late(self, d, pace) => {
+                        self.waits.taken.add(1);
                         taker.run(self, d, job, inject, pace);
                     }
                     // Stopped before the unit to deliver started: by a
@@ -286,7 +302,7 @@ impl<'a> Line<'a> {
                         error = Some(Error::WorkerPanicked);
                         break;
                     }
-                    Helped::Nothing => waited.pause(),
+                    Helped::Nothing => waited.pause_within(taker.left(pace)),
                 }
                 continue;
             };
@@ -442,17 +458,21 @@ impl Taker {
         if line.next.load(Ordering::Acquire) <= d {
             return false;
         }
-        let since = *self.since.get_or_insert_with(Instant::now);
+        self.since.get_or_insert_with(Instant::now);
+        self.left(pace) == Some(Duration::ZERO) && self.ready(line)
+    }
+
+    /// How long the caller has left to wait for the next unit before it
+    /// takes it over (`None` while it is not waiting for a pool thread).
+    fn left(&self, pace: &Pace) -> Option<Duration> {
         let own = pace.work.map_or(TAKE_AFTER.1, Duration::from_secs_f64);
-        if since.elapsed() < (own * 2).clamp(TAKE_AFTER.0, TAKE_AFTER.1) {
-            return false;
-        }
-        self.ready(line)
+        let limit = (own * 2).clamp(TAKE_AFTER.0, TAKE_AFTER.1);
+        Some(limit.saturating_sub(self.since?.elapsed()))
     }
 
     /// Whether the spare buffer is there, allocated now if need be.
     fn ready(&mut self, line: &Line<'_>) -> bool {
-        let len = line.spare_len;
+        let len = line.slot_lens.iter().copied().max().unwrap_or(0);
         self.spare.len() >= len
             || self.spare.try_reserve_exact(len).is_ok() && {
                 self.spare.resize(len, 0);
@@ -469,9 +489,8 @@ impl Taker {
     {
         let k = line.slots.len();
         line.taken[d % k].fetch_max(d + 1, Ordering::SeqCst);
-        line.waits.taken.add(1);
         let t = Instant::now();
-        let r = run_job(job, d, &mut self.spare, inject);
+        let r = run_job(job, d, &mut self.spare[..line.slot_lens[d % k]], inject);
         match r {
             Ok(0) => {}
             Ok(_) => Pace::note(&mut pace.work, t.elapsed()),

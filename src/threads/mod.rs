@@ -34,7 +34,9 @@
 //! overlaps it with their sealing, with no hand-over per batch. The caller
 //! seals shares too, as many as its measured times say leave it no later
 //! than the others ([`Pace`]), and all of them until a pool thread is seen
-//! awake to join.
+//! awake to join. The share it must write out next, if a pool thread
+//! holds it too long (descheduled on a busy machine), it seals itself
+//! into a spare buffer, and that thread's copy is dropped.
 //!
 //! The threads are a [`rayon_core`] pool owned by the stream: its
 //! scoped jobs seal straight from the caller's slice and open straight
@@ -53,7 +55,7 @@
 //! | `pool` | [`Workers`]: the pool's threads, started, kept awake after a run or woken for one, seen awake ([`Awake`](pool::Awake)), joined |
 //! | `run` | batch runs of [`Piece`]s, shares claimed by whichever thread runs ([`Workers::run`]), and their size ([`batch_segments`], a reader's [`open_batch_segments`]) |
 //! | `pipeline` | the writer's pipeline ([`Workers::pipeline`]): what it returns ([`Piped`](pipeline::Piped), [`gather`]) |
-//! | `line` | what the threads of one pipeline share, and what each does in it |
+//! | `line` | what the threads of one pipeline share, and what each does in it; units taken over from a late pool thread |
 //! | `ring` | a reader's ring ([`Ring`]): units read into slots it owns and opened in order by a pool thread posted to work between the caller's calls (`Workers::post`), or by the caller; taken over from a pool thread that does not finish in time; halted and drained |
 //! | `pace` | the caller's share of a pipeline's units, from its measured times |
 //! | `gain` | whether runs on the pool pay against the caller alone, and backing off to the caller alone while they do not ([`Gain`](gain::Gain)) |

@@ -22,8 +22,8 @@ impl Workers {
     /// (while runs on the pool do not pay, [`Gain`](super::gain::Gain),
     /// it works on all of them alone, and until a pool thread is seen
     /// awake to join it, too).
-    /// A slot is reused once its unit is delivered, so at most
-    /// `slots.len()` units are in flight: unit `u` starts only once unit
+    /// A slot is reused once its unit is delivered (and a late thread,
+    /// below, has left it), so unit `u` starts only once unit
     /// `u - slots.len()` has been delivered, a rule callers may rely on
     /// (the writer's last job clears the buffer its first units read).
     /// No hand-over per batch: each thread takes the next unit when it is
@@ -35,8 +35,12 @@ impl Workers {
     /// machine, descheduled), and that thread's outcome is then dropped.
     /// So a job must give the same bytes and the same success whenever it
     /// runs, and one that changes what others read must leave the same
-    /// state when run again, and not race a late run of an earlier unit
-    /// (the writer's buffer is behind a lock).
+    /// state when run again; a late run of an earlier unit may find that
+    /// state changed, and must then fail rather than work on it (the
+    /// writer's shares refuse a buffer the tail has replaced). The caller
+    /// may still wait for a late thread: for a lock the late job holds
+    /// (the tail's, behind a share reading the buffer), and at the
+    /// pipeline's end, which joins every thread.
     ///
     /// `deliver` returns how many of the bytes it took; 0 stops the run:
     /// no unit is started after that, those started are finished, and
@@ -55,7 +59,7 @@ impl Workers {
         let mut line = Line {
             ready: slots.iter().map(|_| AtomicUsize::new(0)).collect(),
             taken: slots.iter().map(|_| AtomicUsize::new(0)).collect(),
-            spare_len: slots.iter().map(|s| s.len()).max().unwrap_or(0),
+            slot_lens: slots.iter().map(|s| s.len()).collect(),
             slots: slots
                 .into_iter()
                 .map(|bytes| {

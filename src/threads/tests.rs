@@ -443,7 +443,8 @@ fn a_pipeline_stopped_in_a_unit_done_outside_its_slot_returns_its_rest() {
     let units = 96;
     let mut w = Workers::new(2);
     w.pool_delay.arm(Duration::from_millis(2));
-    let taken = w.waits.taken.clone();
+    let spared = w.waits.spared.clone();
+    let mut seen = 0;
     for _ in 0..500 {
         let mut buf = vec![0u8; 3 * units];
         let slots = buf.chunks_mut(units).collect();
@@ -458,9 +459,12 @@ fn a_pipeline_stopped_in_a_unit_done_outside_its_slot_returns_its_rest() {
                 Ok(u + 1)
             },
             |b: &[u8]| {
-                // The unit after the one taken over from the stalled
-                // thread: the next of that thread's slot.
-                if stopped || taken.get() >= 2 && b.len() > 1 {
+                // The unit the caller claimed outside its slot just now:
+                // the next of the stalled thread's slot, whose own unit
+                // the caller took over.
+                let fresh = spared.get() > seen;
+                seen = spared.get();
+                if stopped || fresh && b.len() > 1 {
                     let n = usize::from(!stopped);
                     got.extend_from_slice(&b[..n]);
                     stopped = true;
@@ -806,19 +810,52 @@ fn a_batch_runs_caller_spins_only_for_a_running_pool_thread_and_not_for_long() {
     }
 }
 
-/// A pipeline's threads, waiting for a unit a stalled pool thread holds,
-/// spin a few hints, yield a while, then sleep: never more than
-/// [`WAIT_SPINS`](super::wait::WAIT_SPINS) hints a wait, and sleeps that
-/// grow longer, so that a 20 ms wait wakes the waiting thread a few times,
-/// not every 200 µs.
+/// A pipeline's pool thread, waiting 20 ms for a slot while the caller
+/// is stuck in a slow inner writer, spins a few hints, yields a while,
+/// then sleeps: never more than [`WAIT_SPINS`](super::wait::WAIT_SPINS)
+/// hints a wait, and sleeps that grow longer, so that a 20 ms wait wakes
+/// the waiting thread a few times, not every 200 µs.
 #[test]
 fn a_pipeline_thread_waiting_for_a_stalled_unit_sleeps() {
     use super::wait::WAIT_SPINS;
     let mut w = Workers::new(2);
-    w.pool_delay.arm(Duration::from_millis(20));
-    let mut pool_units = 0;
-    for _ in 0..10 {
-        pool_units += one_pipeline(&mut w, 6, Duration::from_micros(100));
+    let (units, caller) = (12, std::thread::current().id());
+    let (mut pool_units, mut stuck) = (0, 0);
+    // Pool threads join a pipeline once seen awake: pipelines until three
+    // had one (a bound in case none does).
+    for _ in 0..500 {
+        if stuck == 3 {
+            break;
+        }
+        let mut buf = vec![0u8; 3 * units];
+        let slots = buf.chunks_mut(units).collect();
+        let on_pool = AtomicUsize::new(0);
+        let mut got = Vec::new();
+        let piped = w.pipeline(
+            units,
+            slots,
+            |u, slot| {
+                if std::thread::current().id() != caller {
+                    on_pool.fetch_add(1, Ordering::SeqCst);
+                }
+                busy_for(Duration::from_micros(100));
+                slot[..=u].fill(u as u8);
+                Ok(u + 1)
+            },
+            |b: &[u8]| {
+                // Stuck once the pool thread is in: it fills the slots
+                // and waits for one.
+                if got.len() == expected(units / 2).len() && on_pool.load(Ordering::SeqCst) > 0 {
+                    std::thread::sleep(Duration::from_millis(20));
+                    stuck += 1;
+                }
+                got.extend_from_slice(b);
+                b.len()
+            },
+        );
+        assert!(piped.error.is_none());
+        assert_eq!(got, expected(units));
+        pool_units += on_pool.into_inner();
     }
     let waits = &w.waits;
     let (spins, yields, sleeps, n) = (
@@ -834,9 +871,8 @@ fn a_pipeline_thread_waiting_for_a_stalled_unit_sleeps() {
         spins <= WAIT_SPINS as usize * n,
         "at most {WAIT_SPINS} hints a wait"
     );
-    if pool_units > 0 {
-        assert!(sleeps > 0, "a thread waiting 20 ms sleeps");
-    }
+    assert!(stuck > 0, "the pool thread took no unit");
+    assert!(sleeps > 0, "a thread waiting 20 ms sleeps");
     // 200 µs, doubling to 5 ms: about 7 sleeps a 20 ms wait (a sleep
     // every 200 µs would be 100).
     assert!(sleeps <= 16 * n, "{sleeps} sleeps in {n} waits");

@@ -24,10 +24,12 @@ pub(crate) struct Waits {
     /// every share or unit was claimed: the caller waited for them to
     /// start, for nothing.
     pub(crate) late: Tally,
-    /// Units of a pipeline the caller did outside their slots: taken over
-    /// from a pool thread that held them too long, or claimed while such
-    /// a thread still held their slot.
+    /// Units of a pipeline the caller took over from a pool thread that
+    /// held them too long, and did outside their slots.
     pub(crate) taken: Tally,
+    /// Units of a pipeline the caller claimed and did outside their slots
+    /// because a late thread still held the slot.
+    pub(crate) spared: Tally,
 }
 
 /// How long the caller of a batch run waits awake for a pool thread
@@ -125,6 +127,23 @@ impl<'w> Wait<'w> {
 
     pub(super) fn pause(&mut self) {
         self.pause_unless(|| true);
+    }
+
+    /// [`pause`](Self::pause), sleeping no longer than `most` (the time
+    /// the waiting thread has left before it stops waiting), if given.
+    pub(super) fn pause_within(&mut self, most: Option<Duration>) {
+        let Some(most) = most else {
+            return self.pause();
+        };
+        let (nap, cut) = (self.nap, self.nap.min(most));
+        self.nap = cut;
+        self.pause();
+        // A sleep doubled the cut nap: the whole one doubles instead.
+        self.nap = if self.nap == cut {
+            nap
+        } else {
+            (nap * 2).min(NAP_MAX)
+        };
     }
 
     /// [`pause`](Self::pause), where the sleep happens only if `still`
