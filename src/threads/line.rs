@@ -174,12 +174,18 @@ impl<'a> Line<'a> {
         let len = if failed { 0 } else { slot.len };
         // A unit taken over is the caller's: this run's failure (after
         // the run went on, its input may have changed) stops nothing.
-        if failed && self.taken[u % k].load(Ordering::SeqCst) <= u {
+        let late = self.taken[u % k].load(Ordering::SeqCst) > u;
+        if failed && !late {
             self.stop.store(true, Ordering::Release);
         }
-        self.ready[u % k].fetch_max(u + 1, Ordering::AcqRel);
+        self.ready[u % k].store(u + 1, Ordering::Release);
         drop(guard);
         self.caller.unpark();
+        // A late thread leaving frees its slot for the pool threads that
+        // wait for it.
+        if late {
+            self.wake_workers();
+        }
         len
     }
 

@@ -450,14 +450,11 @@ fn a_pipeline_stopped_in_a_unit_done_outside_its_slot_returns_its_rest() {
         let slots = buf.chunks_mut(units).collect();
         let mut got = Vec::new();
         let mut stopped = false;
+        let on_pool = AtomicUsize::new(0);
         let piped = w.pipeline(
             units,
             slots,
-            |u, slot| {
-                busy_for(Duration::from_micros(100));
-                slot[..=u].fill(u as u8);
-                Ok(u + 1)
-            },
+            busy_job(Duration::from_micros(100), &on_pool, None),
             |b: &[u8]| {
                 // The unit the caller claimed outside its slot just now:
                 // the next of the stalled thread's slot, whose own unit
@@ -722,11 +719,33 @@ fn one_pipeline(w: &mut Workers, units: usize, work: Duration) -> usize {
     checked_pipeline(w, units, work, false)
 }
 
+/// A job for the pipeline tests on a caller's thread: unit `u` is `u + 1`
+/// bytes of value `u`, after being busy for `work`; it counts the units
+/// pool threads took in `on_pool`, and, given `moved` (the bytes
+/// delivered so far), fails for a unit already delivered.
+fn busy_job<'a>(
+    work: Duration,
+    on_pool: &'a AtomicUsize,
+    moved: Option<&'a AtomicUsize>,
+) -> impl Fn(usize, &mut [u8]) -> Result<usize, Error> + Sync + 'a {
+    let caller = std::thread::current().id();
+    move |u, slot| {
+        if std::thread::current().id() != caller {
+            on_pool.fetch_add(1, Ordering::SeqCst);
+        }
+        if moved.is_some_and(|m| m.load(Ordering::SeqCst) >= expected(u + 1).len()) {
+            return Err(Error::StreamTooLong);
+        }
+        busy_for(work);
+        slot[..=u].fill(u as u8);
+        Ok(u + 1)
+    }
+}
+
 /// [`one_pipeline`], where a job that finds its unit already delivered
 /// fails if `fails_late` (a job whose input changed once its unit was
 /// delivered, as the writer's buffer does, run late).
 fn checked_pipeline(w: &mut Workers, units: usize, work: Duration, fails_late: bool) -> usize {
-    let caller = std::thread::current().id();
     let mut buf = vec![0u8; (w.threads() + 1) * units];
     let slots = buf.chunks_mut(units).collect();
     let on_pool = AtomicUsize::new(0);
@@ -735,17 +754,7 @@ fn checked_pipeline(w: &mut Workers, units: usize, work: Duration, fails_late: b
     let piped = w.pipeline(
         units,
         slots,
-        |u, slot| {
-            if std::thread::current().id() != caller {
-                on_pool.fetch_add(1, Ordering::SeqCst);
-            }
-            if fails_late && moved.load(Ordering::SeqCst) >= expected(u + 1).len() {
-                return Err(Error::StreamTooLong);
-            }
-            busy_for(work);
-            slot[..=u].fill(u as u8);
-            Ok(u + 1)
-        },
+        busy_job(work, &on_pool, fails_late.then_some(&moved)),
         |b: &[u8]| {
             got.extend_from_slice(b);
             moved.fetch_add(b.len(), Ordering::SeqCst);
@@ -819,7 +828,7 @@ fn a_batch_runs_caller_spins_only_for_a_running_pool_thread_and_not_for_long() {
 fn a_pipeline_thread_waiting_for_a_stalled_unit_sleeps() {
     use super::wait::WAIT_SPINS;
     let mut w = Workers::new(2);
-    let (units, caller) = (12, std::thread::current().id());
+    let units = 12;
     let (mut pool_units, mut stuck) = (0, 0);
     // Pool threads join a pipeline once seen awake: pipelines until three
     // had one (a bound in case none does).
@@ -834,14 +843,7 @@ fn a_pipeline_thread_waiting_for_a_stalled_unit_sleeps() {
         let piped = w.pipeline(
             units,
             slots,
-            |u, slot| {
-                if std::thread::current().id() != caller {
-                    on_pool.fetch_add(1, Ordering::SeqCst);
-                }
-                busy_for(Duration::from_micros(100));
-                slot[..=u].fill(u as u8);
-                Ok(u + 1)
-            },
+            busy_job(Duration::from_micros(100), &on_pool, None),
             |b: &[u8]| {
                 // Stuck once the pool thread is in: it fills the slots
                 // and waits for one.
