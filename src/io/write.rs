@@ -173,7 +173,8 @@ impl WriterBuilder {
     /// batch does not wait for one to wake; asleep after that), and are
     /// joined when the writer is finished or dropped. A panic on one of
     /// them fails the stream with
-    /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked).
+    /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked) (unless the
+    /// calling thread had already sealed that share itself, below).
     ///
     /// A thread is handed work only while it is seen running (awake after
     /// the last batch, or woken by this one and found running before the

@@ -11,9 +11,11 @@
 //!   than the caller takes to do a unit twice over (that thread may have
 //!   lost its core for a scheduler's time slice), it does itself, into a
 //!   spare buffer of its own, and delivers that; the late thread's
-//!   outcome is dropped. The unit after it whose slot that thread still
-//!   holds goes to the spare too. Jobs give the same bytes however often
-//!   they run, so which run is delivered does not matter.
+//!   outcome is dropped. The later units of that slot (`k` units on,
+//!   and `k` after that) go to the spare too while that thread is still
+//!   in the slot. Jobs give the same bytes however often they run, so
+//!   which run is delivered does not matter. Without a spare (its
+//!   allocation failed) the caller waits, as it did before.
 //! - **A late thread changes nothing**: its failure does not stop the
 //!   run, and no unit later claims its slot before it leaves. It still
 //!   costs the run's end: the scope joins every thread, so a pipeline
@@ -42,8 +44,9 @@ pub(super) struct Line<'a> {
     /// `u + 1` once unit `u` is done in slot `u % slots.len()` (stored
     /// under the slot's lock, so in the order the slot's units ran).
     pub(super) ready: Vec<AtomicUsize>,
-    /// `u + 1` once the caller took unit `u`, in slot `u % slots.len()`,
-    /// over from the pool thread that claimed it (it only grows).
+    /// `u + 1` once the caller did unit `u`, of slot `u % slots.len()`,
+    /// outside the slot: taken over from the pool thread that claimed it,
+    /// or claimed while a late thread held the slot (it only grows).
     pub(super) taken: Vec<AtomicUsize>,
     pub(super) units: usize,
     /// The next unit to start.
@@ -58,6 +61,9 @@ pub(super) struct Line<'a> {
     pub(super) workers: Mutex<Vec<Thread>>,
     /// Pool threads sleep this long once they have claimed a unit (tests).
     pub(super) delay: Option<Duration>,
+    /// Pool threads sleep this long holding a unit's slot before they
+    /// claim the unit (tests).
+    pub(super) claim_delay: Option<Duration>,
     /// How the threads waited (tests).
     pub(super) waits: super::wait::Waits,
     /// Bytes of each slot: a unit done outside its slot is given as many.
@@ -96,6 +102,10 @@ enum Claim<'l, 'a> {
     /// The caller's next unit to deliver, whose slot a late thread still
     /// holds: to run outside the slot.
     Spare,
+    /// The caller's next unit to deliver, whose slot another thread holds
+    /// (a moment, while it claims the unit too, unless it lost its core
+    /// there).
+    Held,
     /// The next unit's slot still holds an undelivered unit, or a late
     /// thread is still in it.
     Busy,
@@ -118,9 +128,10 @@ where
 impl<'a> Line<'a> {
     /// Takes the next unit if its slot is free, with the slot. `front` is
     /// the unit the caller delivers next (`None` for a pool thread): if
-    /// that is the next unit and its slot is held by a late thread, it is
+    /// that is the next unit and its slot is held by a late thread (or by
+    /// any thread, if `force`: the caller waited long enough), it is
     /// claimed without it.
-    fn claim(&self, front: Option<usize>) -> Claim<'_, 'a> {
+    fn claim(&self, front: Option<usize>, force: bool) -> Claim<'_, 'a> {
         let k = self.slots.len();
         let mut i = self.next.load(Ordering::Acquire);
         loop {
@@ -133,9 +144,17 @@ impl<'a> Line<'a> {
             let slot = match self.slots[i % k].try_lock() {
                 Ok(guard) => Some(guard),
                 Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-                Err(TryLockError::WouldBlock) if front == Some(i) && self.late_in(i) => None,
+                Err(TryLockError::WouldBlock) if front == Some(i) => {
+                    if !(force || self.late_in(i)) {
+                        return Claim::Held;
+                    }
+                    None
+                }
                 Err(TryLockError::WouldBlock) => return Claim::Busy,
             };
+            if let (None, Some(delay)) = (front, self.claim_delay) {
+                std::thread::sleep(delay);
+            }
             match self
                 .next
                 .compare_exchange_weak(i, i + 1, Ordering::AcqRel, Ordering::Acquire)
@@ -207,7 +226,7 @@ impl<'a> Line<'a> {
         super::lock(&self.workers).push(std::thread::current());
         let (mut waited, mut took) = (Wait::new(&self.waits), false);
         loop {
-            match self.claim(None) {
+            match self.claim(None, false) {
                 Claim::Unit(u, slot) => {
                     took = true;
                     if let Some(delay) = self.delay {
@@ -216,7 +235,7 @@ impl<'a> Line<'a> {
                     self.run(u, slot, job, inject);
                     waited = Wait::new(&self.waits);
                 }
-                Claim::Spare => unreachable!("only the caller claims outside a slot"),
+                Claim::Spare | Claim::Held => unreachable!("only the caller claims a front"),
                 Claim::Done => {
                     if !took {
                         self.waits.late.add(1);
@@ -262,6 +281,8 @@ impl<'a> Line<'a> {
             spare: Vec::new(),
             holds: None,
             since: None,
+            no_spare: false,
+            held: false,
         };
         // However this ends (a panic of `deliver` included), the pool
         // threads stop waiting for slots and leave.
@@ -281,11 +302,12 @@ impl<'a> Line<'a> {
             } else if self.ready[d % k].load(Ordering::Acquire) == d + 1 {
                 self.hand_over(d, &mut offset, &mut deliver, pace)
             } else {
-                match self.help(d, taken >= quota, threads, job, inject, pace) {
+                let force = taker.overdue(pace);
+                match self.help(d, taken >= quota, threads, job, inject, pace, force) {
                     Helped::Ran => {
                         taken += 1;
                         waited = Wait::new(&self.waits);
-                        taker.since = None;
+                        (taker.since, taker.held) = (None, false);
                     }
                     Helped::Spare if taker.ready(self) => {
                         self.waits.spared.add(1);
@@ -295,6 +317,14 @@ impl<'a> Line<'a> {
                     Helped::Spare => {
                         let slot = super::lock(&self.slots[d % k]);
                         self.run(d, slot, job, inject);
+                    }
+                    // Its slot held by a thread that may have lost its
+                    // core while claiming it: waited for as for a unit
+                    // being worked on, then claimed outside the slot.
+                    Helped::Held => {
+                        taker.since.get_or_insert_with(Instant::now);
+                        taker.held = true;
+                        waited.pause_within(taker.left(pace));
                     }
                     Helped::Nothing if taker.late(self, d, pace) => {
                         self.waits.taken.add(1);
@@ -326,7 +356,7 @@ impl<'a> Line<'a> {
             }
             (d, offset, waited) = (d + 1, 0, Wait::new(&self.waits));
             taker.holds = None;
-            taker.since = None;
+            (taker.since, taker.held) = (None, false);
             self.drained.store(d, Ordering::Release);
             self.wake_workers();
         }
@@ -368,7 +398,9 @@ impl<'a> Line<'a> {
     /// worked on here holds up the delivery of all the others), and only
     /// within its share (`spent` once it has taken it): it also delivers
     /// every unit. Unit `d` itself, when nobody took it, it always takes
-    /// (outside its slot if a late thread holds that).
+    /// (outside its slot if a late thread holds that, or any thread and
+    /// `force`).
+    #[allow(clippy::too_many_arguments)]
     fn help<F>(
         &self,
         d: usize,
@@ -377,6 +409,7 @@ impl<'a> Line<'a> {
         job: &F,
         inject: bool,
         pace: &mut Pace,
+        force: bool,
     ) -> Helped
     where
         F: Fn(usize, &mut [u8]) -> Result<usize, Error>,
@@ -386,7 +419,7 @@ impl<'a> Line<'a> {
         if ahead > 0 && (ahead > k.saturating_sub(threads) || spent) {
             return Helped::Nothing;
         }
-        match self.claim(Some(d)) {
+        match self.claim(Some(d), force) {
             Claim::Unit(u, slot) => {
                 let t = Instant::now();
                 if self.run(u, slot, job, inject) > 0 {
@@ -395,6 +428,7 @@ impl<'a> Line<'a> {
                 Helped::Ran
             }
             Claim::Spare => Helped::Spare,
+            Claim::Held => Helped::Held,
             // Unit `d` is being worked on by another thread.
             Claim::Busy | Claim::Done => Helped::Nothing,
         }
@@ -435,6 +469,8 @@ enum Helped {
     Ran,
     /// Claimed the next unit to deliver, whose slot a late thread holds.
     Spare,
+    /// The next unit to deliver is not claimed, and its slot is held.
+    Held,
     /// Nothing to take.
     Nothing,
 }
@@ -455,6 +491,12 @@ struct Taker {
     /// Since when the caller waits for the next unit to deliver, which a
     /// pool thread holds.
     since: Option<Instant>,
+    /// No spare could be allocated: the caller waits, as it did before
+    /// it took units over.
+    no_spare: bool,
+    /// The wait so far was for a thread holding the unit's slot while it
+    /// claimed it: once that thread has the unit, its work is timed anew.
+    held: bool,
 }
 
 impl Taker {
@@ -464,13 +506,26 @@ impl Taker {
         if line.next.load(Ordering::Acquire) <= d {
             return false;
         }
+        if std::mem::take(&mut self.held) {
+            self.since = None;
+        }
         self.since.get_or_insert_with(Instant::now);
         self.left(pace) == Some(Duration::ZERO) && self.ready(line)
     }
 
+    /// Whether the caller has waited for the next unit long enough to
+    /// take it (and may have a spare).
+    fn overdue(&self, pace: &Pace) -> bool {
+        self.left(pace) == Some(Duration::ZERO)
+    }
+
     /// How long the caller has left to wait for the next unit before it
-    /// takes it over (`None` while it is not waiting for a pool thread).
+    /// takes it over (`None` while it is not waiting for a pool thread,
+    /// or has no spare to take it into).
     fn left(&self, pace: &Pace) -> Option<Duration> {
+        if self.no_spare {
+            return None;
+        }
         let own = pace.work.map_or(TAKE_AFTER.1, Duration::from_secs_f64);
         let limit = (own * 2).clamp(TAKE_AFTER.0, TAKE_AFTER.1);
         Some(limit.saturating_sub(self.since?.elapsed()))
@@ -479,11 +534,13 @@ impl Taker {
     /// Whether the spare buffer is there, allocated now if need be.
     fn ready(&mut self, line: &Line<'_>) -> bool {
         let len = line.slot_lens.iter().copied().max().unwrap_or(0);
-        self.spare.len() >= len
+        let ready = self.spare.len() >= len
             || self.spare.try_reserve_exact(len).is_ok() && {
                 self.spare.resize(len, 0);
                 true
-            }
+            };
+        self.no_spare = !ready;
+        ready
     }
 
     /// Runs unit `d` into the spare: the next one to deliver, claimed

@@ -39,8 +39,9 @@ impl Workers {
     /// state changed, and must then fail rather than work on it (the
     /// writer's shares refuse a buffer the tail has replaced). The caller
     /// may still wait for a late thread: for a lock the late job holds
-    /// (the tail's, behind a share reading the buffer), and at the
-    /// pipeline's end, which joins every thread.
+    /// (the tail's, behind a share reading the buffer), when no spare
+    /// buffer can be allocated, and at the pipeline's end, which joins
+    /// every thread.
     ///
     /// `deliver` returns how many of the bytes it took; 0 stops the run:
     /// no unit is started after that, those started are finished, and
@@ -77,6 +78,7 @@ impl Workers {
             caller: std::thread::current(),
             workers: Mutex::new(Vec::new()),
             delay: None,
+            claim_delay: None,
             waits: self.waits.clone(),
         };
         let threads = self.threads;
@@ -97,6 +99,7 @@ impl Workers {
         let t = Instant::now();
         let spawn = threads.min(units).saturating_sub(1);
         line.delay = self.pool_delay.armed();
+        line.claim_delay = self.claim_delay.armed();
         let (line_ref, job) = (&line, &job);
         let (awake, generation) = (&*self.awake, &*self.generation);
         let delivered = pool.in_place_scope(|scope| {

@@ -141,6 +141,9 @@ pub(crate) struct Workers {
     /// Pool threads sleep this long once they have claimed a share or a
     /// unit (tests: a thread descheduled in the middle of its share).
     pub(crate) pool_delay: Fault<Duration>,
+    /// Pool threads of a pipeline sleep this long holding a unit's slot
+    /// before they claim the unit (tests: one descheduled mid-claim).
+    pub(crate) claim_delay: Fault<Duration>,
     /// Bumped when work is handed to the pool, when a run ends with a pool
     /// thread not lingering (its lingering is posted anew), when runs go
     /// to the caller alone and when the workers end: a pool thread kept
@@ -188,6 +191,7 @@ impl Workers {
             gain: Gain::default(),
             solo_runs: Count::default(),
             pool_delay: probe::pool_stall(),
+            claim_delay: Fault::default(),
             generation: Arc::default(),
             pool_threads: threads.min(cpus) - 1,
             lingered: Count::default(),

@@ -488,8 +488,7 @@ fn a_pipeline_stopped_in_a_unit_done_outside_its_slot_returns_its_rest() {
 /// it delivers next itself, outside its slot, rather than wait for the
 /// stalled thread, and the units after it whose slot that thread still
 /// holds too; every unit is still delivered once, in order. Returns the
-/// units the pool threads took and the units the caller did outside
-/// their slots.
+/// units the pool threads took and the units the caller took over.
 fn stalled_pipelines(job_fails_late: bool) -> (usize, usize) {
     let mut w = Workers::new(2);
     w.pool_delay.arm(Duration::from_millis(2));
@@ -515,6 +514,34 @@ fn a_pipelines_caller_takes_over_a_unit_a_stalled_thread_holds() {
     // Each unit the pool thread takes stalls 2 ms: the caller takes it
     // over after twice its own 100 µs.
     assert!(taken > 0, "the caller waited for a stalled thread");
+}
+
+/// A pool thread that loses its core while it claims a unit, holding the
+/// unit's slot (here it sleeps 2 ms there before each claim): the caller,
+/// whose next unit that is, waits for it as for a unit being worked on,
+/// then claims the unit itself and does it outside the slot; the thread's
+/// claim then fails. Every unit is delivered once, in order.
+#[test]
+fn a_pipelines_caller_claims_its_next_unit_past_a_stalled_claim() {
+    let mut w = Workers::new(2);
+    w.claim_delay.arm(Duration::from_millis(2));
+    let mut on_pool = 0;
+    for _ in 0..500 {
+        if w.waits.spared.get() > 0 {
+            break;
+        }
+        on_pool += checked_pipeline(&mut w, 96, Duration::from_micros(100), false);
+    }
+    let (spared, taken) = (w.waits.spared.get(), w.waits.taken.get());
+    eprintln!(
+        "{on_pool} units on the pool thread, {spared} claimed past a stalled claim, {taken} taken over"
+    );
+    // A claim the pool thread wins took it 2 ms, which the caller, its
+    // next unit in that slot, would have waited for.
+    assert!(
+        spared > 0 && on_pool < spared,
+        "the caller waited for stalled claims"
+    );
 }
 
 /// A late thread's failure (its job failing because the run went on
