@@ -258,6 +258,7 @@ impl<'a> Line<'a> {
     pub(super) fn left(&self) -> bool {
         self.next.load(Ordering::Acquire) < self.units && !self.stop.load(Ordering::Acquire)
     }
+
     /// The calling thread: delivers the units in order, working on one
     /// itself while the next to deliver is not ready. Until pool threads
     /// join (`join`, asked between steps, returns how many it started), it
@@ -277,13 +278,7 @@ impl<'a> Line<'a> {
         let k = self.slots.len();
         let (mut d, mut offset, mut waited) = (0, 0, Wait::new(&self.waits));
         let (mut error, mut panic) = (None, None);
-        let mut taker = Taker {
-            spare: Vec::new(),
-            holds: None,
-            since: None,
-            no_spare: false,
-            held: false,
-        };
+        let mut taker = Taker::default();
         // However this ends (a panic of `deliver` included), the pool
         // threads stop waiting for slots and leave.
         let _stop = StopOnDrop(self);
@@ -307,7 +302,7 @@ impl<'a> Line<'a> {
                     Helped::Ran => {
                         taken += 1;
                         waited = Wait::new(&self.waits);
-                        (taker.since, taker.held) = (None, false);
+                        taker.stop_waiting();
                     }
                     Helped::Spare if taker.ready(self) => {
                         self.waits.spared.add(1);
@@ -322,8 +317,7 @@ impl<'a> Line<'a> {
                     // core while claiming it: waited for as for a unit
                     // being worked on, then claimed outside the slot.
                     Helped::Held => {
-                        taker.since.get_or_insert_with(Instant::now);
-                        taker.held = true;
+                        taker.wait_for_claim();
                         waited.pause_within(taker.left(pace));
                     }
                     Helped::Nothing if taker.late(self, d, pace) => {
@@ -356,7 +350,7 @@ impl<'a> Line<'a> {
             }
             (d, offset, waited) = (d + 1, 0, Wait::new(&self.waits));
             taker.holds = None;
-            (taker.since, taker.held) = (None, false);
+            taker.stop_waiting();
             self.drained.store(d, Ordering::Release);
             self.wake_workers();
         }
@@ -483,6 +477,7 @@ const TAKE_AFTER: (Duration, Duration) = (Duration::from_micros(20), Duration::f
 /// The caller's units done outside their slots: the next one to deliver,
 /// taken over from a pool thread that held it too long, or claimed while
 /// a late thread held its slot.
+#[derive(Default)]
 struct Taker {
     /// Where those units are done (allocated at the first).
     spare: Vec<u8>,
@@ -500,6 +495,19 @@ struct Taker {
 }
 
 impl Taker {
+    /// The caller has stopped waiting for the next unit to deliver (it
+    /// delivered one, or did a unit itself).
+    fn stop_waiting(&mut self) {
+        (self.since, self.held) = (None, false);
+    }
+
+    /// The caller waits for the next unit to deliver, whose slot a thread
+    /// holds while it claims it.
+    fn wait_for_claim(&mut self) {
+        self.since.get_or_insert_with(Instant::now);
+        self.held = true;
+    }
+
     /// Whether unit `d`, held by a pool thread and not ready, has been
     /// waited for long enough to be taken over (and a spare could be had).
     fn late(&mut self, line: &Line<'_>, d: usize, pace: &Pace) -> bool {
