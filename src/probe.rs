@@ -86,6 +86,21 @@ impl<T: Copy> Fault<T> {
     }
 }
 
+impl Fault<usize> {
+    /// Whether the fault is armed with a count above zero, which it then
+    /// counts down (never, outside the tests): a fault for the next so
+    /// many times.
+    #[inline(always)]
+    pub(crate) fn count_down(&mut self) -> bool {
+        #[cfg(test)]
+        if let Some(n) = self.armed.filter(|&n| n > 0) {
+            self.armed = Some(n - 1);
+            return true;
+        }
+        false
+    }
+}
+
 /// Threads running, counted across threads (tests that no pool thread
 /// outlives its stream): zero-sized outside the tests.
 #[derive(Clone, Debug, Default)]

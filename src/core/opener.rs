@@ -292,6 +292,18 @@ impl Opener {
         workers.expect("the header is read").pool_delay.arm(delay);
     }
 
+    /// The units the stream's rings publish go to the caller alone the
+    /// next `publishes` times, as while the pool does not pay. Only once
+    /// the workers are made.
+    #[cfg(test)]
+    pub(crate) fn solo_ring(&mut self, publishes: usize) {
+        let workers = self.workers.as_mut();
+        workers
+            .expect("the header is read")
+            .ring_solo
+            .arm(publishes);
+    }
+
     /// Records a fatal error and returns it.
     fn fail(&mut self, e: Error) -> Error {
         self.stage = Stage::Failed(e.clone());

@@ -141,6 +141,9 @@ pub(crate) struct Workers {
     /// Pool threads sleep this long once they have claimed a share or a
     /// unit (tests: a thread descheduled in the middle of its share).
     pub(crate) pool_delay: Fault<Duration>,
+    /// The units a ring publishes go to the caller alone this many
+    /// times, as while the pool does not pay (tests).
+    pub(crate) ring_solo: Fault<usize>,
     /// Pool threads of a pipeline sleep this long holding a unit's slot
     /// before they claim the unit (tests: one descheduled mid-claim).
     pub(crate) claim_delay: Fault<Duration>,
@@ -191,6 +194,7 @@ impl Workers {
             gain: Gain::default(),
             solo_runs: Count::default(),
             pool_delay: probe::pool_stall(),
+            ring_solo: Fault::default(),
             claim_delay: Fault::default(),
             generation: Arc::default(),
             pool_threads: threads.min(cpus) - 1,

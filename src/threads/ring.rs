@@ -507,6 +507,12 @@ impl Ring {
         self.has_room() && (self.begun || !self.slot(self.fill).opening.load(Ordering::SeqCst))
     }
 
+    /// Whether pool threads claim units now (not while the units go to
+    /// the caller alone).
+    pub(crate) fn pooled(&self) -> bool {
+        !self.shared.solo.load(Ordering::SeqCst)
+    }
+
     /// Published units no thread has claimed yet.
     pub(crate) fn waiting(&self) -> u64 {
         let s = &*self.shared;
@@ -751,7 +757,7 @@ impl Workers {
     /// Whether a ring's segments go to the pool now (not while the pool
     /// does not pay: see [`Gain`](super::gain::Gain)).
     pub(crate) fn ring_threaded(&mut self) -> bool {
-        let threaded = self.gain.threaded();
+        let threaded = !self.ring_solo.count_down() && self.gain.threaded();
         if !threaded {
             self.solo_runs.add(1);
         }

@@ -646,6 +646,12 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
+/// One CPU: a stream has no pool threads, and the caller opens every
+/// segment.
+fn no_pool() -> bool {
+    std::thread::available_parallelism().map_or(1, usize::from) < 2
+}
+
 /// A ring's pool thread opens the segments read ahead while the caller is
 /// away, between its calls: after the read that starts the ring, the
 /// caller waits outside the reader until the pool has opened what it
@@ -654,8 +660,7 @@ impl<R: Read> Read for Counted<R> {
 /// no ring starts.
 #[test]
 fn a_rings_pool_thread_opens_segments_between_the_callers_reads() {
-    if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
-        // One CPU: no pool threads; the caller opens every segment.
+    if no_pool() {
         return;
     }
     let key = Key::generate(Algorithm::ChaCha20Poly1305);
@@ -772,6 +777,58 @@ fn a_ring_takes_a_segment_over_from_a_stalled_pool_thread() {
         taken += c.ring_taken.get();
     }
     assert!(taken > 0, "no segment taken over in 10 streams");
+}
+
+/// A ring whose segments went to the caller alone for a while (as while
+/// its pool does not pay) gives them to the pool again afterwards: the
+/// caller leaves a segment no thread has claimed to the pool while it has
+/// reading to do. Taking each one as soon as it was published, it left
+/// the pool thread (woken by the publish, microseconds later) none, and
+/// the ring stayed on the caller for the rest of the stream. The first 32
+/// publishes are the caller's alone; of the 120 or so segments after
+/// them, the pool must open some in one of five streams, with each
+/// provider (the async front does not prefetch: no ring there).
+#[test]
+fn a_ring_gives_its_segments_to_the_pool_again_after_a_while_alone() {
+    if no_pool() {
+        return;
+    }
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 64 * 1024;
+    let pt = data(160 * seg + 77);
+    let ct = sealed(&key, seg, &pt);
+    for &provider in Provider::ALL {
+        let mut seen = Vec::new();
+        for stream in 0..5 {
+            let b = CipherReader::builder(&key).provider(provider);
+            let mut r = prefetching(b, &ct);
+            let mut buf = vec![0u8; 8 * 1024];
+            let n = r.read(&mut buf).unwrap();
+            assert_eq!(
+                r.engine.counts.rings.get(),
+                0,
+                "a ring before the first segment"
+            );
+            r.engine.solo_ring(32);
+            let mut back = buf[..n].to_vec();
+            back.extend_from_slice(&match stream % 2 {
+                0 => read_in_chunks(&mut r, 8 * 1024),
+                _ => read_buffered(&mut r),
+            });
+            let c = &r.engine.counts;
+            assert!(back == pt, "{provider:?}, stream {stream}");
+            assert_eq!(c.rings.get(), 1, "{provider:?}, stream {stream}");
+            seen.push((c.ring_pool.get(), c.ring_opened.get()));
+            if c.ring_pool.get() >= 16 {
+                break;
+            }
+        }
+        let (by_pool, _) = seen[seen.len() - 1];
+        assert!(
+            by_pool >= 16,
+            "{provider:?}: segments the pool opened, of those opened in the ring, stream by stream: {seen:?}"
+        );
+    }
 }
 
 /// `pt` written in `chunk`-byte writes through the std front or (`tokio`)

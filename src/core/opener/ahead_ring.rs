@@ -23,9 +23,10 @@
 //!   read as large as a segment, the input's end, a failed read beside
 //!   and a failed segment unwind it.
 //! - **The caller reads only while it has nothing to hand over**: while
-//!   the front segment is being opened it reads sealed bytes (fewer than
-//!   [`WAITING`] segments waiting to be opened), else opens the next one
-//!   itself, else waits (parked) for the front, and takes it over if the
+//!   the front segment is being opened, or while the pool is at work and
+//!   no thread has claimed the front yet, it reads sealed bytes (fewer
+//!   than [`WAITING`] segments waiting to be opened), else opens the next
+//!   one itself, else waits (parked) for the front, and takes it over if the
 //!   pool thread has not finished it in twice the caller's own time to
 //!   open one. With nothing being opened it reads only what the front
 //!   segment needs to be opened: its own bytes, then the first byte
@@ -218,6 +219,18 @@ impl Opener {
                     return Ok(());
                 }
                 Front::Failed => break,
+                // With the pool at work, a unit no thread has claimed yet
+                // is left to it while the caller has reading to do: taking
+                // each unit as soon as it is published, the caller would
+                // leave none for a pool thread, which wakes later.
+                Front::Claimable
+                    if reads
+                        && r.ring.pooled()
+                        && r.ring.may_read()
+                        && r.ring.waiting() < WAITING =>
+                {
+                    read_into_ring(r, &mut side, &mut self.position, workers);
+                }
                 Front::Claimable => r.ring.open_own(workers),
                 Front::Unread if reads && r.ring.has_room() => {
                     read_into_ring(r, &mut side, &mut self.position, workers);
