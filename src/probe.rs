@@ -199,6 +199,11 @@ thread_local! {
     /// descheduled in the middle of its unit, through the fronts).
     pub(crate) static STALL_POOL: Cell<Option<std::time::Duration>> = const { Cell::new(None) };
 
+    /// Workers made on this thread make a ring's caller sleep this long
+    /// whenever it takes a unit a pool thread opened (tests of cores that
+    /// pass each other's data slowly, through the fronts).
+    pub(crate) static SLOW_HANDOUT: Cell<Option<std::time::Duration>> = const { Cell::new(None) };
+
     /// Bytes that replace the next streams' random salt and nonce prefix
     /// on this thread (tests that reproduce known ciphertexts).
     pub(crate) static FIXED_RANDOM: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
@@ -217,6 +222,20 @@ pub(crate) fn pool_stall() -> Fault<std::time::Duration> {
     let mut fault = Fault::default();
     #[cfg(test)]
     if let Some(d) = STALL_POOL.with(Cell::get) {
+        fault.arm(d);
+    }
+    fault
+}
+
+/// The fault that makes a ring's caller sleep when it takes a unit a pool
+/// thread opened, armed for workers made on this thread while a test sets
+/// [`SLOW_HANDOUT`].
+#[inline(always)]
+pub(crate) fn slow_handout() -> Fault<std::time::Duration> {
+    #[allow(unused_mut)]
+    let mut fault = Fault::default();
+    #[cfg(test)]
+    if let Some(d) = SLOW_HANDOUT.with(Cell::get) {
         fault.arm(d);
     }
     fault

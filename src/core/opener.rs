@@ -38,6 +38,8 @@
 //!   unwinds it to the state above, and the usual path settles it.
 
 pub(crate) use crate::core::ahead::Beside;
+use std::time::{Duration, Instant};
+
 use crate::core::ahead::{ReadAhead, Shape};
 use crate::core::layout::{Fixed, Units};
 use crate::core::plain::{Held, Plain};
@@ -128,9 +130,18 @@ pub(crate) struct Opener {
     /// With threads, the caller's thread reads the next run's input while
     /// the workers open a run, if the front offers such a read.
     prefetch: bool,
+    /// With threads, before the workers are made: the segments' way
+    /// through the one-thread path (see [`time_alone`](Self::time_alone)).
+    alone_way: AloneWay,
     /// What the tests count (zero-sized outside them).
     pub(crate) counts: Counts,
 }
+
+/// The time from one segment opened into the plaintext buffer to the
+/// next, on the one-thread path: when the last was opened, their sum, and
+/// how many.
+#[derive(Default)]
+struct AloneWay(Option<Instant>, Duration, usize);
 
 /// What an [`Opener`] did, for the tests (aligned reads, opens per
 /// segment, runs on the workers).
@@ -197,6 +208,7 @@ impl Opener {
             ring_restart: Restart::default(),
             workers: None,
             prefetch: false,
+            alone_way: AloneWay::default(),
             counts: Counts::default(),
         }
     }
@@ -228,11 +240,32 @@ impl Opener {
     /// the one-thread path's until then, and grow to a run's only after).
     pub(super) fn workers_due(&mut self) {
         if matches!(self.stage, Stage::Body) && self.alone_left() == Some(0) {
-            let workers = Workers::new(self.threads);
+            let mut workers = Workers::new(self.threads);
+            let AloneWay(_, took, units) = std::mem::take(&mut self.alone_way);
+            workers.ring_way_alone(units, took);
             if let Some(s) = &self.stream {
                 self.ahead.size_for_run(units::run_sealed(&workers, s));
             }
             self.workers = Some(workers);
+        }
+    }
+
+    /// A segment was opened into the plaintext buffer on the one-thread
+    /// path. With threads, over the second half of what is delivered
+    /// before the workers are made (the first half fills fresh buffers),
+    /// the time from one such segment to the next is measured: a
+    /// segment's whole way through one thread (its plaintext handed out to
+    /// the caller's calls, the next one read and opened), which a ring's
+    /// way with the pool is then judged against.
+    pub(super) fn time_alone(&mut self) {
+        if self.alone_left().is_none_or(|left| left > self.alone / 2) {
+            return;
+        }
+        let now = Instant::now();
+        let AloneWay(last, took, units) = &mut self.alone_way;
+        if let Some(last) = last.replace(now) {
+            *took += now.saturating_duration_since(last);
+            *units += 1;
         }
     }
 
@@ -287,7 +320,7 @@ impl Opener {
     /// middle of its unit). Only once the workers are made (with
     /// `threads_after(0)`, when the header is read).
     #[cfg(test)]
-    pub(crate) fn delay_pool(&mut self, delay: std::time::Duration) {
+    pub(crate) fn delay_pool(&mut self, delay: Duration) {
         let workers = self.workers.as_mut();
         workers.expect("the header is read").pool_delay.arm(delay);
     }
@@ -302,6 +335,15 @@ impl Opener {
             .expect("the header is read")
             .ring_solo
             .arm(publishes);
+    }
+
+    /// Whether the workers know a segment's way through the one-thread
+    /// path, which a ring's way with the pool is judged against. Only once
+    /// the workers are made.
+    #[cfg(test)]
+    pub(crate) fn knows_way_alone(&self) -> bool {
+        let workers = self.workers.as_ref();
+        workers.expect("the workers are made").ring_way_known()
     }
 
     /// Records a fatal error and returns it.

@@ -112,6 +112,8 @@ pub(super) struct Gain {
     checked: bool,
     /// The caller's time per unit alone, seconds (a moving average).
     alone: Option<f64>,
+    /// Whether a time alone was measured.
+    measured: bool,
     /// Runs stay on the caller until then.
     solo_until: Option<Instant>,
     /// How long the last backing off lasted (doubled on the next loss).
@@ -134,6 +136,7 @@ impl Default for Gain {
         Gain {
             checked: probe::gain_checked(),
             alone: None,
+            measured: false,
             solo_until: None,
             solo_for: Duration::ZERO,
             window: (0, 0.0, 0.0),
@@ -174,6 +177,19 @@ impl Gain {
         }
         let per = t.as_secs_f64() / units as f64;
         self.alone = Some(self.alone.map_or(per, |a| 0.75 * a + 0.25 * per));
+        self.measured = true;
+    }
+
+    /// Whether the caller's time alone is known (or nothing is judged).
+    pub(super) fn knows_alone(&self) -> bool {
+        !self.checked || self.measured
+    }
+
+    /// The runs go to the caller alone for now, for a reason of the
+    /// caller's: the first threaded window after it is not judged, as
+    /// after a backing off.
+    pub(super) fn rest(&mut self) {
+        self.warm = false;
     }
 
     /// A threaded run of `units` units took `t` (`helped`: a pool thread

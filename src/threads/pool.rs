@@ -135,12 +135,19 @@ pub(crate) struct Workers {
     /// Whether runs on the pool pay, and while they do not, the runs the
     /// caller does alone.
     pub(super) gain: Gain,
+    /// Whether a ring's pool thread pays for the whole way of each unit
+    /// through the ring, from one hand-over to the next (see
+    /// [`Ring`](super::Ring)).
+    pub(super) ring_way: Gain,
     /// Runs done by the caller alone because the pool did not pay (tests
     /// of the backing off).
     pub(crate) solo_runs: Count,
     /// Pool threads sleep this long once they have claimed a share or a
     /// unit (tests: a thread descheduled in the middle of its share).
     pub(crate) pool_delay: Fault<Duration>,
+    /// A ring's caller sleeps this long when it takes a unit a pool
+    /// thread opened (tests: cores that pass each other's data slowly).
+    pub(crate) slow_handout: Fault<Duration>,
     /// The units a ring publishes go to the caller alone this many
     /// times, as while the pool does not pay (tests).
     pub(crate) ring_solo: Fault<usize>,
@@ -192,9 +199,11 @@ impl Workers {
             handles: Vec::new(),
             pace: Pace::default(),
             gain: Gain::default(),
+            ring_way: Gain::default(),
             solo_runs: Count::default(),
             pool_delay: probe::pool_stall(),
             ring_solo: Fault::default(),
+            slow_handout: probe::slow_handout(),
             claim_delay: Fault::default(),
             generation: Arc::default(),
             pool_threads: threads.min(cpus) - 1,

@@ -114,6 +114,8 @@ struct Slot {
     /// lost its core). It may still wait there when it has nothing else to
     /// do, or in the moment between that thread's lock and this flag.
     opening: AtomicBool,
+    /// The slot's unit was opened by a pool thread (set with its state).
+    by_pool: AtomicBool,
 }
 
 /// What the caller and the pool threads share.
@@ -167,6 +169,9 @@ pub(crate) struct RingCounts {
     pub(crate) taken: Tally,
     /// Pool threads sleep this long once they have claimed a unit.
     pub(crate) delay: Option<Duration>,
+    /// The caller sleeps this long when it takes a unit a pool thread
+    /// opened.
+    pub(crate) slow_handout: Option<Duration>,
 }
 
 fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
@@ -218,8 +223,8 @@ impl Shared {
     /// the caller cannot reuse the slot before.
     ///
     /// Returns whether its outcome stands (not taken over, the slot not
-    /// reused).
-    fn run(&self, seq: u64) -> bool {
+    /// reused). `pool`: a pool thread opens it.
+    fn run(&self, seq: u64, pool: bool) -> bool {
         let i = slot_of(seq, self.slots.len());
         let slot = &self.slots[i];
         let input = read(&slot.input);
@@ -241,6 +246,7 @@ impl Shared {
         let r = r.and_then(|()| open_into(&*self.open, seq, &input, &mut out.bytes));
         out.len = *r.as_ref().unwrap_or(&0);
         let state = if r.is_ok() { OPENED } else { FAILED };
+        slot.by_pool.store(pool, Ordering::SeqCst);
         let stands = self.state[i]
             .compare_exchange(PENDING, state, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok();
@@ -268,7 +274,7 @@ impl Shared {
                 if let Some(d) = self.delay {
                     std::thread::sleep(d);
                 }
-                if self.run(seq) {
+                if self.run(seq, true) {
                     self.pool_units.fetch_add(1, Ordering::Relaxed);
                     self.pool_opened.add(1);
                 }
@@ -388,10 +394,28 @@ pub(crate) struct Ring {
     /// waiting since the last verdict, the units handed over since,
     /// and the units the pool had opened then.
     window: (Duration, usize, u64),
+    /// When the last unit was handed over.
+    handed_at: Option<Instant>,
+    /// The caller sleeps this long when it takes a unit a pool thread
+    /// opened (tests).
+    slow_handout: Option<Duration>,
+    /// The units' whole way through the ring since the last measure or
+    /// verdict: the time from one hand-over to the next, summed, the
+    /// units it covers, whether they went to the caller alone, and
+    /// whether a pool thread opened any of them (a window that mixes the
+    /// two ways, or where a pool thread opened units published before the
+    /// pool was left out, is dropped).
+    way: (Duration, usize, bool, bool),
 }
 
 /// Units handed over per verdict on whether the ring's pool thread pays.
 const JUDGED: usize = 8;
+
+/// Units a ring hands over before the way of its units alone is measured
+/// (with the pool left out, if no earlier ring of the stream measured
+/// it): by then each slot has its buffers, allocated and touched, as
+/// with the pool.
+const WARM: u64 = 16;
 
 impl Ring {
     /// A ring of `slots` slots for units of up to `input` input bytes and
@@ -425,6 +449,7 @@ impl Ring {
                 }),
                 holds: AtomicU64::new(0),
                 opening: AtomicBool::new(false),
+                by_pool: AtomicBool::new(false),
             });
         }
         let shared = Shared {
@@ -456,6 +481,9 @@ impl Ring {
             spare: zeroed(output)?,
             own: Duration::ZERO,
             window: (Duration::ZERO, 0, 0),
+            handed_at: None,
+            slow_handout: counts.slow_handout,
+            way: (Duration::ZERO, 0, false, false),
         })
     }
 
@@ -570,7 +598,7 @@ impl Ring {
         if upto <= s.published.load(Ordering::SeqCst) {
             return;
         }
-        let solo = !workers.ring_threaded();
+        let solo = !workers.ring_threaded(self.front >= WARM);
         s.solo.store(solo, Ordering::SeqCst);
         s.published.store(upto, Ordering::SeqCst);
         if solo {
@@ -598,7 +626,7 @@ impl Ring {
     pub(crate) fn open_own(&mut self, workers: &mut Workers) {
         let t = Instant::now();
         if let Some(seq) = self.shared.claim(false) {
-            self.shared.run(seq);
+            self.shared.run(seq, false);
             self.own = t.elapsed();
             workers.ring_alone(self.own);
         }
@@ -652,6 +680,10 @@ impl Ring {
         take: impl FnOnce(&mut Vec<u8>, usize),
     ) {
         let output = self.shared.output;
+        let by_pool = self.taken.is_none() && self.slot(self.front).by_pool.load(Ordering::SeqCst);
+        if let (true, Some(d)) = (by_pool, self.slow_handout) {
+            std::thread::sleep(d);
+        }
         if let Some(Ok(len)) = self.taken {
             self.taken = None;
             take(&mut self.spare, len);
@@ -664,6 +696,50 @@ impl Ring {
         }
         self.front += 1;
         self.judge(workers);
+        self.judge_way(workers, by_pool);
+    }
+
+    /// A unit was handed over: the time since the last hand-over (the
+    /// last unit's output handed out to the caller's calls, this one read
+    /// and opened or waited for) is a unit's whole way through the ring.
+    /// Every [`JUDGED`] units it is measured as the time alone, when they
+    /// went to the caller alone, or judged against that time, when the
+    /// pool took part. The caller's time opening and waiting
+    /// ([`judge`](Self::judge)) does not show what the pool costs on the
+    /// rest of the way: where the cores pass each other's data slowly
+    /// (on a virtual machine, it depends on where the host runs its
+    /// CPUs), the caller's reads into slots a pool thread read and the
+    /// pool's writes into plaintext the caller copied out take several
+    /// times longer, and the ring with the pool is slower than without
+    /// it. (The time between two hand-overs includes the caller's own,
+    /// between its calls, as much with the pool as without it.)
+    fn judge_way(&mut self, workers: &mut Workers, by_pool: bool) {
+        let now = Instant::now();
+        let Some(last) = self.handed_at.replace(now) else {
+            return;
+        };
+        let solo = self.shared.solo.load(Ordering::SeqCst);
+        let (took, n, alone, helped) = &mut self.way;
+        if *n == 0 || *alone != solo {
+            (*took, *n, *alone, *helped) = (Duration::ZERO, 0, solo, false);
+        }
+        *took += now.saturating_duration_since(last);
+        *helped |= by_pool;
+        *n += 1;
+        if *n < JUDGED {
+            return;
+        }
+        let took = std::mem::take(took);
+        *n = 0;
+        // Units a pool thread opened before the pool was left out.
+        if solo && *helped {
+            return;
+        }
+        if solo {
+            workers.ring_way.alone(JUDGED, took);
+        } else {
+            workers.ring_way.judge(JUDGED, took, false);
+        }
     }
 
     /// A unit was handed over: every [`JUDGED`] units, the time the
@@ -756,12 +832,36 @@ impl Workers {
 
     /// Whether a ring's segments go to the pool now (not while the pool
     /// does not pay: see [`Gain`](super::gain::Gain)).
-    pub(crate) fn ring_threaded(&mut self) -> bool {
-        let threaded = !self.ring_solo.count_down() && self.gain.threaded();
+    pub(crate) fn ring_threaded(&mut self, warm: bool) -> bool {
+        // Once the ring is warm, a unit's way through it alone is
+        // measured, with the pool left out, before the pool is judged
+        // against it.
+        let threaded = !self.ring_solo.count_down()
+            && self.gain.threaded()
+            && self.ring_way.threaded()
+            && (!warm || self.ring_way.knows_alone());
         if !threaded {
+            self.gain.rest();
+            self.ring_way.rest();
             self.solo_runs.add(1);
         }
         threaded
+    }
+
+    /// The stream's one-thread path took `t` for `units` segments, each
+    /// from its open to the next (see [`Ring::judge_way`]): the way alone
+    /// a ring's way with the pool is judged against (from a window's
+    /// worth of segments on).
+    pub(crate) fn ring_way_alone(&mut self, units: usize, t: Duration) {
+        if units >= JUDGED {
+            self.ring_way.alone(units, t);
+        }
+    }
+
+    /// Whether a ring's way alone is known (tests).
+    #[cfg(test)]
+    pub(crate) fn ring_way_known(&self) -> bool {
+        self.ring_way.knows_alone()
     }
 
     /// The caller opened one of a ring's units alone in `t`.
@@ -820,7 +920,7 @@ mod tests {
         });
         ring.shared.published.store(1, Ordering::SeqCst);
         let seq = ring.shared.claim(true).unwrap();
-        assert!(ring.shared.run(seq));
+        assert!(ring.shared.run(seq, true));
         assert_eq!(allocated(&ring), [8, 0, 0, 0]);
         assert_eq!(ring.front_state(), Front::Opened);
     }

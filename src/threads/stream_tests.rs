@@ -831,6 +831,101 @@ fn a_ring_gives_its_segments_to_the_pool_again_after_a_while_alone() {
     }
 }
 
+/// A ring whose pool makes each unit's whole way slower than one thread
+/// (here a caller that sleeps 50 µs whenever it takes a unit a pool
+/// thread opened, as where the cores pass each other's data slowly)
+/// leaves the pool out after its first verdict (64 units), though the
+/// pool takes nothing off the caller's time opening and waiting: its way with the pool is judged against its way alone,
+/// measured on the one-thread path before the workers are made (the
+/// default) or, with workers from the first byte, by leaving the pool out
+/// once the ring is warm. Judged as outside the tests, with each provider
+/// (the async front does not prefetch: no ring there).
+#[test]
+fn a_ring_whose_pool_slows_its_way_leaves_the_pool_out() {
+    use crate::probe::{CHECK_GAIN, SLOW_HANDOUT};
+    if no_pool() {
+        return;
+    }
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 64 * 1024;
+    let pt = data(400 * seg + 77);
+    let ct = sealed(&key, seg, &pt);
+    for &provider in Provider::ALL {
+        for after in [None, Some(0)] {
+            CHECK_GAIN.with(|c| c.set(true));
+            SLOW_HANDOUT.with(|c| c.set(Some(std::time::Duration::from_micros(50))));
+            let mut b = CipherReader::builder(&key)
+                .provider(provider)
+                .threads(2)
+                .prefetch(true);
+            if let Some(after) = after {
+                b = b.threads_after(after);
+            }
+            let mut r = b.build(&ct[..]);
+            let got = read_in_chunks(&mut r, 8 * 1024);
+            CHECK_GAIN.with(|c| c.set(false));
+            SLOW_HANDOUT.with(|c| c.set(None));
+            let c = &r.engine.counts;
+            let (by_pool, opened) = (c.ring_pool.get(), c.ring_opened.get());
+            let ctx = format!(
+                "{provider:?}, threads after {after:?}: {} rings, {opened} segments opened in them, {by_pool} by the pool",
+                c.rings.get()
+            );
+            assert!(got == pt, "{ctx}");
+            assert!(opened >= 300, "{ctx}");
+            assert!(by_pool <= opened / 2, "{ctx}");
+        }
+    }
+}
+
+/// A reader with threads measures a segment's way through the one-thread
+/// path over the second half of what it delivers before its workers are
+/// made, small reads and `BufRead` alike, so that its ring need not leave
+/// the pool out to measure it; with workers from the first byte there is
+/// nothing to measure. Judged as outside the tests.
+#[test]
+fn a_readers_way_alone_is_measured_before_its_workers_are_made() {
+    use crate::probe::CHECK_GAIN;
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 64 * 1024;
+    let pt = data(40 * seg);
+    let ct = sealed(&key, seg, &pt);
+    for buffered in [false, true] {
+        for after in [None, Some(0)] {
+            CHECK_GAIN.with(|c| c.set(true));
+            let mut b = CipherReader::builder(&key).threads(2);
+            if let Some(after) = after {
+                b = b.threads_after(after);
+            }
+            let mut r = b.build(&ct[..]);
+            let mut got = Vec::new();
+            while got.len() <= crate::core::opener::READER_ALONE as usize {
+                if buffered {
+                    use std::io::BufRead;
+                    let shown = r.fill_buf().unwrap();
+                    let n = shown.len().min(5000);
+                    got.extend_from_slice(&shown[..n]);
+                    r.consume(n);
+                } else {
+                    let mut buf = [0u8; 8192];
+                    let n = r.read(&mut buf).unwrap();
+                    got.extend_from_slice(&buf[..n]);
+                }
+            }
+            CHECK_GAIN.with(|c| c.set(false));
+            assert!(
+                got == pt[..got.len()],
+                "buffered {buffered}, after {after:?}"
+            );
+            assert_eq!(
+                r.engine.knows_way_alone(),
+                after.is_none(),
+                "buffered {buffered}, threads after {after:?}"
+            );
+        }
+    }
+}
+
 /// `pt` written in `chunk`-byte writes through the std front or (`tokio`)
 /// the tokio one, with pool threads that sleep 2 ms after each claim: the
 /// stream, and the units the caller took over.

@@ -140,6 +140,7 @@ impl Opener {
             pool_opened: self.counts.ring_pool.clone(),
             taken: self.counts.ring_taken.clone(),
             delay: workers.pool_delay.armed(),
+            slow_handout: workers.slow_handout.armed(),
         };
         // The plaintext buffer trades allocations with the slots (each
         // unit handed over to it whole): it starts with one as long as

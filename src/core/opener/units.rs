@@ -252,6 +252,7 @@ impl Opener {
         let last = matches!(r, Ok(Opened::Last(_)));
         let r = self.after_open(r);
         if let Ok(len) = r {
+            self.time_alone();
             // A seek into this segment: its first bytes are not the caller's.
             let held = Held { index, len, last };
             plain.opened(held, len, self.position.take_skip());
