@@ -184,11 +184,32 @@ pub(crate) fn gain_checked() -> bool {
     }
 }
 
+/// Whether workers made now judge their pool by the whole way of the
+/// units through the stream against the way alone (always, outside the
+/// tests; in the tests where a test asks for it with `CHECK_GAIN`, or
+/// with `CHECK_WAY` for this verdict alone).
+#[inline(always)]
+pub(crate) fn way_checked() -> bool {
+    #[cfg(test)]
+    {
+        CHECK_GAIN.with(Cell::get) || CHECK_WAY.with(Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        true
+    }
+}
+
 #[cfg(test)]
 thread_local! {
     /// Workers made on this thread judge whether their pool pays, as
     /// outside the tests.
     pub(crate) static CHECK_GAIN: Cell<bool> = const { Cell::new(false) };
+
+    /// Workers made on this thread judge their pool by the whole way of
+    /// the units against the way alone, as outside the tests (and nothing
+    /// else: the other verdicts, which depend on timing too, stay off).
+    pub(crate) static CHECK_WAY: Cell<bool> = const { Cell::new(false) };
 
     /// Workers made on this thread panic in their pool threads' jobs
     /// (tests of the panic path through the fronts).

@@ -242,7 +242,7 @@ impl Opener {
         if matches!(self.stage, Stage::Body) && self.alone_left() == Some(0) {
             let mut workers = Workers::new(self.threads);
             let AloneWay(_, took, units) = std::mem::take(&mut self.alone_way);
-            workers.ring_way_alone(units, took);
+            workers.way_alone(units, took);
             if let Some(s) = &self.stream {
                 self.ahead.size_for_run(units::run_sealed(&workers, s));
             }
@@ -250,13 +250,13 @@ impl Opener {
         }
     }
 
-    /// A segment was opened into the plaintext buffer on the one-thread
-    /// path. With threads, over the second half of what is delivered
+    /// A segment was opened on the one-thread path (into the plaintext
+    /// buffer or the caller's). With threads, over the second half of what is delivered
     /// before the workers are made (the first half fills fresh buffers),
     /// the time from one such segment to the next is measured: a
     /// segment's whole way through one thread (its plaintext handed out to
     /// the caller's calls, the next one read and opened), which a ring's
-    /// way with the pool is then judged against.
+    /// way and runs' way with the pool are then judged against.
     pub(super) fn time_alone(&mut self) {
         if self.alone_left().is_none_or(|left| left > self.alone / 2) {
             return;
@@ -461,7 +461,10 @@ impl Opener {
             }
             let r = self.open_next(&mut buf[n..]);
             match self.after_open(r) {
-                Ok(k) => n += k,
+                Ok(k) => {
+                    n += k;
+                    self.time_alone();
+                }
                 Err(e) if n == 0 => return Err(e),
                 // Earlier segments authenticated: deliver them; the sticky
                 // error comes with the next call.

@@ -151,6 +151,15 @@ impl Default for Gain {
 }
 
 impl Gain {
+    /// A verdict on the whole way of the units through the stream (see
+    /// [`probe::way_checked`]).
+    pub(super) fn way() -> Gain {
+        Gain {
+            checked: probe::way_checked(),
+            ..Gain::default()
+        }
+    }
+
     /// Whether the next run goes to the pool.
     pub(super) fn threaded(&mut self) -> bool {
         if self.checked && self.solo_until.is_none() && self.machine.solo() {
@@ -178,6 +187,12 @@ impl Gain {
         let per = t.as_secs_f64() / units as f64;
         self.alone = Some(self.alone.map_or(per, |a| 0.75 * a + 0.25 * per));
         self.measured = true;
+    }
+
+    /// Whether the last verdict was a loss (tests).
+    #[cfg(test)]
+    pub(super) fn backed_off(&self) -> bool {
+        self.solo_for > Duration::ZERO
     }
 
     /// Whether the caller's time alone is known (or nothing is judged).

@@ -139,6 +139,10 @@ pub(crate) struct Workers {
     /// through the ring, from one hand-over to the next (see
     /// [`Ring`](super::Ring)).
     pub(super) ring_way: Gain,
+    /// Whether runs on the pool pay for the whole way of their pieces,
+    /// from one run's end to the next (see [`run`](Self::run)), and when
+    /// the last run ended.
+    pub(super) run_way: (Gain, Option<Instant>),
     /// Runs done by the caller alone because the pool did not pay (tests
     /// of the backing off).
     pub(crate) solo_runs: Count,
@@ -199,7 +203,8 @@ impl Workers {
             handles: Vec::new(),
             pace: Pace::default(),
             gain: Gain::default(),
-            ring_way: Gain::default(),
+            ring_way: Gain::way(),
+            run_way: (Gain::way(), None),
             solo_runs: Count::default(),
             pool_delay: probe::pool_stall(),
             ring_solo: Fault::default(),
@@ -269,6 +274,13 @@ impl Workers {
         self.pool.as_ref()
     }
 
+    /// Whether runs' whole way with the pool was last judged a loss
+    /// against the way alone (tests).
+    #[cfg(test)]
+    pub(crate) fn run_way_lost(&self) -> bool {
+        self.run_way.0.backed_off()
+    }
+
     /// Work is handed to the pool (or the pool is left alone for a
     /// while): pool threads kept awake stop waiting, and take its jobs at
     /// once.
@@ -281,7 +293,9 @@ impl Workers {
     /// whether the run is judged (the run that starts the pool pays for the
     /// threads' start and is not).
     pub(super) fn begin(&mut self) -> Option<bool> {
-        if !self.gain.threaded() {
+        if !self.gain.threaded() || !self.run_way.0.threaded() {
+            self.gain.rest();
+            self.run_way.0.rest();
             self.starting();
             self.solo_runs.add(1);
             return None;

@@ -17,8 +17,11 @@
 //!   there (the caller hands out what came before it, then unwinds).
 //! - **The pool must pay**: the time the caller spends opening and
 //!   waiting per unit is judged against its time to open one alone, and
-//!   while the pool does not pay (a busy machine) the caller opens every
-//!   unit.
+//!   a unit's whole way through the ring (from one hand-over to the next)
+//!   against the same way on one thread; while the pool does not pay (a
+//!   busy machine, or cores that pass each other's data slowly) the
+//!   caller opens every unit. With the pool at work, the caller leaves a
+//!   unit no thread has claimed to it while it has reading to do.
 //! - **A halt is final**: [`Ring::halt`] stops every claim; a unit a pool
 //!   thread is still opening is not waited for (the caller takes its
 //!   input back, not its output).
@@ -849,12 +852,13 @@ impl Workers {
     }
 
     /// The stream's one-thread path took `t` for `units` segments, each
-    /// from its open to the next (see [`Ring::judge_way`]): the way alone
-    /// a ring's way with the pool is judged against (from a window's
-    /// worth of segments on).
-    pub(crate) fn ring_way_alone(&mut self, units: usize, t: Duration) {
+    /// from its open to the next: the way alone that a ring's way with
+    /// the pool ([`Ring::judge_way`]) and runs' way on the pool are judged
+    /// against (from a window's worth of segments on).
+    pub(crate) fn way_alone(&mut self, units: usize, t: Duration) {
         if units >= JUDGED {
             self.ring_way.alone(units, t);
+            self.run_way.0.alone(units, t);
         }
     }
 

@@ -258,6 +258,7 @@ impl Workers {
                 own += n;
             }
             self.gain.alone(own, t.elapsed());
+            self.way(total, true);
             if claims.panicked.into_inner() {
                 return Err(Error::WorkerPanicked);
             }
@@ -344,11 +345,42 @@ impl Workers {
             self.gain
                 .judge(total, t.elapsed().saturating_sub(side), spawned > 0);
         }
+        // The pool took part: some share was not the caller's.
+        self.way(total, taken == claims.shares.len());
         self.ran(taken);
         if claims.panicked.into_inner() {
             return Err(Error::WorkerPanicked);
         }
         Ok(())
+    }
+
+    /// A run of `pieces` pieces ended (`alone`: no pool thread took part):
+    /// the time since the last run ended is its pieces' whole way through
+    /// the stream (the last run's output handed out, this run's input
+    /// read, this run), measured as the way alone or judged against it.
+    /// A run's own time ([`Gain::judge`](super::gain::Gain::judge)) does
+    /// not show what the pool costs on the rest of that way: where the
+    /// cores pass each other's data slowly (on a virtual machine, it
+    /// depends on where the host runs its CPUs), the caller's reads into a
+    /// read-ahead a pool thread read and its copies out of plaintext a pool
+    /// thread wrote take several times longer, and runs on the pool are
+    /// slower than the caller alone. Judged only once the way alone is
+    /// known: measured on the one-thread path before a reader's workers
+    /// are made ([`way_alone`](Self::way_alone)), or in runs the caller did
+    /// alone. (The time between two runs includes the caller's own,
+    /// between its calls, as much with the pool as without it.)
+    pub(super) fn way(&mut self, pieces: usize, alone: bool) {
+        let now = Instant::now();
+        let (gain, last) = &mut self.run_way;
+        let Some(last) = last.replace(now) else {
+            return;
+        };
+        let t = now.saturating_duration_since(last);
+        if alone {
+            gain.alone(pieces, t);
+        } else {
+            gain.judge(pieces, t, false);
+        }
     }
 
     /// A run ended: the pool threads linger for the next one; tests count

@@ -906,3 +906,32 @@ fn a_pipeline_thread_waiting_for_a_stalled_unit_sleeps() {
     // every 200 µs would be 100).
     assert!(sleeps <= 16 * n, "{sleeps} sleeps in {n} waits");
 }
+
+/// Runs whose whole way through the stream (from one run's end to the
+/// next) is slower with the pool than the way alone go to the caller
+/// alone, whatever each run's own time: a verdict every eight runs the
+/// pool took part in (the first run after the way alone is measured not
+/// judged). Here the way alone is 100 µs a piece, and with the pool 250
+/// µs (as where the cores pass each other's data slowly); with the pool
+/// taking no time at all the runs stay on the pool. The way, not the
+/// runs, is timed here: sleeps between the runs' ends.
+#[test]
+fn runs_slower_on_their_whole_way_than_alone_go_to_the_caller_alone() {
+    for (per_piece, loses) in [(250, true), (0, false)] {
+        crate::probe::CHECK_WAY.with(|c| c.set(true));
+        let mut w = Workers::new(2);
+        crate::probe::CHECK_WAY.with(|c| c.set(false));
+        w.way_alone(16, Duration::from_micros(1600));
+        w.way(8, true);
+        for _ in 0..9 {
+            std::thread::sleep(Duration::from_micros(8 * per_piece));
+            w.way(8, false);
+        }
+        assert_eq!(w.run_way_lost(), loses, "{per_piece} µs a piece");
+        assert_eq!(
+            w.begin().is_none(),
+            loses,
+            "{per_piece} µs a piece: the next run is the caller's alone"
+        );
+    }
+}
