@@ -251,12 +251,14 @@ impl Opener {
     }
 
     /// A segment was opened on the one-thread path (into the plaintext
-    /// buffer or the caller's). With threads, over the second half of what is delivered
-    /// before the workers are made (the first half fills fresh buffers),
-    /// the time from one such segment to the next is measured: a
-    /// segment's whole way through one thread (its plaintext handed out to
-    /// the caller's calls, the next one read and opened), which a ring's
-    /// way and runs' way with the pool are then judged against.
+    /// buffer or the caller's). With threads, over the second half of
+    /// what is delivered before the workers are made (the first half
+    /// fills fresh buffers), the time from one such segment to the next
+    /// is measured: a segment's whole way through one thread (its
+    /// plaintext handed out to the caller's calls, the next one read and
+    /// opened), which a ring's way and runs' way with the pool are then
+    /// judged against. (Segments opened in the inner reader's buffer are
+    /// not measured: that reader's runs are not judged this way.)
     pub(super) fn time_alone(&mut self) {
         if self.alone_left().is_none_or(|left| left > self.alone / 2) {
             return;

@@ -129,6 +129,11 @@ pub(super) struct Gain {
     /// What the process's streams learned of the machine (the tests give
     /// each stream its own, unless a test shares one).
     pub(super) machine: Arc<Machine>,
+    /// How many times what a loss cost the runs after it stay on the
+    /// caller at least ([`SOLO_PER_LOSS`], sized for a thread stopped in
+    /// the middle of its share; 1 for the whole way, whose losses are
+    /// steady costs, not stalls).
+    per_loss: u32,
 }
 
 impl Default for Gain {
@@ -146,6 +151,7 @@ impl Default for Gain {
             } else {
                 Arc::clone(&MACHINE)
             },
+            per_loss: SOLO_PER_LOSS,
         }
     }
 }
@@ -153,9 +159,16 @@ impl Default for Gain {
 impl Gain {
     /// A verdict on the whole way of the units through the stream (see
     /// [`probe::way_checked`]).
+    ///
+    /// Its first window is not judged (the pool's threads are new, and
+    /// the buffers they write fresh), and a loss keeps the units on the
+    /// caller for at least a window's time alone, doubling while the
+    /// losses go on.
     pub(super) fn way() -> Gain {
         Gain {
             checked: probe::way_checked(),
+            warm: false,
+            per_loss: 1,
             ..Gain::default()
         }
     }
@@ -193,6 +206,19 @@ impl Gain {
     #[cfg(test)]
     pub(super) fn backed_off(&self) -> bool {
         self.solo_for > Duration::ZERO
+    }
+
+    /// `t` for `units` units, cut to four times the caller's time alone
+    /// for as many (once that is known): a unit's way that took longer
+    /// than that met something else (a pause of the caller's between its
+    /// calls, other work of the stream), not the pool's cost.
+    pub(super) fn capped(&self, units: usize, t: Duration) -> Duration {
+        match self.alone {
+            Some(alone) if self.measured => {
+                t.min(Duration::from_secs_f64(4.0 * alone * units as f64))
+            }
+            _ => t,
+        }
     }
 
     /// Whether the caller's time alone is known (or nothing is judged).
@@ -242,7 +268,7 @@ impl Gain {
         }
         let lost = Duration::from_secs_f64(took - solo.min(took));
         self.solo_for = (self.solo_for * 2)
-            .max(lost * SOLO_PER_LOSS)
+            .max(lost * self.per_loss)
             .max(Duration::from_secs_f64(solo))
             .min(MAX_SOLO);
         self.solo_until = Some(Instant::now() + self.solo_for);

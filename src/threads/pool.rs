@@ -139,10 +139,12 @@ pub(crate) struct Workers {
     /// through the ring, from one hand-over to the next (see
     /// [`Ring`](super::Ring)).
     pub(super) ring_way: Gain,
-    /// Whether runs on the pool pay for the whole way of their pieces,
-    /// from one run's end to the next (see [`run`](Self::run)), and when
-    /// the last run ended.
-    pub(super) run_way: (Gain, Option<Instant>),
+    /// Whether a reader's runs on the pool pay for the whole way of their
+    /// pieces, from one run's end to the next (see [`run`](Self::run)),
+    /// when the last run ended, and whether the way alone was measured on
+    /// the one-thread path (only then are runs judged: a writer's are
+    /// not).
+    pub(super) run_way: (Gain, Option<Instant>, bool),
     /// Runs done by the caller alone because the pool did not pay (tests
     /// of the backing off).
     pub(crate) solo_runs: Count,
@@ -204,7 +206,7 @@ impl Workers {
             pace: Pace::default(),
             gain: Gain::default(),
             ring_way: Gain::way(),
-            run_way: (Gain::way(), None),
+            run_way: (Gain::way(), None, false),
             solo_runs: Count::default(),
             pool_delay: probe::pool_stall(),
             ring_solo: Fault::default(),

@@ -732,7 +732,7 @@ impl Ring {
         if *n < JUDGED {
             return;
         }
-        let took = std::mem::take(took);
+        let took = workers.ring_way.capped(JUDGED, std::mem::take(took));
         *n = 0;
         // Units a pool thread opened before the pool was left out.
         if solo && *helped {
@@ -859,6 +859,7 @@ impl Workers {
         if units >= JUDGED {
             self.ring_way.alone(units, t);
             self.run_way.0.alone(units, t);
+            self.run_way.2 = true;
         }
     }
 
@@ -885,6 +886,8 @@ impl Workers {
     /// `false` when there is no pool (one CPU, or the system refused
     /// threads): the job is not run.
     pub(crate) fn post(&mut self, job: impl FnOnce() + Send + 'static) -> bool {
+        // The runs' way, if runs come after the ring, starts again.
+        self.run_way.1 = None;
         // Lingering jobs end first: the job runs at once.
         self.starting();
         match self.pool() {

@@ -364,18 +364,23 @@ impl Workers {
     /// depends on where the host runs its CPUs), the caller's reads into a
     /// read-ahead a pool thread read and its copies out of plaintext a pool
     /// thread wrote take several times longer, and runs on the pool are
-    /// slower than the caller alone. Judged only once the way alone is
-    /// known: measured on the one-thread path before a reader's workers
-    /// are made ([`way_alone`](Self::way_alone)), or in runs the caller did
-    /// alone. (The time between two runs includes the caller's own,
-    /// between its calls, as much with the pool as without it.)
+    /// slower than the caller alone. Judged only in a reader whose way
+    /// alone was measured on the one-thread path before its workers were
+    /// made ([`way_alone`](Self::way_alone)), and then measured again in
+    /// runs the caller does alone; each way cut to four times the way
+    /// alone (a pause between the caller's calls is not the pool's cost).
+    /// (The time between two runs includes the caller's own, between its
+    /// calls, as much with the pool as without it.)
     pub(super) fn way(&mut self, pieces: usize, alone: bool) {
         let now = Instant::now();
-        let (gain, last) = &mut self.run_way;
+        let (gain, last, measured) = &mut self.run_way;
         let Some(last) = last.replace(now) else {
             return;
         };
-        let t = now.saturating_duration_since(last);
+        if !*measured {
+            return;
+        }
+        let t = gain.capped(pieces, now.saturating_duration_since(last));
         if alone {
             gain.alone(pieces, t);
         } else {

@@ -834,15 +834,15 @@ fn a_ring_gives_its_segments_to_the_pool_again_after_a_while_alone() {
 }
 
 /// A ring whose pool makes each unit's whole way slower than one thread
-/// (here a caller that sleeps 50 µs whenever it takes a unit a pool
+/// (here a caller that sleeps 500 µs whenever it takes a unit a pool
 /// thread opened, as where the cores pass each other's data slowly)
-/// leaves the pool out after its first verdict (64 units), though the
-/// pool takes nothing off the caller's time opening and waiting: its way with the pool is judged against its way alone,
-/// measured on the one-thread path before the workers are made (the
-/// default) or, with workers from the first byte, by leaving the pool out
-/// once the ring is warm. This verdict alone judged as outside the tests,
-/// with each provider (the async front does not prefetch: no ring
-/// there).
+/// leaves the pool out after its first verdicts, though the pool takes
+/// nothing off the caller's time opening and waiting: its way with the
+/// pool is judged against its way alone, measured on the one-thread path
+/// before the workers are made (the default) or, with workers from the
+/// first byte, by leaving the pool out once the ring is warm. This
+/// verdict alone judged as outside the tests, with each provider (the
+/// async front does not prefetch: no ring there).
 #[test]
 fn a_ring_whose_pool_slows_its_way_leaves_the_pool_out() {
     use crate::probe::{CHECK_WAY, SLOW_HANDOUT};
@@ -856,7 +856,7 @@ fn a_ring_whose_pool_slows_its_way_leaves_the_pool_out() {
     for &provider in Provider::ALL {
         for after in [None, Some(0)] {
             CHECK_WAY.with(|c| c.set(true));
-            SLOW_HANDOUT.with(|c| c.set(Some(std::time::Duration::from_micros(50))));
+            SLOW_HANDOUT.with(|c| c.set(Some(std::time::Duration::from_micros(500))));
             let mut b = CipherReader::builder(&key)
                 .provider(provider)
                 .threads(2)
