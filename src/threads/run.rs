@@ -345,7 +345,7 @@ impl Workers {
             self.gain
                 .judge(total, t.elapsed().saturating_sub(side), spawned > 0);
         }
-        // The pool took part: some share was not the caller's.
+        // Alone when the caller took every share.
         self.way(total, taken == claims.shares.len());
         self.ran(taken);
         if claims.panicked.into_inner() {
