@@ -20,7 +20,7 @@ use crate::{CipherReader, Provider, ReaderBuilder, StreamKey};
 /// authenticated; errors are sticky; a read future dropped at any point
 /// loses nothing.
 pub struct AsyncCipherReader<R> {
-    pub(crate) engine: Opener,
+    engine: Opener,
     /// Set by the first seek or length query, where `R: AsyncSeek` is
     /// known.
     seeker: Option<Seeker<R>>,

@@ -112,8 +112,6 @@ pub(super) struct Gain {
     checked: bool,
     /// The caller's time per unit alone, seconds (a moving average).
     alone: Option<f64>,
-    /// Whether a time alone was measured.
-    measured: bool,
     /// Runs stay on the caller until then.
     solo_until: Option<Instant>,
     /// How long the last backing off lasted (doubled on the next loss).
@@ -141,7 +139,6 @@ impl Default for Gain {
         Gain {
             checked: probe::gain_checked(),
             alone: None,
-            measured: false,
             solo_until: None,
             solo_for: Duration::ZERO,
             window: (0, 0.0, 0.0),
@@ -164,7 +161,7 @@ impl Gain {
     /// the buffers they write fresh), and a loss keeps the units on the
     /// caller for at least a window's time alone, doubling while the
     /// losses go on.
-    pub(super) fn way() -> Gain {
+    pub(super) fn for_way() -> Gain {
         Gain {
             checked: probe::way_checked(),
             warm: false,
@@ -199,7 +196,6 @@ impl Gain {
         }
         let per = t.as_secs_f64() / units as f64;
         self.alone = Some(self.alone.map_or(per, |a| 0.75 * a + 0.25 * per));
-        self.measured = true;
     }
 
     /// Whether the last verdict was a loss (tests).
@@ -208,22 +204,33 @@ impl Gain {
         self.solo_for > Duration::ZERO
     }
 
-    /// `t` for `units` units, cut to four times the caller's time alone
-    /// for as many (once that is known): a unit's way that took longer
-    /// than that met something else (a pause of the caller's between its
-    /// calls, other work of the stream), not the pool's cost.
-    pub(super) fn capped(&self, units: usize, t: Duration) -> Duration {
-        match self.alone {
-            Some(alone) if self.measured => {
-                t.min(Duration::from_secs_f64(4.0 * alone * units as f64))
-            }
-            _ => t,
+    /// `units` units went their whole way through the stream in `t`
+    /// (`alone`: with the pool left out): measured as the time alone, or
+    /// judged against it (never a stall: the way's losses are steady
+    /// costs). Once the time alone is known, `t` counts for at most four
+    /// times it: a way that took longer met something else (a pause of the
+    /// caller's between its calls, other work of the stream), not the
+    /// pool's cost.
+    pub(super) fn way(&mut self, units: usize, t: Duration, alone: bool) {
+        let t = match self.alone {
+            Some(a) => t.min(Duration::from_secs_f64(4.0 * a * units as f64)),
+            None => t,
+        };
+        if alone {
+            self.alone(units, t);
+        } else {
+            self.judge(units, t, false);
         }
+    }
+
+    /// Whether the caller's time alone was measured.
+    pub(super) fn measured(&self) -> bool {
+        self.alone.is_some()
     }
 
     /// Whether the caller's time alone is known (or nothing is judged).
     pub(super) fn knows_alone(&self) -> bool {
-        !self.checked || self.measured
+        !self.checked || self.measured()
     }
 
     /// The runs go to the caller alone for now, for a reason of the

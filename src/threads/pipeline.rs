@@ -57,8 +57,6 @@ impl Workers {
         deliver: impl FnMut(&[u8]) -> usize,
     ) -> Piped {
         let inject = self.inject_panic.armed().is_some();
-        // A run after the pipeline starts its way afresh.
-        self.run_way.1 = None;
         let mut line = Line {
             ready: slots.iter().map(|_| AtomicUsize::new(0)).collect(),
             taken: slots.iter().map(|_| AtomicUsize::new(0)).collect(),

@@ -141,10 +141,9 @@ pub(crate) struct Workers {
     pub(super) ring_way: Gain,
     /// Whether a reader's runs on the pool pay for the whole way of their
     /// pieces, from one run's end to the next (see [`run`](Self::run)),
-    /// when the last run ended, and whether the way alone was measured on
-    /// the one-thread path (only then are runs judged: a writer's are
-    /// not).
-    pub(super) run_way: (Gain, Option<Instant>, bool),
+    /// and when the last run ended. Judged only once the way alone was
+    /// measured on the one-thread path: a writer's runs are not.
+    pub(super) run_way: (Gain, Option<Instant>),
     /// Runs done by the caller alone because the pool did not pay (tests
     /// of the backing off).
     pub(crate) solo_runs: Count,
@@ -205,8 +204,8 @@ impl Workers {
             handles: Vec::new(),
             pace: Pace::default(),
             gain: Gain::default(),
-            ring_way: Gain::way(),
-            run_way: (Gain::way(), None, false),
+            ring_way: Gain::for_way(),
+            run_way: (Gain::for_way(), None),
             solo_runs: Count::default(),
             pool_delay: probe::pool_stall(),
             ring_solo: Fault::default(),

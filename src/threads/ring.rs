@@ -732,16 +732,11 @@ impl Ring {
         if *n < JUDGED {
             return;
         }
-        let took = workers.ring_way.capped(JUDGED, std::mem::take(took));
+        let took = std::mem::take(took);
         *n = 0;
         // Units a pool thread opened before the pool was left out.
-        if solo && *helped {
-            return;
-        }
-        if solo {
-            workers.ring_way.alone(JUDGED, took);
-        } else {
-            workers.ring_way.judge(JUDGED, took, false);
+        if !(solo && *helped) {
+            workers.ring_way.way(JUDGED, took, solo);
         }
     }
 
@@ -859,7 +854,6 @@ impl Workers {
         if units >= JUDGED {
             self.ring_way.alone(units, t);
             self.run_way.0.alone(units, t);
-            self.run_way.2 = true;
         }
     }
 

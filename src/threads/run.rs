@@ -373,18 +373,12 @@ impl Workers {
     /// calls, as much with the pool as without it.)
     pub(super) fn way(&mut self, pieces: usize, alone: bool) {
         let now = Instant::now();
-        let (gain, last, measured) = &mut self.run_way;
+        let (gain, last) = &mut self.run_way;
         let Some(last) = last.replace(now) else {
             return;
         };
-        if !*measured {
-            return;
-        }
-        let t = gain.capped(pieces, now.saturating_duration_since(last));
-        if alone {
-            gain.alone(pieces, t);
-        } else {
-            gain.judge(pieces, t, false);
+        if gain.measured() {
+            gain.way(pieces, now.saturating_duration_since(last), alone);
         }
     }
 

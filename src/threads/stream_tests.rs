@@ -646,6 +646,17 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
+/// What a reader's rings did, for an assertion's message.
+fn rings(c: &crate::core::opener::Counts) -> String {
+    format!(
+        "{} rings, {} segments opened in them, {} by the pool, {} taken over",
+        c.rings.get(),
+        c.ring_opened.get(),
+        c.ring_pool.get(),
+        c.ring_taken.get()
+    )
+}
+
 /// One CPU: a stream has no pool threads, and the caller opens every
 /// segment.
 fn no_pool() -> bool {
@@ -765,13 +776,7 @@ fn a_ring_takes_a_segment_over_from_a_stalled_pool_thread() {
             _ => read_buffered(&mut r),
         });
         let c = &r.engine.counts;
-        let ctx = format!(
-            "stream {stream}: {} rings, {} segments opened in them, {} by the pool, {} taken over",
-            c.rings.get(),
-            c.ring_opened.get(),
-            c.ring_pool.get(),
-            c.ring_taken.get()
-        );
+        let ctx = format!("stream {stream}: {}", rings(c));
         assert!(back == pt, "{ctx}");
         assert_eq!(c.rings.get(), 1, "{ctx}");
         taken += c.ring_taken.get();
@@ -823,9 +828,8 @@ fn a_ring_gives_its_segments_to_the_pool_again_after_a_while_alone() {
         back.extend_from_slice(&read_in_chunks(&mut r, 8 * 1024));
         let c = &r.engine.counts;
         let ctx = format!(
-            "{provider:?}: {} rings, {} segments opened in them, {by_pool} by the pool after the caller waited",
-            c.rings.get(),
-            c.ring_opened.get()
+            "{provider:?}: {} ({by_pool} by the pool after the caller waited)",
+            rings(c)
         );
         assert!(back == pt, "{ctx}");
         assert_eq!(c.rings.get(), 1, "{ctx}");
@@ -870,10 +874,7 @@ fn a_ring_whose_pool_slows_its_way_leaves_the_pool_out() {
             SLOW_HANDOUT.with(|c| c.set(None));
             let c = &r.engine.counts;
             let (by_pool, opened) = (c.ring_pool.get(), c.ring_opened.get());
-            let ctx = format!(
-                "{provider:?}, threads after {after:?}: {} rings, {opened} segments opened in them, {by_pool} by the pool",
-                c.rings.get()
-            );
+            let ctx = format!("{provider:?}, threads after {after:?}: {}", rings(c));
             assert!(got == pt, "{ctx}");
             assert!(opened >= 300, "{ctx}");
             assert!(by_pool <= opened / 2, "{ctx}");
