@@ -855,7 +855,7 @@ fn a_ring_whose_pool_slows_its_way_leaves_the_pool_out() {
     }
     let key = Key::generate(Algorithm::Aes128Gcm);
     let seg = 64 * 1024;
-    let pt = data(400 * seg + 77);
+    let pt = data(800 * seg + 77);
     let ct = sealed(&key, seg, &pt);
     for &provider in Provider::ALL {
         for after in [None, Some(0)] {
@@ -876,8 +876,10 @@ fn a_ring_whose_pool_slows_its_way_leaves_the_pool_out() {
             let (by_pool, opened) = (c.ring_pool.get(), c.ring_opened.get());
             let ctx = format!("{provider:?}, threads after {after:?}: {}", rings(c));
             assert!(got == pt, "{ctx}");
-            assert!(opened >= 300, "{ctx}");
-            assert!(by_pool <= opened / 2, "{ctx}");
+            assert!(opened >= 700, "{ctx}");
+            // With the verdict the pool opened at most a fifth of them
+            // (the build the tests use), without it more than half.
+            assert!(by_pool <= opened * 3 / 10, "{ctx}");
         }
     }
 }
