@@ -20,6 +20,9 @@
 //! A run handed to a pool thread that took a millisecond more than the
 //! caller alone would have is a stall: the thread was stopped in the
 //! middle of its share, so the machine's cores are taken by other work.
+//! A writer's pipeline, whose time includes the inner writer's, is judged
+//! by its end instead: a millisecond spent there waiting for a pool
+//! thread to leave a unit the caller already did itself is a stall.
 //! The stream backs off at once, and so does every stream of the process
 //! ([`Machine`]): a stream made later would otherwise pay for a stall of
 //! its own to find that out.
@@ -99,7 +102,7 @@ impl Machine {
     }
 
     /// Whether runs stay on their callers now.
-    fn solo(&self) -> bool {
+    pub(super) fn solo(&self) -> bool {
         nanos(self.base.elapsed()) < self.until.load(Ordering::Relaxed)
     }
 }
@@ -198,6 +201,12 @@ impl Gain {
         self.alone = Some(self.alone.map_or(per, |a| 0.75 * a + 0.25 * per));
     }
 
+    /// Ends the stream's backing off, if any, for the next run (tests).
+    #[cfg(test)]
+    pub(super) fn end_backing_off(&mut self) {
+        self.solo_until = None;
+    }
+
     /// Whether the last verdict was a loss (tests).
     #[cfg(test)]
     pub(super) fn backed_off(&self) -> bool {
@@ -240,6 +249,35 @@ impl Gain {
         self.warm = false;
     }
 
+    /// At the end of a threaded run whose units were all done, the caller
+    /// waited `t` for the pool threads to leave it: more than [`STALL`]
+    /// past two units' time alone, and a thread was stopped in the middle
+    /// of a unit (the caller did that unit itself, and a thread that runs
+    /// finishes one in a unit's time). That is a stall, whatever the rest
+    /// of the run took (a writer's run includes the inner writer's time,
+    /// which may wait for its peer and is never taken for one). The first
+    /// run after runs alone is not judged, as in [`judge`](Self::judge).
+    /// Returns whether it stalled.
+    pub(super) fn waited_at_end(&mut self, t: Duration) -> bool {
+        let unit = Duration::from_secs_f64(self.alone.unwrap_or(0.0));
+        let stalled = self.checked && self.warm && t > STALL + 2 * unit;
+        if stalled {
+            self.stall(t);
+        }
+        stalled
+    }
+
+    /// A run stalled, losing `lost`: the stream backs off at once, for at
+    /// least [`SOLO_PER_LOSS`] times that and twice its last backing off,
+    /// and so does every stream of the process.
+    fn stall(&mut self, lost: Duration) {
+        self.window = (0, 0.0, 0.0);
+        self.solo_for = self
+            .machine
+            .stalled((self.solo_for * 2).max(lost * SOLO_PER_LOSS));
+        self.solo_until = Some(Instant::now() + self.solo_for);
+    }
+
     /// A threaded run of `units` units took `t` (`helped`: a pool thread
     /// took part). Every [`WINDOW`] runs, the window is a loss when its
     /// runs were not faster than the caller alone, and the runs that
@@ -254,12 +292,7 @@ impl Gain {
         }
         let (took, solo) = (t.as_secs_f64(), alone * units as f64);
         if helped && took > solo + STALL.as_secs_f64() {
-            self.window = (0, 0.0, 0.0);
-            let lost = Duration::from_secs_f64(took - solo);
-            self.solo_for = self
-                .machine
-                .stalled((self.solo_for * 2).max(lost * SOLO_PER_LOSS));
-            self.solo_until = Some(Instant::now() + self.solo_for);
+            self.stall(Duration::from_secs_f64(took - solo));
             return;
         }
         let w = &mut self.window;

@@ -110,8 +110,11 @@ impl Workers {
                     scope.spawn(move |_| line_ref.work(job, inject));
                 })
             };
-            line_ref.deliver_all(job, deliver, inject, pace, join)
+            let delivered = line_ref.deliver_all(job, deliver, inject, pace, join);
+            (delivered, Instant::now())
         });
+        let (delivered, done) = delivered;
+        let tail = done.elapsed();
         // The caller alone would have done every unit and delivered it.
         if let (Some(work), Some(deliver)) = (pace.work, pace.deliver) {
             self.gain.alone(1, Duration::from_secs_f64(work + deliver));
@@ -119,8 +122,15 @@ impl Workers {
         // A run of one unit is the caller's alone whatever the verdict: it
         // says nothing of what the pool gives. A pipeline's time includes
         // the inner writer's, which may wait for its peer: it is never
-        // taken for a stall.
-        if judged && spawn > 0 && delivered.units == units && delivered.error.is_none() {
+        // taken for a stall. The wait after every unit was delivered, for
+        // the pool threads to leave theirs, is the pool's alone: a thread
+        // still in a unit then was late.
+        if judged
+            && spawn > 0
+            && delivered.units == units
+            && delivered.error.is_none()
+            && !self.gain.waited_at_end(tail)
+        {
             self.gain.judge(units, t.elapsed(), false);
         }
         self.linger();

@@ -809,6 +809,42 @@ fn pipelines_go_to_the_caller_alone_while_the_pool_stalls() {
     }
 }
 
+/// A pipeline whose pool thread stalls in the middle of a unit (3 ms, as
+/// a thread descheduled on a busy machine does) delivers that unit
+/// without it, then waits at its end for the thread to leave: that wait
+/// is a stall. Every stream of the machine backs off at once, without a
+/// window of pipelines to judge, and a stream made later does its first
+/// pipeline alone, without starting its pool.
+#[test]
+fn a_pipeline_that_waits_at_its_end_for_a_stalled_thread_backs_off_every_stream() {
+    for threads in [2, 3, 8] {
+        let mut w = stalling_workers(threads);
+        // Pipelines until one waited at its end (a bound in case none
+        // does: on a loaded test machine the pool thread may not be seen
+        // awake to join for a while). The stream's own backing off, after
+        // a window that did not pay, is not what is tested: it is ended.
+        let since = std::time::Instant::now();
+        let mut stalled = false;
+        while !stalled && since.elapsed() < Duration::from_secs(20) {
+            w.gain.end_backing_off();
+            one_pipeline(&mut w, 6, Duration::from_micros(50));
+            stalled = w.gain.machine.solo();
+        }
+        assert!(
+            stalled,
+            "threads {threads}: no pipeline was taken for a stall"
+        );
+        let mut later = stalling_workers(threads);
+        later.gain.machine = std::sync::Arc::clone(&w.gain.machine);
+        assert_eq!(one_pipeline(&mut later, 6, Duration::from_micros(50)), 0);
+        assert_eq!(
+            later.solo_runs.get(),
+            1,
+            "threads {threads}: the later stream's pipeline on the pool"
+        );
+    }
+}
+
 /// A batch run's caller waits awake for a pool thread inside its job
 /// (for one that has not started it does not spin at all: see above) for
 /// at most [`SPIN`](super::wait::SPIN) hints: for one stalled in a share
