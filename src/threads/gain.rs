@@ -21,8 +21,9 @@
 //! caller alone would have is a stall: the thread was stopped in the
 //! middle of its share, so the machine's cores are taken by other work.
 //! A writer's pipeline, whose time includes the inner writer's, is judged
-//! by its end instead: a millisecond spent there waiting for a pool
-//! thread to leave a unit the caller already did itself is a stall.
+//! by its end instead: a pool thread that left it more than a millisecond
+//! (and two units' work) after every unit was delivered was stopped in a
+//! unit the caller did itself, and that is a stall.
 //! The stream backs off at once, and so does every stream of the process
 //! ([`Machine`]): a stream made later would otherwise pay for a stall of
 //! its own to find that out.
@@ -135,6 +136,9 @@ pub(super) struct Gain {
     /// the middle of its share; 1 for the whole way, whose losses are
     /// steady costs, not stalls).
     per_loss: u32,
+    /// The most a stall was judged to have lost (tests).
+    #[cfg(test)]
+    worst_stall: Duration,
 }
 
 impl Default for Gain {
@@ -152,6 +156,8 @@ impl Default for Gain {
                 Arc::clone(&MACHINE)
             },
             per_loss: SOLO_PER_LOSS,
+            #[cfg(test)]
+            worst_stall: Duration::ZERO,
         }
     }
 }
@@ -207,6 +213,12 @@ impl Gain {
         self.solo_until = None;
     }
 
+    /// The most a stall was judged to have lost so far (tests).
+    #[cfg(test)]
+    pub(super) fn worst_stall(&self) -> Duration {
+        self.worst_stall
+    }
+
     /// Whether the last verdict was a loss (tests).
     #[cfg(test)]
     pub(super) fn backed_off(&self) -> bool {
@@ -249,20 +261,19 @@ impl Gain {
         self.warm = false;
     }
 
-    /// At the end of a threaded run whose units were all done, the caller
-    /// waited `t` for the pool threads to leave it: more than [`STALL`]
-    /// past two units' time alone, and a thread was stopped in the middle
-    /// of a unit (the caller did that unit itself, and a thread that runs
-    /// finishes one in a unit's time). That is a stall, whatever the rest
-    /// of the run took (a writer's run includes the inner writer's time,
-    /// which may wait for its peer and is never taken for one). The first
-    /// run after runs alone is not judged, as in [`judge`](Self::judge).
-    /// Returns whether it stalled.
-    pub(super) fn waited_at_end(&mut self, t: Duration) -> bool {
-        let unit = Duration::from_secs_f64(self.alone.unwrap_or(0.0));
+    /// A threaded run's units were all done, and its last pool thread
+    /// left it `t` after that: more than [`STALL`] past two units'
+    /// work (`unit`, the caller's time for one), and a thread was stopped
+    /// in the middle of a unit (the caller did that unit itself, and a
+    /// thread that runs finishes one in about a unit's time). That is a
+    /// stall, whatever the rest of the run took (a writer's run includes
+    /// the inner writer's time, which may wait for its peer and is never
+    /// taken for one). The first run after runs alone is not judged, as
+    /// in [`judge`](Self::judge). Returns whether it stalled.
+    pub(super) fn waited_at_end(&mut self, t: Duration, unit: Duration) -> bool {
         let stalled = self.checked && self.warm && t > STALL + 2 * unit;
         if stalled {
-            self.stall(t);
+            self.stall(t - 2 * unit);
         }
         stalled
     }
@@ -271,6 +282,10 @@ impl Gain {
     /// least [`SOLO_PER_LOSS`] times that and twice its last backing off,
     /// and so does every stream of the process.
     fn stall(&mut self, lost: Duration) {
+        #[cfg(test)]
+        {
+            self.worst_stall = self.worst_stall.max(lost);
+        }
         self.window = (0, 0.0, 0.0);
         self.solo_for = self
             .machine
@@ -422,6 +437,32 @@ mod tests {
         window(&mut g, 2, 195 * US);
         assert!(!g.threaded());
         assert_eq!(g.solo_for, 200 * US * u32::try_from(WINDOW).unwrap_or(0));
+    }
+
+    /// A pool thread that left a run more than a millisecond past two
+    /// units' work after its last unit was done stalled: the stream, and
+    /// every stream of its machine, back off at once, for what was lost
+    /// past those two units times [`SOLO_PER_LOSS`]. One that left within
+    /// that did not; nothing is judged unchecked, nor in the first run
+    /// after runs alone.
+    #[test]
+    fn a_pool_thread_that_leaves_a_run_late_stalled_it() {
+        let (unit, lost) = (300 * US, 10_000 * US);
+        let mut g = checked();
+        assert!(!g.waited_at_end(STALL + 2 * unit, unit));
+        assert!(g.threaded() && !g.machine.solo(), "within the bound");
+        assert!(g.waited_at_end(STALL + 2 * unit + lost, unit));
+        assert!(!g.threaded() && g.machine.solo(), "a stall");
+        assert_eq!(g.solo_for, (STALL + lost) * SOLO_PER_LOSS);
+        let mut unchecked = Gain {
+            checked: false,
+            ..Gain::default()
+        };
+        assert!(!unchecked.waited_at_end(10 * STALL, unit));
+        let mut rested = checked();
+        rested.rest();
+        assert!(!rested.waited_at_end(10 * STALL, unit), "after runs alone");
+        assert!(!rested.machine.solo());
     }
 
     /// Unchecked (the unit tests that count the pool's work), nothing

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::line::{Delivered, Line, Slot};
 use super::pool::Workers;
+use super::wait::Left;
 use crate::Error;
 
 impl Workers {
@@ -102,19 +103,22 @@ impl Workers {
         line.claim_delay = self.claim_delay.armed();
         let (line_ref, job) = (&line, &job);
         let (awake, generation) = (&*self.awake, &*self.generation);
-        let delivered = pool.in_place_scope(|scope| {
+        let left = Left::new();
+        let left_ref = &left;
+        let (delivered, done) = pool.in_place_scope(|scope| {
             // As in a batch run, the pool threads join only while they
             // are seen awake: now, or between two of the caller's steps.
             let join = || {
                 awake.hand_over(generation, spawn, line_ref.left(), || {
-                    scope.spawn(move |_| line_ref.work(job, inject));
+                    scope.spawn(move |_| {
+                        line_ref.work(job, inject);
+                        left_ref.now();
+                    });
                 })
             };
             let delivered = line_ref.deliver_all(job, deliver, inject, pace, join);
             (delivered, Instant::now())
         });
-        let (delivered, done) = delivered;
-        let tail = done.elapsed();
         // The caller alone would have done every unit and delivered it.
         if let (Some(work), Some(deliver)) = (pace.work, pace.deliver) {
             self.gain.alone(1, Duration::from_secs_f64(work + deliver));
@@ -122,14 +126,15 @@ impl Workers {
         // A run of one unit is the caller's alone whatever the verdict: it
         // says nothing of what the pool gives. A pipeline's time includes
         // the inner writer's, which may wait for its peer: it is never
-        // taken for a stall. The wait after every unit was delivered, for
-        // the pool threads to leave theirs, is the pool's alone: a thread
-        // still in a unit then was late.
+        // taken for a stall. How long after every unit was delivered the
+        // last pool thread left is the pool's alone: a thread still in a
+        // unit then was late.
+        let work = Duration::from_secs_f64(pace.work.unwrap_or(0.0));
         if judged
             && spawn > 0
             && delivered.units == units
             && delivered.error.is_none()
-            && !self.gain.waited_at_end(tail)
+            && !self.gain.waited_at_end(left.after(done), work)
         {
             self.gain.judge(units, t.elapsed(), false);
         }

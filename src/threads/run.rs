@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::feed::Gate;
 use super::pool::Workers;
-use super::wait;
+use super::wait::{self, Left};
 use crate::Error;
 
 /// Plaintext bytes one thread takes per batch at least: runs of smaller
@@ -272,7 +272,9 @@ impl Workers {
         let (claims_ref, job, waits) = (&claims, &job, &self.waits);
         let (awake, generation) = (&*self.awake, &*self.generation);
         let this = &*self;
-        let (taken, own, alone, spawned, side, cold) = pool.in_place_scope(|scope| {
+        let left = Left::new();
+        let left_ref = &left;
+        let (taken, own, alone, spawned, side, cold, done) = pool.in_place_scope(|scope| {
             // Shares go to a pool thread only while it runs: a job handed
             // to a thread that has not started holds the scope until it
             // has (on a busy machine, a scheduler's time slice), even if
@@ -295,6 +297,7 @@ impl Workers {
                         if claims_ref.take_all(job, true) == 0 {
                             waits.late.add(1);
                         }
+                        left_ref.now();
                         claims_ref.active.fetch_sub(1, Ordering::AcqRel);
                     });
                 });
@@ -324,14 +327,15 @@ impl Workers {
                     spawned = hand_over();
                 }
             }
-            let alone = t.elapsed();
+            let done = Instant::now();
+            let alone = done - t;
             // Every share is claimed. The scope ends once every pool
             // thread's job has returned, asleep until then: wait awake
             // while a pool thread is inside its job (running a share, or
             // about to return: then the scope's end finds it done and does
             // not sleep), never for one that has not started.
             wait::spin_while(|| claims_ref.active.load(Ordering::Acquire) > 0, waits);
-            (taken, own, alone, spawned, side, cold)
+            (taken, own, alone, spawned, side, cold, done)
         });
         self.cold_runs.add(usize::from(cold && helpers > 0));
         self.gain.alone(own, alone);
@@ -340,10 +344,14 @@ impl Workers {
         // for but never joined is judged: it gained nothing, and a stream
         // whose pool threads do not get to run (the machine's cores are
         // taken) stops waking them for a while. One a pool thread joined
-        // may have stalled.
+        // may have stalled. The run ends when its last thread left it:
+        // what the caller did after that (waking from the scope's sleep,
+        // or, on a thread of another pool, that pool's jobs) is not the
+        // run's.
         if judged && helpers > 0 {
-            self.gain
-                .judge(total, t.elapsed().saturating_sub(side), spawned > 0);
+            let end = done + left.after(done);
+            let took = end.saturating_duration_since(t).saturating_sub(side);
+            self.gain.judge(total, took, spawned > 0);
         }
         // Alone when the caller took every share.
         self.way(total, taken == claims.shares.len());

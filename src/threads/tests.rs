@@ -845,6 +845,84 @@ fn a_pipeline_that_waits_at_its_end_for_a_stalled_thread_backs_off_every_stream(
     }
 }
 
+/// Runs `one` (a pipeline or a batch run on `w`, whose pool thread sleeps
+/// 600 µs in each unit or share it claims) on the one thread of another
+/// pool, with a job of [`QUEUED`] queued in that pool (one at a time):
+/// while the run's end waits for its pool thread, the calling thread runs
+/// the queued job. Runs until three runs ran one at their end (a bound in
+/// case they do not: on a loaded machine the pool thread may not join,
+/// or leave before the caller gets there); returns how many did, and the
+/// longest any stall was judged to have lost (a loaded test machine may
+/// deschedule the pool thread for real, but not for half of [`QUEUED`]).
+fn queued_jobs_at_the_end(one: impl Fn(&mut Workers) + Sync) -> (usize, Duration) {
+    crate::probe::CHECK_GAIN.with(|c| c.set(true));
+    let mut w = Workers::new(2);
+    crate::probe::CHECK_GAIN.with(|c| c.set(false));
+    w.pool_delay.arm(Duration::from_micros(600));
+    let outer = rayon_core::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let in_run = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (queued, done) = (
+        std::sync::Arc::new(AtomicUsize::new(0)),
+        std::sync::Arc::new(AtomicUsize::new(0)),
+    );
+    outer.install(|| {
+        let since = std::time::Instant::now();
+        let mut spawned = 0;
+        while queued.load(Ordering::SeqCst) < 3 && since.elapsed() < Duration::from_secs(20) {
+            if done.load(Ordering::SeqCst) == spawned {
+                spawned += 1;
+                let (during, ran, done) = (in_run.clone(), queued.clone(), done.clone());
+                rayon_core::spawn(move || {
+                    if during.load(Ordering::SeqCst) {
+                        ran.fetch_add(1, Ordering::SeqCst);
+                    }
+                    busy_for(QUEUED);
+                    done.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            w.gain.end_backing_off();
+            in_run.store(true, Ordering::SeqCst);
+            one(&mut w);
+            in_run.store(false, Ordering::SeqCst);
+        }
+    });
+    (queued.load(Ordering::SeqCst), w.gain.worst_stall())
+}
+
+/// How long the other pool's queued job takes.
+const QUEUED: Duration = Duration::from_millis(200);
+
+/// A stream used on a thread of another pool (a writer or a reader in a
+/// `par_iter` over files): while a run's end waits for a pool thread still
+/// in its last unit or share, the calling thread runs the other pool's
+/// queued jobs. Those are not the run's: only how late its own pool thread
+/// left it is judged, and a stall (if the test machine's load stops that
+/// thread for real) never counts a queued job's time.
+#[test]
+fn a_runs_end_on_a_thread_of_another_pool_judges_only_its_own_threads() {
+    let pipelines = queued_jobs_at_the_end(|w| {
+        one_pipeline(w, 6, Duration::from_micros(100));
+    });
+    let runs = queued_jobs_at_the_end(|w| {
+        copy_run(w, 32, 8 << 10, Duration::from_micros(20));
+    });
+    eprintln!(
+        "ends that ran another pool's job, the longest stall: pipelines {pipelines:?}, runs {runs:?}"
+    );
+    assert!(
+        pipelines.0 > 0 && runs.0 > 0,
+        "no end ran another pool's job"
+    );
+    // A stall that counted a queued job lost nearly all of it.
+    assert!(
+        pipelines.1 < QUEUED / 2 && runs.1 < QUEUED / 2,
+        "a queued job taken for a stall"
+    );
+}
+
 /// A batch run's caller waits awake for a pool thread inside its job
 /// (for one that has not started it does not spin at all: see above) for
 /// at most [`SPIN`](super::wait::SPIN) hints: for one stalled in a share

@@ -171,3 +171,38 @@ impl<'w> Wait<'w> {
         }
     }
 }
+
+/// When the last pool thread left a run or a pipeline: what the caller
+/// waited for at its end, whatever it did meanwhile (asleep in the
+/// scope's end, or, on a thread of another pool, running that pool's jobs
+/// while it waited, which are not the run's).
+pub(super) struct Left {
+    base: Instant,
+    /// Nanoseconds from `base` to the last leave; 0 while none left.
+    nanos: std::sync::atomic::AtomicU64,
+}
+
+impl Left {
+    /// None left yet; times are taken from now.
+    pub(super) fn new() -> Left {
+        Left {
+            base: Instant::now(),
+            nanos: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// A pool thread leaves its job now.
+    pub(super) fn now(&self) {
+        let at = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.nanos
+            .fetch_max(at, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// How long after `at` the last pool thread left (zero if every one
+    /// left before it, or none was there).
+    pub(super) fn after(&self, at: Instant) -> Duration {
+        let last =
+            self.base + Duration::from_nanos(self.nanos.load(std::sync::atomic::Ordering::Acquire));
+        last.saturating_duration_since(at)
+    }
+}
