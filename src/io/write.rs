@@ -184,7 +184,11 @@ impl WriterBuilder {
     /// pipelined write the calling thread then seals that share itself,
     /// once it has waited twice what sealing a share takes it (at least
     /// 20 µs, at most 2 ms), writes it out and goes on; the late thread's
-    /// copy, the same bytes, is dropped. A batch waits for its shares, so
+    /// copy, the same bytes, is dropped, but the write still returns only
+    /// once that thread has left it (the shares borrow the caller's
+    /// slice). A pipelined write whose last thread left it a millisecond
+    /// or more after its last share was written out was held up that way
+    /// (below). A batch waits for its shares, so
     /// the runs on the threads are also timed, eight
     /// at a time, against the calling thread alone, and while they do not
     /// pay, the calling thread does the runs alone (for a while that
