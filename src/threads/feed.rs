@@ -241,13 +241,18 @@ impl Plan<'_> {
             if fed.left == rest.len() {
                 return fed;
             }
-            // At least `capacity` bytes, ending where a segment does.
+            // At least `capacity` bytes, ending where a segment does; a
+            // rest under `capacity` after them goes with them, so that the
+            // run asks for less only where a short read left less.
             let mut limit = 0;
             for k in fed.handed..self.plain.len() {
                 limit += self.sealed(k);
                 if limit >= fed.left + self.capacity {
                     break;
                 }
+            }
+            if rest.len() - limit < self.capacity {
+                limit = rest.len();
             }
             match read_once(read, &mut rest[fed.left..limit], &mut fed) {
                 Some(n) => fed.left += n,

@@ -574,6 +574,50 @@ fn prefetching_readers_read_each_run_while_it_opens() {
     assert_eq!(inner_buf.engine.counts.fed.get(), 0, "inner buffer");
 }
 
+/// A prefetching reader's fed runs ask their inner reader for at least
+/// the read-ahead's capacity at a time, as the one-thread path does, as
+/// long as no read came back short (here none does before the input's
+/// end): with segments far smaller than the read-ahead (12 bytes against
+/// 323), a run with less than a capacity still to read is read the usual
+/// way, and a rest under the capacity goes with the read before it. An
+/// inner reader with a system call per read would otherwise pay one for
+/// every few segments.
+#[test]
+fn fed_runs_ask_their_inner_reader_for_at_least_the_capacity() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let (seg, capacity) = (12, 323);
+    let pt = data(16 * 1024 + 5);
+    let ct = sealed(&key, seg, &pt);
+    let providers = [
+        Provider::RustCrypto,
+        #[cfg(feature = "aws-lc")]
+        Provider::AwsLc,
+    ];
+    for (provider, chunk) in providers
+        .into_iter()
+        .flat_map(|p| [40, 100, 300, 1000, 4096].map(|c| (p, c)))
+    {
+        let mut r = CipherReader::builder(&key)
+            .capacity(capacity)
+            .threads(2)
+            .threads_after(0)
+            .prefetch(true)
+            .provider(provider)
+            .build(Counted::new(&ct[..]));
+        assert!(read_in_chunks(&mut r, chunk) == pt);
+        let (asks, fed) = (&r.get_ref().asks, r.engine.counts.fed.get());
+        let small: Vec<usize> = asks.iter().copied().filter(|&a| a < capacity).collect();
+        let ctx = format!(
+            "{provider:?} chunk {chunk}: {fed} fed runs, {} inner reads, asks under the \
+             capacity {small:?}",
+            asks.len()
+        );
+        assert!(small.len() <= 1, "{ctx}");
+        // Reads of a capacity or more are fed runs.
+        assert!(chunk < capacity || fed > 0, "{ctx}");
+    }
+}
+
 /// Where no fed run can be made (framed records, whose lengths are known
 /// only as they arrive), a prefetching reader still reads the next run
 /// beside each run: large reads of a framed stream read beside their runs,
@@ -631,17 +675,24 @@ fn read_buffered(r: &mut impl std::io::BufRead) -> Vec<u8> {
 struct Counted<R> {
     inner: R,
     calls: usize,
+    /// How many bytes each call asked for.
+    asks: Vec<usize>,
 }
 
 impl<R> Counted<R> {
     fn new(inner: R) -> Self {
-        Counted { inner, calls: 0 }
+        Counted {
+            inner,
+            calls: 0,
+            asks: Vec::new(),
+        }
     }
 }
 
 impl<R: Read> Read for Counted<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         self.calls += 1;
+        self.asks.push(buf.len());
         self.inner.read(buf)
     }
 }

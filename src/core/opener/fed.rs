@@ -40,7 +40,9 @@ impl Opener {
     /// buffer: only for segments no shorter than the read-ahead (every
     /// read is then offered as much as the read-ahead would offer), with
     /// room for that tag, and at most a fed batch. Otherwise the run goes
-    /// into the read-ahead, at most a batch.
+    /// into the read-ahead, at most a batch, and only with at least the
+    /// read-ahead's capacity still to read (the usual path reads less in
+    /// one call).
     pub(super) fn fed_plan(&self, room: usize) -> Option<FedPlan> {
         let (Some(workers), Some(Setup { units, suite }), Stage::Body) =
             (&self.workers, &self.stream, &self.stage)
@@ -77,7 +79,15 @@ impl Opener {
             };
             (left, count) = (l, count + 1);
         }
-        (count >= 2).then_some(FedPlan { count, in_place })
+        // Read into the read-ahead, a run asks for at least its capacity
+        // at a time: one with less than that still to read is read the
+        // usual way, in one call.
+        let unread = (0..count as u64)
+            .map(|i| layout.sealed(self.next + i))
+            .sum::<usize>()
+            .saturating_sub(self.ahead.available());
+        let small = !in_place && unread < self.ahead.capacity();
+        (count >= 2 && !small).then_some(FedPlan { count, in_place })
     }
 
     /// Opens the fed run `plan` (from [`fed_plan`](Self::fed_plan)) into
