@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
+use super::wait::nanos;
 use crate::probe;
 
 /// How much faster per unit than the caller alone a threaded run must
@@ -71,10 +72,6 @@ pub(super) struct Machine {
 
 /// The process's [`Machine`], shared by every stream's [`Gain`].
 static MACHINE: LazyLock<Arc<Machine>> = LazyLock::new(|| Arc::new(Machine::new()));
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
 
 impl Machine {
     fn new() -> Machine {

@@ -59,7 +59,7 @@
 //! | `ring` | a reader's ring ([`Ring`]): units read into slots it owns and opened in order by a pool thread posted to work between the caller's calls (`Workers::post`), or by the caller; taken over from a pool thread that does not finish in time; halted and drained |
 //! | `pace` | the caller's share of a pipeline's units, from its measured times |
 //! | `gain` | whether runs on the pool pay against the caller alone (their own time, and their units' whole way through the stream against the way on one thread), and backing off to the caller alone while they do not ([`Gain`](gain::Gain)) |
-//! | `wait` | spinning, yielding, parking: how a thread waits for another |
+//! | `wait` | spinning, yielding, parking: how a thread waits for another; when the last pool thread left a run ([`Left`](wait::Left)), which ends the run for its verdicts |
 //!
 //! The engine (`crate::core`) calls [`Workers::run`] with jobs of its own,
 //! and the writer's drive loop (`crate::drive::write`) calls

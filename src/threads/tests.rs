@@ -683,10 +683,16 @@ fn busy_for(d: Duration) {
 /// test machine they may also start too late to claim any: the runs do
 /// not pay either way).
 fn stalling_workers(threads: usize) -> Workers {
+    judged_workers(threads, Duration::from_millis(3))
+}
+
+/// Workers that judge whether their pool pays, as outside the tests,
+/// with pool threads that sleep `delay` in each share or unit they claim.
+fn judged_workers(threads: usize, delay: Duration) -> Workers {
     crate::probe::CHECK_GAIN.with(|c| c.set(true));
     let mut w = Workers::new(threads);
     crate::probe::CHECK_GAIN.with(|c| c.set(false));
-    w.pool_delay.arm(Duration::from_millis(3));
+    w.pool_delay.arm(delay);
     w
 }
 
@@ -855,10 +861,7 @@ fn a_pipeline_that_waits_at_its_end_for_a_stalled_thread_backs_off_every_stream(
 /// longest any stall was judged to have lost (a loaded test machine may
 /// deschedule the pool thread for real, but not for half of [`QUEUED`]).
 fn queued_jobs_at_the_end(one: impl Fn(&mut Workers) + Sync) -> (usize, Duration) {
-    crate::probe::CHECK_GAIN.with(|c| c.set(true));
-    let mut w = Workers::new(2);
-    crate::probe::CHECK_GAIN.with(|c| c.set(false));
-    w.pool_delay.arm(Duration::from_micros(600));
+    let mut w = judged_workers(2, Duration::from_micros(600));
     let outer = rayon_core::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()

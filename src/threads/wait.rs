@@ -193,9 +193,10 @@ impl Left {
 
     /// A pool thread leaves its job now.
     pub(super) fn now(&self) {
-        let at = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.nanos
-            .fetch_max(at, std::sync::atomic::Ordering::AcqRel);
+        self.nanos.fetch_max(
+            nanos(self.base.elapsed()),
+            std::sync::atomic::Ordering::AcqRel,
+        );
     }
 
     /// How long after `at` the last pool thread left (zero if every one
@@ -205,4 +206,9 @@ impl Left {
             self.base + Duration::from_nanos(self.nanos.load(std::sync::atomic::Ordering::Acquire));
         last.saturating_duration_since(at)
     }
+}
+
+/// `d` in nanoseconds, as an atomic holds a time (saturating).
+pub(super) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

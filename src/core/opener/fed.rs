@@ -8,9 +8,11 @@ use super::*;
 use crate::core::runs::{FedInto, open_fed};
 use crate::core::window::zeroed;
 
-/// A fed run to make: how many segments, and whether in place.
+/// A fed run to make: how many segments, their sealed bytes, and whether
+/// in place.
 pub(super) struct FedPlan {
     count: usize,
+    sealed: usize,
     in_place: bool,
 }
 
@@ -79,15 +81,19 @@ impl Opener {
             };
             (left, count) = (l, count + 1);
         }
+        let sealed = (0..count as u64)
+            .map(|i| layout.sealed(self.next + i))
+            .sum::<usize>();
         // Read into the read-ahead, a run asks for at least its capacity
         // at a time: one with less than that still to read is read the
         // usual way, in one call.
-        let unread = (0..count as u64)
-            .map(|i| layout.sealed(self.next + i))
-            .sum::<usize>()
-            .saturating_sub(self.ahead.available());
-        let small = !in_place && unread < self.ahead.capacity();
-        (count >= 2 && !small).then_some(FedPlan { count, in_place })
+        let small =
+            !in_place && sealed.saturating_sub(self.ahead.available()) < self.ahead.capacity();
+        (count >= 2 && !small).then_some(FedPlan {
+            count,
+            sealed,
+            in_place,
+        })
     }
 
     /// Opens the fed run `plan` (from [`fed_plan`](Self::fed_plan)) into
@@ -107,7 +113,11 @@ impl Opener {
             unreachable!("fed_plan said yes")
         };
         let layout = *stream.units.layout();
-        let FedPlan { count, in_place } = plan;
+        let FedPlan {
+            count,
+            sealed,
+            in_place,
+        } = plan;
         let capacity = self.ahead.capacity();
         let mut read = |room: &mut [u8]| side.read_beside(room);
         // Opened where the plaintext goes, the segments' ciphertext is read
@@ -123,10 +133,7 @@ impl Opener {
                 held: self.ahead.data(),
             }
         } else {
-            let total = (0..count as u64)
-                .map(|i| layout.sealed(self.next + i))
-                .sum();
-            match self.ahead.region(total) {
+            match self.ahead.region(sealed) {
                 Ok((region, held)) => FedInto::Apart { region, held },
                 Err(e) => return Err(self.fail(e)),
             }
