@@ -1,16 +1,18 @@
-//! Inputs, outputs and the rules around them: atomic output files, cleanup
-//! on SIGINT/SIGTERM/SIGHUP, and the refusals (ciphertext to a terminal,
-//! input = output, overwriting a file without `--force`).
+//! Inputs, outputs and the rules around them: which outputs are written
+//! directly and which atomically, their modes, and the refusals
+//! (ciphertext to a terminal, input = output, overwriting a file without
+//! `--force`).
 
 use std::fs::{self, File, Permissions};
-use std::io::{self, IsTerminal};
+use std::io::{self, IsTerminal, Write};
 use std::os::fd::AsFd;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::Path;
 
-use anyhow::{Context, Result, anyhow};
-use tempfile::NamedTempFile;
+use anyhow::{Context, Result, bail};
+
+use crate::atomic::AtomicFile;
 
 /// A refusal: the command as given is not carried out (exit status 2).
 #[derive(Debug)]
@@ -26,34 +28,6 @@ impl std::error::Error for Refused {}
 
 fn refuse(msg: String) -> anyhow::Error {
     anyhow::Error::new(Refused(msg))
-}
-
-/// The temporary output file not yet renamed into place, removed by the
-/// signal thread if the process is interrupted. Locked across the rename,
-/// so that a signal either removes the temporary file or comes after the
-/// output is complete.
-static PENDING: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// Starts the thread that, on SIGINT, SIGTERM or SIGHUP, removes the
-/// pending temporary file and then dies of the same signal (so the caller
-/// sees the usual status: 130 for Ctrl-C).
-pub fn handle_signals() -> Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-        .context("cannot install the signal handlers")?;
-    std::thread::spawn(move || {
-        if let Some(sig) = signals.forever().next() {
-            let pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(path) = pending.as_ref() {
-                let _ = fs::remove_file(path);
-            }
-            crate::progress::clear_on_signal();
-            // Held until the process is gone: no rename can follow.
-            let _ = signal_hook::low_level::emulate_default_handler(sig);
-            std::process::exit(128 + sig);
-        }
-    });
-    Ok(())
 }
 
 /// Where the bytes come from.
@@ -96,82 +70,107 @@ fn dup_stdin() -> Result<File> {
     Ok(File::from(fd))
 }
 
-fn dup_stdout() -> Result<File> {
-    let fd = io::stdout()
-        .as_fd()
-        .try_clone_to_owned()
-        .context("<stdout>: cannot use standard output")?;
-    Ok(File::from(fd))
+/// Standard output, as a file of its own; an error if the command was
+/// started with it closed. (The Rust runtime then opens `/dev/null` for
+/// reading and writing in its place, which a redirection `> /dev/null`
+/// never does: it opens for writing only.)
+pub fn stdout() -> Result<File> {
+    let file = File::from(
+        io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .context("<stdout>: cannot use standard output")?,
+    );
+    if is_null_read_write(&file, "/proc/self/fdinfo/1") {
+        bail!("<stdout>: standard output is closed");
+    }
+    Ok(file)
 }
 
-/// What is written, for the refusal rules.
+/// Writes `bytes` to standard output: an error, never a panic, if they
+/// cannot be written.
+pub fn write_stdout(bytes: &[u8]) -> Result<()> {
+    stdout()?.write_all(bytes).context("<stdout>: cannot write")
+}
+
+/// Whether `file` is `/dev/null` opened for reading and writing, by the
+/// flags its descriptor's `fdinfo` shows.
+fn is_null_read_write(file: &File, fdinfo: &str) -> bool {
+    const O_ACCMODE: u32 = 3;
+    const O_RDWR: u32 = 2;
+    let (Ok(meta), Ok(null)) = (file.metadata(), fs::metadata("/dev/null")) else {
+        return false;
+    };
+    if !meta.file_type().is_char_device() || meta.rdev() != null.rdev() {
+        return false;
+    }
+    fs::read_to_string(fdinfo)
+        .ok()
+        .and_then(|t| {
+            let flags = t.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok()
+        })
+        .is_some_and(|flags| flags & O_ACCMODE == O_RDWR)
+}
+
+/// What is written, for the refusal rules and the mode of a new file.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Contents {
     Ciphertext,
     Plaintext,
 }
 
-/// Where the bytes go.
-pub enum Output {
-    /// Standard output (or an existing non-regular file: a device, a FIFO),
-    /// written as the bytes come.
-    Direct { file: File, name: String },
-    /// A temporary file beside the destination, renamed onto it by
-    /// [`Output::commit`].
-    Atomic {
-        temp: NamedTempFile,
-        dest: PathBuf,
-        overwrite: bool,
-        name: String,
-        _pending: Pending,
-    },
-}
-
-/// Clears the pending temporary file's registration when the output is
-/// dropped (the file itself is removed by `NamedTempFile`'s drop, first).
-pub struct Pending;
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
-        *pending = None;
+impl Contents {
+    /// A new output file's mode, before the umask: plaintext is the secret
+    /// the encryption kept, readable by its owner only whatever the
+    /// ciphertext's mode was; ciphertext gets any tool's 0666.
+    fn mode(self) -> u32 {
+        match self {
+            Contents::Ciphertext => 0o666,
+            Contents::Plaintext => 0o600,
+        }
     }
 }
 
+/// Where the bytes go.
+pub enum Output {
+    /// Standard output, a device, a FIFO or a descriptor's name, written as
+    /// the bytes come.
+    Direct { file: File, name: String },
+    /// A file, put in place whole by [`Output::commit`], with the mode of
+    /// the file it replaces, if any.
+    Atomic {
+        temp: AtomicFile,
+        replaced: Option<Permissions>,
+        overwrite: bool,
+        name: String,
+    },
+}
+
 impl Output {
-    /// Opens the output after checking the refusal rules.
+    /// Opens the output after checking the refusal rules and what can be
+    /// checked before any input is read.
     pub fn open(path: Option<&Path>, input: &Input, what: Contents, force: bool) -> Result<Output> {
         let Some(path) = path.filter(|p| *p != Path::new("-")) else {
-            let file = dup_stdout()?;
-            if what == Contents::Ciphertext && !force && io::stdout().is_terminal() {
-                return Err(refuse(
-                    "refusing to write ciphertext to a terminal: use -o FILE, a pipe, or --force"
-                        .to_string(),
-                ));
-            }
-            check_not_input(&file, input, "<stdout>")?;
-            return Ok(Output::Direct {
-                file,
-                name: "<stdout>".to_string(),
-            });
+            return direct(stdout()?, "<stdout>".to_string(), input, what, force);
         };
         let name = path.display().to_string();
+        if let Some(file) = descriptor(path).with_context(|| format!("{name}: cannot open"))? {
+            return direct(file, name, input, what, force);
+        }
+        if path.as_os_str().as_bytes().ends_with(b"/") {
+            bail!("{name}: not a file name (it ends with /)");
+        }
+        let mut replaced = None;
         match fs::metadata(path) {
-            Ok(meta) if !meta.file_type().is_file() && !meta.is_dir() => {
+            Ok(meta) if meta.is_dir() => bail!("{name}: is a directory"),
+            Ok(meta) if !meta.is_file() => {
                 // A device or a FIFO: nothing to replace atomically.
                 let file = fs::OpenOptions::new()
                     .write(true)
                     .open(path)
                     .with_context(|| format!("{name}: cannot open for writing"))?;
-                if what == Contents::Ciphertext && !force && file.is_terminal() {
-                    return Err(refuse(format!(
-                        "{name}: refusing to write ciphertext to a terminal (--force to do it)"
-                    )));
-                }
-                return Ok(Output::Direct { file, name });
-            }
-            Ok(meta) if meta.is_dir() => {
-                return Err(anyhow!("{name}: is a directory"));
+                return direct(file, name, input, what, force);
             }
             Ok(meta) => {
                 if input.id == Some((meta.dev(), meta.ino())) {
@@ -184,39 +183,33 @@ impl Output {
                         "{name}: already exists (--force to replace it)"
                     )));
                 }
+                replaced = Some(Permissions::from_mode(meta.mode() & 0o777));
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(anyhow::Error::new(e).context(format!("{name}: cannot stat"))),
         }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
+        // A symbolic link is written through: its target is replaced (or
+        // created), the link stays.
+        let dest = if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            match fs::canonicalize(path) {
+                Ok(target) => target,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    bail!("{name}: a symbolic link to nothing")
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e).context(format!("{name}: cannot resolve")));
+                }
+            }
+        } else {
+            path.to_path_buf()
         };
-        let file_name = path
-            .file_name()
-            .ok_or_else(|| anyhow!("{name}: not a file name"))?;
-        // Registered before the file exists, so that a signal between the
-        // two cannot leave it behind; the name is fixed by then.
-        let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{}.", file_name.to_string_lossy()))
-            .suffix(".cipherio-tmp")
-            // What a new file gets (less the umask), as for any tool's output.
-            .permissions(Permissions::from_mode(0o666))
-            .tempfile_in(dir)
-            .with_context(|| {
-                format!(
-                    "{name}: cannot create a temporary file in {}",
-                    dir.display()
-                )
-            })?;
-        *pending = Some(temp.path().to_path_buf());
+        let temp = AtomicFile::create(&dest, what.mode())
+            .with_context(|| format!("{name}: cannot create the output file"))?;
         Ok(Output::Atomic {
             temp,
-            dest: path.to_path_buf(),
+            replaced,
             overwrite: force,
             name,
-            _pending: Pending,
         })
     }
 
@@ -229,47 +222,74 @@ impl Output {
     pub fn file(&mut self) -> &mut File {
         match self {
             Output::Direct { file, .. } => file,
-            Output::Atomic { temp, .. } => temp.as_file_mut(),
+            Output::Atomic { temp, .. } => temp.file(),
         }
     }
 
-    /// Makes the output final: for a file, synced and renamed into place
-    /// (never over a file that appeared meanwhile, unless `--force`).
+    /// Makes the output final: a file gets the replaced file's mode, is
+    /// synced and put in place (never over a file that appeared
+    /// meanwhile, unless `--force`).
     pub fn commit(self) -> Result<()> {
         match self {
             Output::Direct { .. } => Ok(()),
             Output::Atomic {
-                temp,
-                dest,
+                mut temp,
+                replaced,
                 overwrite,
                 name,
-                _pending,
             } => {
-                temp.as_file()
-                    .sync_all()
-                    .with_context(|| format!("{name}: cannot sync"))?;
-                let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
-                let done = if overwrite {
-                    temp.persist(&dest)
-                } else {
-                    temp.persist_noclobber(&dest)
-                };
-                *pending = None;
-                drop(pending);
-                done.map_err(|e| {
-                    anyhow::Error::new(e.error).context(format!("{name}: cannot rename into place"))
-                })?;
-                // The rename itself, made durable.
-                if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    let _ = File::open(dir).and_then(|d| d.sync_all());
+                if let Some(mode) = replaced {
+                    temp.file()
+                        .set_permissions(mode)
+                        .with_context(|| format!("{name}: cannot set the mode"))?;
                 }
-                Ok(())
+                temp.commit(overwrite)
+                    .with_context(|| format!("{name}: cannot put the output in place"))
             }
         }
     }
 }
 
-/// Refuses standard output when it is the input file itself.
+/// An output written as the bytes come, after the refusals that apply to
+/// it: ciphertext to a terminal, and the input file itself.
+fn direct(file: File, name: String, input: &Input, what: Contents, force: bool) -> Result<Output> {
+    if what == Contents::Ciphertext && !force && file.is_terminal() {
+        return Err(refuse(format!(
+            "{name}: refusing to write ciphertext to a terminal: use -o FILE, a pipe, or --force"
+        )));
+    }
+    check_not_input(&file, input, &name)?;
+    Ok(Output::Direct { file, name })
+}
+
+/// The file behind a name that stands for an open descriptor of this
+/// process (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`): standard
+/// output and error themselves, so that their offset and append mode hold;
+/// another descriptor opened anew through its name. `None` for any other
+/// name.
+fn descriptor(path: &Path) -> Result<Option<File>> {
+    let s = path.to_string_lossy();
+    let own = format!("/proc/{}/fd/", std::process::id());
+    let fd = match s.as_ref() {
+        "/dev/stdin" => "0",
+        "/dev/stdout" => "1",
+        "/dev/stderr" => "2",
+        _ => match ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/", &own]
+            .iter()
+            .find_map(|dir| s.strip_prefix(dir))
+        {
+            Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => return Ok(None),
+        },
+    };
+    Ok(Some(match fd {
+        "1" => stdout()?,
+        "2" => File::from(io::stderr().as_fd().try_clone_to_owned()?),
+        _ => fs::OpenOptions::new().write(true).open(path)?,
+    }))
+}
+
+/// Refuses an output that is the input file itself.
 fn check_not_input(out: &File, input: &Input, name: &str) -> Result<()> {
     if let (Ok(meta), Some(id)) = (out.metadata(), input.id)
         && meta.file_type().is_file()

@@ -48,18 +48,19 @@ pub fn run(mut input: Input, as_json: bool) -> Result<()> {
             ))
         })?
     };
-    if as_json {
+    let text = if as_json {
         let obj: serde_json::Map<String, serde_json::Value> = report
             .iter()
             .map(|(k, v, j)| ((*k).to_string(), j.clone().unwrap_or_else(|| json!(v))))
             .collect();
-        println!("{}", serde_json::Value::Object(obj));
+        format!("{}\n", serde_json::Value::Object(obj))
     } else {
-        for (k, v, _) in &report {
-            println!("{:<15} {v}", format!("{}:", k.replace('_', " ")));
-        }
-    }
-    Ok(())
+        report
+            .iter()
+            .map(|(k, v, _)| format!("{:<15} {v}\n", format!("{}:", k.replace('_', " "))))
+            .collect()
+    };
+    crate::files::write_stdout(text.as_bytes())
 }
 
 type Line = (&'static str, String, Option<serde_json::Value>);

@@ -9,12 +9,15 @@
 //!
 //! `ALGORITHM` is `aes128gcm`, `aes256gcm` or `chacha20poly1305`, and `HEX`
 //! the raw key (16 bytes for AES-128-GCM, 32 for the others), lower- or
-//! upper-case. The same text is accepted from an environment variable or a
-//! file descriptor.
+//! upper-case. A leading UTF-8 byte order mark is ignored. The same text is
+//! accepted from an environment variable or a file descriptor.
+//!
+//! No message about a key line quotes it or any of its words: one of them
+//! may be the key.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -22,6 +25,7 @@ use cipherio::{Algorithm, Key, StreamKey};
 use clap::ValueEnum;
 use zeroize::Zeroizing;
 
+use crate::atomic::AtomicFile;
 use crate::keyset;
 
 /// The first word of a key line; names the format's version.
@@ -82,6 +86,7 @@ pub fn key_file_text(alg: AlgorithmName, key: &Key) -> Zeroizing<String> {
 
 /// Parses the text of a key file.
 pub fn parse_key_text(text: &str) -> Result<Key> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut found = None;
     for line in text.lines() {
         let line = line.trim();
@@ -99,7 +104,7 @@ pub fn parse_key_text(text: &str) -> Result<Key> {
             bail!("not a cipherio key: the key line must start with `{KEY_LINE_TAG}`");
         }
         let alg = AlgorithmName::from_name(alg).ok_or_else(|| {
-            anyhow!("unknown algorithm `{alg}` (aes128gcm, aes256gcm or chacha20poly1305)")
+            anyhow!("the key line's second word is not aes128gcm, aes256gcm or chacha20poly1305")
         })?;
         found = Some(Key::from_hex(alg.algorithm(), hex).map_err(|e| anyhow!(plain(&e)))?);
     }
@@ -116,23 +121,27 @@ pub fn plain(e: &dyn std::fmt::Display) -> String {
     }
 }
 
-/// Writes a fresh key file at `path`, which must not exist: created
-/// exclusively, readable and writable by its owner only.
+/// Writes a fresh key file at `path`, which must not exist, readable and
+/// writable by its owner only. It appears whole or not at all: a write
+/// that fails (a full disk) leaves no empty key file.
 pub fn write_new_key_file(path: &Path, text: &str) -> Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| {
-            format!(
-                "{}: cannot create the key file (an existing file is never overwritten)",
-                path.display()
-            )
-        })?;
-    f.write_all(text.as_bytes())
-        .and_then(|()| f.sync_all())
-        .with_context(|| format!("{}: cannot write the key file", path.display()))
+    let refused = || {
+        format!(
+            "{}: cannot create the key file (an existing file is never overwritten)",
+            path.display()
+        )
+    };
+    if fs::symlink_metadata(path).is_ok() {
+        return Err(anyhow::Error::new(io::Error::from(
+            io::ErrorKind::AlreadyExists,
+        )))
+        .with_context(refused);
+    }
+    let mut f = AtomicFile::create(path, 0o600).with_context(refused)?;
+    f.file()
+        .write_all(text.as_bytes())
+        .with_context(|| format!("{}: cannot write the key file", path.display()))?;
+    f.commit(false).with_context(refused)
 }
 
 /// One key a stream may be sealed with, and what the command line needs to
@@ -218,6 +227,7 @@ pub fn load(source: &KeySource) -> Result<Keys> {
 
 fn read_secret_bytes(path: &Path) -> io::Result<Zeroizing<Vec<u8>>> {
     let mut f = File::open(path)?;
+    warn_if_open_to_others(&f, path);
     let mut buf = Zeroizing::new(Vec::with_capacity(4096));
     // Read in place so that no unwiped copy is left by a reallocation.
     let mut chunk = Zeroizing::new([0u8; 4096]);
@@ -240,6 +250,20 @@ fn read_secret_bytes(path: &Path) -> io::Result<Zeroizing<Vec<u8>>> {
         buf.extend_from_slice(&chunk[..n]);
     }
     Ok(buf)
+}
+
+/// Warns (and goes on) when other users may read or change a key file.
+fn warn_if_open_to_others(f: &File, path: &Path) {
+    if let Ok(meta) = f.metadata()
+        && meta.is_file()
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        eprintln!(
+            "cipherio: warning: {}: other users may read this key (mode {:04o}; chmod 600 it)",
+            path.display(),
+            meta.permissions().mode() & 0o7777
+        );
+    }
 }
 
 fn read_secret(path: &Path) -> io::Result<Zeroizing<String>> {

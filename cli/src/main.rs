@@ -1,6 +1,7 @@
 //! `cipherio`: streaming authenticated encryption of files and pipes.
 #![forbid(unsafe_code)]
 
+mod atomic;
 mod files;
 mod inspect;
 mod keyfile;
@@ -26,6 +27,10 @@ const EXIT_UNAUTHENTIC: u8 = 3;
 /// Exit status: the command line is wrong, or the command is refused.
 const EXIT_USAGE: u8 = 2;
 
+/// The exit statuses, for every command's help.
+const EXIT_STATUSES: &str = "Exit status: 0 ok, 1 error, 2 usage or refused, 3 the input did \
+    not authenticate (tampered, truncated, or not sealed with this key).";
+
 /// Bytes moved per read and write call.
 const CHUNK: usize = 1 << 20;
 /// Default plaintext bytes per segment.
@@ -40,8 +45,7 @@ const DEFAULT_SEGMENT: usize = 64 << 10;
         Files are sealed in segments (AES-GCM or ChaCha20-Poly1305) with a key from \
         `cipherio keygen` or a Tink keyset; decryption writes only authenticated bytes, \
         and a file output appears only once the whole stream has authenticated.",
-    after_help = "Exit status: 0 ok, 1 error, 2 usage or refused, 3 the input did not \
-        authenticate (tampered, truncated, or not sealed with this key)."
+    after_help = EXIT_STATUSES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -51,18 +55,25 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Make a new key file (never overwrites one)
+    #[command(after_help = EXIT_STATUSES)]
     Keygen(KeygenArgs),
     /// Encrypt a file or standard input
+    #[command(after_help = EXIT_STATUSES)]
     Encrypt(EncryptArgs),
     /// Decrypt a file or standard input, writing only authenticated bytes
+    #[command(after_help = EXIT_STATUSES)]
     Decrypt(DecryptArgs),
     /// Authenticate a whole stream and write nothing
+    #[command(after_help = EXIT_STATUSES)]
     Verify(VerifyArgs),
     /// Show what a stream's header says (no key needed; nothing is authenticated)
+    #[command(after_help = EXIT_STATUSES)]
     Inspect(InspectArgs),
     /// Write plaintext bytes A..B of an encrypted file, opening only their segments
+    #[command(after_help = EXIT_STATUSES)]
     Cat(CatArgs),
     /// Print a shell completion script
+    #[command(after_help = EXIT_STATUSES)]
     Completions {
         /// The shell
         shell: Shell,
@@ -125,13 +136,21 @@ struct StreamArgs {
     /// Associated data given as hex
     #[arg(long, value_name = "HEX", conflicts_with = "ad")]
     ad_hex: Option<String>,
-    /// Threads sealing or opening segments
+    /// Threads sealing or opening segments (at most the CPUs this command
+    /// may run on; more would only hold more segments in memory)
     #[arg(short = 'j', long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
 }
 
 impl StreamArgs {
+    /// The threads asked for, but no more than can run at once: each holds
+    /// a segment of up to 16 MiB, and those beyond the CPUs add only memory.
+    fn threads(&self) -> usize {
+        let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        usize::from(self.threads).min(cpus)
+    }
+
     fn associated_data(&self) -> Result<Vec<u8>> {
         match (&self.ad, &self.ad_hex) {
             (Some(t), _) => Ok(t.as_bytes().to_vec()),
@@ -212,10 +231,12 @@ struct InspectArgs {
 struct CatArgs {
     #[command(flatten)]
     key: KeyArgs,
-    /// The plaintext byte range: A..B (B excluded), A.., ..B
+    /// The plaintext byte range: A..B (B excluded), A.., ..B; A and B are
+    /// byte offsets, with an optional K, M or G suffix (1024, 1024², 1024³)
     #[arg(long, value_name = "A..B", value_parser = parse_range)]
     range: (Option<u64>, Option<u64>),
-    /// The encrypted file (must be seekable)
+    /// The encrypted file (seekable: a file, or `-` for standard input
+    /// redirected from one)
     #[arg(value_name = "INPUT")]
     input: PathBuf,
     /// Associated data: authenticated with the stream, not stored in it
@@ -301,8 +322,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Inspect(a) => inspect::run(Input::open(a.input.as_deref())?, a.json),
         Command::Cat(a) => cat(&a),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "cipherio", &mut io::stdout());
-            Ok(())
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "cipherio", &mut script);
+            files::write_stdout(&script)
         }
     }
 }
@@ -312,10 +334,7 @@ fn keygen(a: &KeygenArgs) -> Result<()> {
     let text = keyfile::key_file_text(a.algorithm, &key);
     match &a.output {
         Some(path) => keyfile::write_new_key_file(path, &text),
-        None => io::stdout()
-            .write_all(text.as_bytes())
-            .and_then(|()| io::stdout().flush())
-            .context("<stdout>: cannot write the key"),
+        None => files::write_stdout(text.as_bytes()),
     }
 }
 
@@ -336,7 +355,7 @@ fn encrypt(a: &EncryptArgs) -> Result<()> {
     let (mut src, mut out, in_name, out_name, _) = a.io.open(Contents::Ciphertext)?;
     let mut builder = CipherWriter::builder(&key.key)
         .associated_data(&aad)
-        .threads(usize::from(a.stream.threads));
+        .threads(a.stream.threads());
     if let Some(c) = capacity {
         builder = builder.capacity(c);
     }
@@ -415,7 +434,7 @@ fn open_stream(
     src: impl Read,
     in_name: &str,
     aad: &[u8],
-    (threads, regular): (u16, bool),
+    (threads, regular): (usize, bool),
     mut out: Option<(&mut dyn Write, &str)>,
 ) -> Result<(u64, String)> {
     let mut src = src;
@@ -433,7 +452,7 @@ fn open_stream(
     let key = choose_key(keys, &prefix, aad).map_err(|e| stream_error(e, in_name))?;
     let mut r = CipherReader::builder(&key.key)
         .associated_data(aad)
-        .threads(usize::from(threads))
+        .threads(threads)
         .prefetch(regular)
         .capacity(CHUNK)
         .build(Cursor::new(prefix).chain(src));
@@ -477,7 +496,7 @@ impl IoArgs {
     /// the input: the source, the output, their names for messages, and
     /// whether the input is a regular file.
     fn open(&self, contents: Contents) -> Result<Opened> {
-        files::handle_signals()?;
+        atomic::handle_signals()?;
         let input = Input::open(self.input.as_deref())?;
         let out = Output::open(self.output.as_deref(), &input, contents, self.force)?;
         let in_name = input.name.clone();
@@ -502,7 +521,7 @@ fn decrypt(a: &DecryptArgs) -> Result<()> {
         src,
         &in_name,
         &aad,
-        (a.stream.threads, regular),
+        (a.stream.threads(), regular),
         Some((out.file(), &out_name)),
     )?;
     // Only now, with the final segment authenticated, does the file appear.
@@ -516,7 +535,7 @@ fn verify(a: &VerifyArgs) -> Result<()> {
     let in_name = input.name.clone();
     let regular = input.len.is_some();
     let src = Progress::new(input.file, input.len, a.quiet);
-    let threads = (a.stream.threads, regular);
+    let threads = (a.stream.threads(), regular);
     let (len, label) = open_stream(&keys, src, &in_name, &aad, threads, None)?;
     if !a.quiet {
         eprintln!("{in_name}: authentic: {len} bytes of plaintext, sealed with the {label}");
@@ -532,8 +551,10 @@ fn cat(a: &CatArgs) -> Result<()> {
         threads: 1,
     }
     .associated_data()?;
-    let name = a.input.display().to_string();
-    let mut file = std::fs::File::open(&a.input).with_context(|| format!("{name}: cannot open"))?;
+    let Input { mut file, name, .. } = Input::open(Some(&a.input))?;
+    file.stream_position()
+        .with_context(|| format!("{name}: cannot seek: cat reads a file (decrypt reads a pipe)"))?;
+    let mut stdout = files::stdout()?;
     let key = if keys.candidates.len() > 1 {
         let probe = keys
             .candidates
@@ -555,6 +576,9 @@ fn cat(a: &CatArgs) -> Result<()> {
     let len = r.plaintext_len().map_err(|e| stream_error(e, &name))?;
     let start = a.range.0.unwrap_or(0);
     let end = a.range.1.unwrap_or(len);
+    if start > len {
+        bail!("{name}: the range starts at {start}, past the plaintext's {len} bytes");
+    }
     if end > len {
         bail!("{name}: the range ends at {end}, past the plaintext's {len} bytes");
     }
@@ -565,7 +589,6 @@ fn cat(a: &CatArgs) -> Result<()> {
     }
     r.seek(SeekFrom::Start(start))
         .map_err(|e| stream_error(e, &name))?;
-    let mut stdout = io::stdout().lock();
     let mut left = end - start;
     let mut buf = vec![0u8; CHUNK];
     while left > 0 {
@@ -581,7 +604,7 @@ fn cat(a: &CatArgs) -> Result<()> {
             .context("<stdout>: cannot write")?;
         left -= n as u64;
     }
-    stdout.flush().context("<stdout>: cannot write")
+    Ok(())
 }
 
 /// `A..B`, `A..`, `..B` (decimal byte offsets).

@@ -198,7 +198,7 @@ fn bad_or_missing_keys_and_inputs_exit_1_naming_the_file() {
         .assert()
         .code(ERROR)
         .stderr(contains("no-such-key").and(contains("cannot read the key file")));
-    let bad = s.write("bad.key", b"cipherio-key-v1 aes256gcm 0011\n");
+    let bad = s.write_private("bad.key", b"cipherio-key-v1 aes256gcm 0011\n");
     cipherio()
         .args(["decrypt", "-k"])
         .arg(&bad)
@@ -719,6 +719,97 @@ fn cat_writes_a_range_and_opens_only_its_segments() {
         &fs::read(&ct).expect("ct")[..HEADER + 3 * (SEG + TAG)],
     );
     cat("0..10", &cut).assert().code(UNAUTHENTIC);
+}
+
+#[test]
+fn a_range_past_the_end_is_an_error_wherever_it_starts() {
+    let s = Scratch::new();
+    let p = data(300_000, 18);
+    let ct = s.encrypt(&p, "ct", &[]);
+    for range in ["300001..", "300001..300002", "0..300001", "1M.."] {
+        cipherio()
+            .args(["cat", "--range", range, "-k"])
+            .arg(s.key())
+            .arg(&ct)
+            .assert()
+            .code(ERROR)
+            .stdout("")
+            .stderr(contains("past the plaintext's 300000 bytes"));
+    }
+    cipherio()
+        .args(["cat", "--range", "300000..", "-k"])
+        .arg(s.key())
+        .arg(&ct)
+        .assert()
+        .code(OK)
+        .stdout("");
+}
+
+#[test]
+fn cat_reads_standard_input_redirected_from_a_file_not_a_pipe() {
+    let s = Scratch::new();
+    let p = data(100_000, 19);
+    let ct = s.encrypt(&p, "ct", &[]);
+    sh(
+        s.dir.path(),
+        r#"exec "$0" cat --range 10..20 -k key - < ct"#,
+    )
+    .assert()
+    .code(OK)
+    .stdout(predicate::eq(p[10..20].to_vec()));
+    cipherio()
+        .args(["cat", "--range", "10..20", "-k"])
+        .arg(s.key())
+        .arg("-")
+        .write_stdin(fs::read(&ct).expect("ct"))
+        .assert()
+        .code(ERROR)
+        .stdout("")
+        .stderr(contains("<stdin>: cannot seek").and(contains("decrypt reads a pipe")));
+}
+
+#[test]
+fn every_command_s_help_gives_the_exit_statuses() {
+    for command in [
+        "keygen",
+        "encrypt",
+        "decrypt",
+        "verify",
+        "inspect",
+        "cat",
+        "completions",
+    ] {
+        cipherio()
+            .args([command, "--help"])
+            .assert()
+            .code(OK)
+            .stdout(contains(
+                "Exit status: 0 ok, 1 error, 2 usage or refused, 3",
+            ));
+    }
+    cipherio()
+        .args(["cat", "--help"])
+        .assert()
+        .code(OK)
+        .stdout(contains("K, M or G"));
+}
+
+#[test]
+fn threads_beyond_the_cpus_hold_no_more_memory() {
+    // Two 16 MiB segments, opened with 256 threads asked for on one CPU
+    // (the first this process may use) under a data limit of 400 MB: one
+    // thread's buffers fit in it (about 40 MB), 256 threads' do not.
+    let s = Scratch::new();
+    let p = data(20 << 20, 20);
+    s.encrypt(&p, "ct", &["--segment-size", "16M"]);
+    sh(
+        s.dir.path(),
+        r#"cpu=$(taskset -cp $$ | sed 's/.*: //; s/[-,].*//'); ulimit -d 400000;
+           exec taskset -c "$cpu" "$0" decrypt -j 256 -k key -o out ct"#,
+    )
+    .assert()
+    .code(OK);
+    assert!(s.read("out") == p);
 }
 
 #[test]

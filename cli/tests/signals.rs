@@ -1,29 +1,43 @@
-//! Interrupting a command that writes a file: SIGINT (Ctrl-C) or SIGTERM
-//! in the middle of the stream leaves neither the output nor its temporary
-//! file, and the process dies of the signal.
+//! Signals during a command that writes a file, run as the tests' own user
+//! through a shell with umask 022: the output file being written has no
+//! name yet, and plaintext is readable by its owner only; any signal, SIGKILL
+//! included, leaves neither the output nor a temporary file, and the
+//! process dies of the signal; a signal the command was started with
+//! ignored stays ignored.
 
 mod common;
 
 use std::fs;
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use common::*;
 
-/// Waits until the directory holds a temporary output file with some bytes
-/// in it (the command is then in the middle of its stream). Panics after a
-/// minute: a guard against hanging, not a measure of speed.
-fn wait_for_partial_output(s: &Scratch, child: &mut Child) -> String {
+/// The file that `child` is writing in the scratch directory, once it
+/// holds some bytes (the command is then in the middle of its stream), as
+/// `/proc/PID/fd/N`: found by its descriptor, since it may have no name.
+/// Panics after a minute: a guard against hanging, not a measure of speed.
+fn wait_for_partial_output(s: &Scratch, child: &mut Child) -> PathBuf {
     let start = Instant::now();
+    let fds = PathBuf::from(format!("/proc/{}/fd", child.id()));
     loop {
-        for name in s.names() {
-            if name.ends_with(".cipherio-tmp")
-                && fs::metadata(s.path(&name)).map(|m| m.len()).unwrap_or(0) > 0
-            {
-                return name;
+        for entry in fs::read_dir(&fds).into_iter().flatten().flatten() {
+            let fd = entry.path();
+            let into_scratch = fs::read_link(&fd).is_ok_and(|t| t.starts_with(s.dir.path()));
+            let info = fds.with_file_name("fdinfo").join(entry.file_name());
+            // The flags are octal; 1 and 2 are the modes that write.
+            let writing = fs::read_to_string(info).is_ok_and(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("flags:"))
+                    .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+                    .is_some_and(|f| f & 3 != 0)
+            });
+            if into_scratch && writing && fs::metadata(&fd).is_ok_and(|m| m.len() > 0) {
+                return fd;
             }
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -31,8 +45,7 @@ fn wait_for_partial_output(s: &Scratch, child: &mut Child) -> String {
         }
         assert!(
             start.elapsed() < Duration::from_secs(60),
-            "no partial output appeared: {:?}",
-            s.names()
+            "no partial output appeared"
         );
         sleep(Duration::from_millis(10));
     }
@@ -47,16 +60,15 @@ fn signal(child: &Child, name: &str) {
     assert!(ok.success());
 }
 
-/// Runs `args` with the first half of `input` on a pipe that stays open,
-/// interrupts it with `sig` once its output is under way, and checks that
-/// it died of the signal and left only `keep` in the directory.
-fn interrupt(s: &Scratch, args: &[&str], input: &[u8], sig: (&str, i32), keep: &[&str]) {
-    let mut child = Command::new(bin_path())
-        .args(args)
-        .arg("-k")
-        .arg(s.key())
-        .arg("-o")
-        .arg(s.path("out"))
+/// Starts `command` (with `-k key -o out` added) through the shell, after
+/// `setup` (shell commands), fed the first half of `input` on a pipe that
+/// stays open, and waits until its output is under way. The output is
+/// checked meanwhile: no new name in the directory, and plaintext readable
+/// by its owner only.
+fn start_half_way(s: &Scratch, setup: &str, command: &str, input: &[u8]) -> (Child, ChildStdin) {
+    let before = s.names();
+    let script = format!(r#"{setup} exec "$0" {command} -k key -o out"#);
+    let mut child = sh_std(s.dir.path(), &script)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -66,13 +78,33 @@ fn interrupt(s: &Scratch, args: &[&str], input: &[u8], sig: (&str, i32), keep: &
     stdin
         .write_all(&input[..input.len() / 2])
         .expect("first half");
-    let temp = wait_for_partial_output(s, &mut child);
-    assert!(temp.starts_with(".out."), "{temp}");
+    let output = wait_for_partial_output(s, &mut child);
+    if command.starts_with("decrypt") {
+        assert_eq!(mode(&output) & 0o077, 0, "{command}: private while written");
+    }
+    assert_eq!(
+        s.names(),
+        before,
+        "{command}: no name before it is complete"
+    );
+    (child, stdin)
+}
+
+/// Interrupts `command` half-way with `sig` and checks that it died of
+/// the signal and left the directory as it was.
+fn interrupt(s: &Scratch, command: &str, input: &[u8], sig: (&str, i32)) {
+    let before = s.names();
+    let (child, stdin) = start_half_way(s, "", command, input);
     signal(&child, sig.0);
     let out = child.wait_with_output().expect("wait");
     drop(stdin);
-    assert_eq!(out.status.signal(), Some(sig.1), "{:?}", out.status);
-    assert_eq!(s.names(), keep, "no output and no temporary file left");
+    assert_eq!(
+        out.status.signal(),
+        Some(sig.1),
+        "{command}: {:?}",
+        out.status
+    );
+    assert_eq!(s.names(), before, "{command}: nothing left by SIG{}", sig.0);
 }
 
 #[test]
@@ -81,14 +113,8 @@ fn ctrl_c_during_decrypt_leaves_no_output() {
     let p = data(4 << 20, 1);
     let ct = s.encrypt(&p, "ct", &[]);
     let sealed = fs::read(&ct).expect("ct");
-    interrupt(&s, &["decrypt"], &sealed, ("INT", 2), &["ct", "key"]);
-    interrupt(
-        &s,
-        &["decrypt", "--threads", "2"],
-        &sealed,
-        ("TERM", 15),
-        &["ct", "key"],
-    );
+    interrupt(&s, "decrypt", &sealed, ("INT", 2));
+    interrupt(&s, "decrypt --threads 2", &sealed, ("TERM", 15));
     // Left alone, the same command completes and the file appears.
     Command::new(bin_path())
         .args(["decrypt", "-q", "-k"])
@@ -108,6 +134,41 @@ fn ctrl_c_during_decrypt_leaves_no_output() {
 fn ctrl_c_during_encrypt_leaves_no_output() {
     let s = Scratch::new();
     let p = data(4 << 20, 2);
-    interrupt(&s, &["encrypt"], &p, ("INT", 2), &["key"]);
-    interrupt(&s, &["encrypt"], &p, ("HUP", 1), &["key"]);
+    interrupt(&s, "encrypt", &p, ("INT", 2));
+    interrupt(&s, "encrypt", &p, ("HUP", 1));
+}
+
+#[test]
+fn any_signal_even_sigkill_leaves_no_plaintext_behind() {
+    let s = Scratch::new();
+    let p = data(4 << 20, 3);
+    let sealed = fs::read(s.encrypt(&p, "ct", &[])).expect("ct");
+    for sig in [
+        ("KILL", 9),
+        ("QUIT", 3),
+        ("USR1", 10),
+        ("ALRM", 14),
+        ("XCPU", 24),
+    ] {
+        interrupt(&s, "decrypt", &sealed, sig);
+    }
+}
+
+#[test]
+fn signals_ignored_at_the_start_stay_ignored() {
+    let s = Scratch::new();
+    let p = data(4 << 20, 4);
+    let sealed = fs::read(s.encrypt(&p, "ct", &[])).expect("ct");
+    // As `nohup` and a script's background jobs start a command.
+    let (child, mut stdin) = start_half_way(&s, "trap '' HUP INT TERM;", "decrypt", &sealed);
+    for sig in ["HUP", "INT", "TERM"] {
+        signal(&child, sig);
+    }
+    stdin
+        .write_all(&sealed[sealed.len() / 2..])
+        .expect("second half");
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{:?}", out.status);
+    assert!(s.read("out") == p);
 }

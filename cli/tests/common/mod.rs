@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -23,6 +24,29 @@ pub fn cipherio() -> Command {
     let mut c = Command::new(bin_path());
     c.env_remove("CIPHERIO_PROGRESS_DELAY_MS");
     c
+}
+
+/// A command running `script` in `sh` with umask 022 (and no core
+/// files), as a user's shell would, in `dir`; the script names the binary
+/// `"$0"`.
+pub fn sh(dir: &Path, script: &str) -> Command {
+    Command::from_std(sh_std(dir, script))
+}
+
+/// [`sh`] as a `std` command, to spawn.
+pub fn sh_std(dir: &Path, script: &str) -> std::process::Command {
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(format!("umask 022; ulimit -c 0; {script}"))
+        .arg(bin_path())
+        .current_dir(dir)
+        .env_remove("CIPHERIO_PROGRESS_DELAY_MS");
+    c
+}
+
+/// A file's permission bits.
+pub fn mode(path: &Path) -> u32 {
+    fs::metadata(path).expect("stat").permissions().mode() & 0o7777
 }
 
 /// `len` bytes of a fixed pseudo-random sequence (xorshift), different per
@@ -71,6 +95,13 @@ impl Scratch {
     pub fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
         let p = self.path(name);
         fs::write(&p, bytes).expect("write a scratch file");
+        p
+    }
+
+    /// Writes a file readable by its owner only, as a key file should be.
+    pub fn write_private(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.write(name, bytes);
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).expect("chmod");
         p
     }
 
