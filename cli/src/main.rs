@@ -333,7 +333,10 @@ fn keygen(a: &KeygenArgs) -> Result<()> {
     let key = Key::try_generate(a.algorithm.algorithm()).map_err(|e| anyhow!(plain(&e)))?;
     let text = keyfile::key_file_text(a.algorithm, &key);
     match &a.output {
-        Some(path) => keyfile::write_new_key_file(path, &text),
+        Some(path) => {
+            atomic::handle_signals()?;
+            keyfile::write_new_key_file(path, &text)
+        }
         None => files::write_stdout(text.as_bytes()),
     }
 }
