@@ -111,8 +111,8 @@ impl AtomicFile {
                 temp: None,
             });
         }
-        // Registered before the file exists, so that a signal between the
-        // two cannot leave it behind.
+        // Locked from before the file exists until it is registered: a
+        // signal in between waits, then removes it.
         let mut pending = pending();
         let (file, path) = tempfile::Builder::new()
             .prefix(&temp_prefix(dest))
@@ -147,7 +147,7 @@ impl AtomicFile {
             }
             None => named_link(&file, &dest)?,
         };
-        let (path, registration) = temp;
+        let (path, _registration) = temp;
         let mut pending = pending();
         let done = if replace {
             path.persist(&dest)
@@ -156,7 +156,6 @@ impl AtomicFile {
         };
         *pending = None;
         drop(pending);
-        drop(registration);
         done.map_err(|e| e.error)?;
         sync_dir(&dest);
         Ok(())

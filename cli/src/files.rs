@@ -81,7 +81,7 @@ pub fn stdout() -> Result<File> {
             .try_clone_to_owned()
             .context("<stdout>: cannot use standard output")?,
     );
-    if is_null_read_write(&file, "/proc/self/fdinfo/1") {
+    if is_null_read_write(&file) {
         bail!("<stdout>: standard output is closed");
     }
     Ok(file)
@@ -93,9 +93,9 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     stdout()?.write_all(bytes).context("<stdout>: cannot write")
 }
 
-/// Whether `file` is `/dev/null` opened for reading and writing, by the
-/// flags its descriptor's `fdinfo` shows.
-fn is_null_read_write(file: &File, fdinfo: &str) -> bool {
+/// Whether standard output, `file`, is `/dev/null` opened for reading and
+/// writing, by the flags its descriptor's `fdinfo` shows.
+fn is_null_read_write(file: &File) -> bool {
     const O_ACCMODE: u32 = 3;
     const O_RDWR: u32 = 2;
     let (Ok(meta), Ok(null)) = (file.metadata(), fs::metadata("/dev/null")) else {
@@ -104,7 +104,7 @@ fn is_null_read_write(file: &File, fdinfo: &str) -> bool {
     if !meta.file_type().is_char_device() || meta.rdev() != null.rdev() {
         return false;
     }
-    fs::read_to_string(fdinfo)
+    fs::read_to_string("/proc/self/fdinfo/1")
         .ok()
         .and_then(|t| {
             let flags = t.lines().find_map(|l| l.strip_prefix("flags:"))?;
@@ -188,8 +188,8 @@ impl Output {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(anyhow::Error::new(e).context(format!("{name}: cannot stat"))),
         }
-        // A symbolic link is written through: its target is replaced (or
-        // created), the link stays.
+        // A symbolic link is written through: its target is replaced, the
+        // link stays.
         let dest = if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
             match fs::canonicalize(path) {
                 Ok(target) => target,

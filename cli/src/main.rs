@@ -166,12 +166,14 @@ struct IoArgs {
     /// The input file (default: standard input)
     #[arg(value_name = "INPUT")]
     input: Option<PathBuf>,
-    /// Write to FILE (atomically: it appears only when complete) instead
-    /// of standard output
+    /// Write to FILE (atomically: it appears only when complete; new
+    /// plaintext files are readable by their owner only) instead of
+    /// standard output. A device, a FIFO or /dev/stdout is written
+    /// directly; a symbolic link is written through
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// Replace an existing output file (encrypting: also write ciphertext
-    /// to a terminal)
+    /// Replace an existing output file, keeping its mode (encrypting: also
+    /// write ciphertext to a terminal)
     #[arg(short, long)]
     force: bool,
     /// No progress bar
