@@ -295,24 +295,34 @@ fn exit_code(e: &anyhow::Error) -> u8 {
             .and_then(cipher_error)
             .or_else(|| cause.downcast_ref::<cipherio::Error>());
         if let Some(lib) = lib {
-            return match lib {
-                cipherio::Error::Authentication
-                | cipherio::Error::Truncated
-                | cipherio::Error::TrailingData
-                | cipherio::Error::EmptyFinalSegment
-                | cipherio::Error::TooManySegments
-                | cipherio::Error::BadMagic
-                | cipherio::Error::HeaderLength { .. }
-                | cipherio::Error::UnsupportedVersion(_)
-                | cipherio::Error::UnknownAlgorithm(_)
-                | cipherio::Error::AlgorithmMismatch { .. }
-                | cipherio::Error::ZeroSegmentSize
-                | cipherio::Error::SegmentTooLarge { .. } => EXIT_UNAUTHENTIC,
-                _ => 1,
+            return if unauthentic(lib) {
+                EXIT_UNAUTHENTIC
+            } else {
+                1
             };
         }
     }
     1
+}
+
+/// Whether the library's error says the input is not a stream sealed with
+/// this key (rather than that the machine or the configuration failed).
+fn unauthentic(e: &cipherio::Error) -> bool {
+    matches!(
+        e,
+        cipherio::Error::Authentication
+            | cipherio::Error::Truncated
+            | cipherio::Error::TrailingData
+            | cipherio::Error::EmptyFinalSegment
+            | cipherio::Error::TooManySegments
+            | cipherio::Error::BadMagic
+            | cipherio::Error::HeaderLength { .. }
+            | cipherio::Error::UnsupportedVersion(_)
+            | cipherio::Error::UnknownAlgorithm(_)
+            | cipherio::Error::AlgorithmMismatch { .. }
+            | cipherio::Error::ZeroSegmentSize
+            | cipherio::Error::SegmentTooLarge { .. }
+    )
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -485,7 +495,9 @@ fn stream_error(e: io::Error, in_name: &str) -> anyhow::Error {
             "{in_name}: not authentic (wrong key or associated data, or the data was changed)"
         ),
         Some(cipherio::Error::Truncated) => format!("{in_name}: truncated"),
-        Some(_) => format!("{in_name}: not a valid stream for this key"),
+        Some(lib) if unauthentic(lib) => format!("{in_name}: not a valid stream for this key"),
+        // Memory, threads: the file is not to blame.
+        Some(_) => format!("{in_name}: cannot decrypt"),
         None => format!("{in_name}: cannot read"),
     };
     anyhow::Error::new(e).context(what)

@@ -810,6 +810,17 @@ fn threads_beyond_the_cpus_hold_no_more_memory() {
     .assert()
     .code(OK);
     assert!(s.read("out") == p);
+    // Under a limit that no 16 MiB segment fits in, the message blames the
+    // memory, not the file.
+    sh(
+        s.dir.path(),
+        r#"ulimit -d 16000; exec "$0" decrypt -k key -o out2 ct"#,
+    )
+    .assert()
+    .code(ERROR)
+    .stderr(
+        contains("ct: cannot decrypt: cannot allocate").and(contains("not a valid stream").not()),
+    );
 }
 
 #[test]
