@@ -132,14 +132,24 @@ def check_vectors(pc: Any, t: Tally) -> None:
         key = pc.Key(case["algorithm"], bytes.fromhex(case["key"]))
         aad = bytes.fromhex(case["aad"])
         ct = bytes.fromhex(case["ciphertext"])
+        first = case.get("first_index", 0)
+        released = None
         try:
-            got: Optional[bytes] = pc.decrypt(key, ct, aad=aad, max_segment_size=limit)
+            got: Optional[bytes] = pc.decrypt(
+                key, ct, aad=aad, max_segment_size=case.get("reader_max_segment_size", limit),
+                first_index=first)
             err = None
         except pc.FormatError as e:
-            got, err = None, error_of(e)
+            got, err, released = None, error_of(e), e.released
         if case["kind"] == "negative":
             want = {k: case[k] for k in ("error", "error_fields", "io_error_kind")}
             t.check(section, err == want, f"{cid}: got {err or 'a plaintext'}, want {want}")
+            # pycipherio releases a segment's plaintext as soon as it opens:
+            # exactly the longest a streaming reader may release.
+            t.check("vectors (released before the error)",
+                    err is None or released == bytes.fromhex(case["released"]),
+                    f"{cid}: released {len(released or b'')} bytes, "
+                    f"want {len(case['released']) // 2}")
             continue
         pt = bytes.fromhex(case["plaintext"])
         ok = t.check(section, err is None and got == pt,
@@ -161,7 +171,7 @@ def check_vectors(pc: Any, t: Tally) -> None:
             again = pc.seal_records(key, header, records, aad)
         else:
             again = pc.seal_segments(key, header, pc.fixed_segments(pt, header.segment_size),
-                                     aad)
+                                     aad, first)
         if ok:
             t.check("vectors (re-encoded)", again == ct, f"{cid}: re-encoded differently")
 

@@ -33,6 +33,9 @@ pub const DEFAULT_MAX_SEGMENT_SIZE: usize = 16 << 20;
 /// reader limit, so that every reader with default settings reads every
 /// writer's stream.
 pub const MAX_WRITER_CAPACITY: usize = DEFAULT_MAX_SEGMENT_SIZE;
+/// Largest segment size of a framed header: a record header holds a
+/// record's length in 31 bits, so no record can be longer.
+const MAX_FRAMED_SEGMENT_SIZE: usize = (1 << 31) - 1;
 
 /// The fixed-size header of a native v1 stream. Build one with
 /// [`Header::new`] or [`Header::parse`]; fields may be added with later
@@ -212,11 +215,18 @@ pub(super) fn native_read(
         Err(e) => return Err(e),
     };
     let size = usize::try_from(header.segment_size).unwrap_or(usize::MAX);
+    // A framed header's segment size is capped by the record header's
+    // 31-bit length, whatever the reader's own limit.
+    let limit = if header.framed {
+        max_segment.min(MAX_FRAMED_SEGMENT_SIZE)
+    } else {
+        max_segment
+    };
     // (On 32-bit targets a size near 2^32 has no room for its tag.)
-    if size > max_segment || size.checked_add(TAG_LEN).is_none() {
+    if size > limit || size.checked_add(TAG_LEN).is_none() {
         return Err(Error::SegmentTooLarge {
             size: u64::from(header.segment_size),
-            limit: u64::try_from(max_segment).unwrap_or(u64::MAX),
+            limit: u64::try_from(limit).unwrap_or(u64::MAX),
         });
     }
     let suite = header.suite(key, aad, provider)?;
@@ -280,6 +290,29 @@ mod tests {
         let mut b = good;
         b[10..14].copy_from_slice(&[0; 4]);
         assert_eq!(Header::parse(&b), Err(Error::ZeroSegmentSize));
+    }
+
+    #[test]
+    fn a_framed_segment_size_is_capped_by_the_record_length_field() {
+        let key = Key::new(Algorithm::ChaCha20Poly1305, &[7; 32]).unwrap();
+        let read = |size: u32, framed: bool| {
+            let h = Header {
+                segment_size: size,
+                ..sample().with_framed(framed)
+            };
+            native_read(&key, b"", &h.to_bytes(), usize::MAX, Provider::default()).map(|_| ())
+        };
+        let too_large = |size: u32| Error::SegmentTooLarge {
+            size: u64::from(size),
+            limit: (1 << 31) - 1,
+        };
+        assert_eq!(read((1 << 31) - 1, true), Ok(()));
+        assert_eq!(read(1 << 31, true), Err(too_large(1 << 31)));
+        assert_eq!(read(u32::MAX, true), Err(too_large(u32::MAX)));
+        // Fixed segments have no record header: their size is not capped.
+        if usize::BITS > 32 {
+            assert_eq!(read(u32::MAX, false), Ok(()));
+        }
     }
 
     #[test]
