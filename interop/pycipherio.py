@@ -241,7 +241,7 @@ def fixed_segments(plaintext: bytes, segment_size: int) -> list[bytes]:
 def writer_records(plaintext: bytes, segment_size: int, flush_at: Sequence[int]) -> list[bytes]:
     """The records cipherio's writer makes for `plaintext` written with a
     flush after each offset of `flush_at` (non-decreasing), then finished
-    (FORMAT.md 7.1): a full record when more data follows it, what is
+    (FORMAT.md, Appendix A.2): a full record when more data follows it, what is
     buffered at a flush (nothing if nothing is), the rest (possibly nothing)
     as the final record."""
     def cut(piece: bytes) -> list[bytes]:
@@ -325,7 +325,10 @@ def _h7(data: bytes, key: Key, limit: int) -> Optional[FormatError]:
 def _h8(data: bytes, key: Key, limit: int) -> Optional[FormatError]:
     if data[9] == key.id:
         return None
-    return AlgorithmMismatch(stream=ALGORITHMS[data[9]][0], key=key.algorithm)
+    # (An unknown byte has no name: only a decoder that checks H8 before
+    # H5 gets here with one.)
+    stream = ALGORITHMS[data[9]][0] if data[9] in ALGORITHMS else f"0x{data[9]:02x}"
+    return AlgorithmMismatch(stream=stream, key=key.algorithm)
 
 
 HEADER_RULES = [_h1, _h2, _h3, _h4, _h5, _h6, _h7, _h8]
@@ -368,9 +371,9 @@ def _read_fixed(aead: Aead, header: Header, body: memoryview, out: list[bytes],
             pt = _open(aead, nonce(prefix, i, True), seg, b"")
             if pt is None:
                 raise Authentication()
+            out.append(pt)
             if rest > full:
                 raise TrailingData()
-            out.append(pt)
             return b"".join(out)
         if rest < TAG_LEN:
             raise Truncated()

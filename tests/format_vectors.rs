@@ -164,7 +164,7 @@ fn fixed_units(pt: &[u8], s: u32) -> Vec<Unit> {
     numbered(pt.chunks(s as usize).map(<[u8]>::to_vec).collect())
 }
 
-/// The records cipherio's writer makes (FORMAT.md 7.1): `pt` written with
+/// The records cipherio's writer makes (FORMAT.md, Appendix A.2): `pt` written with
 /// a flush after each offset of `flush_at`, then finished.
 fn framed_units(pt: &[u8], s: u32, flush_at: &[usize]) -> Vec<Unit> {
     let mut pts = Vec::new();
@@ -641,77 +641,95 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
     };
 
     // Truncation.
-    neg("truncated-to-nothing", b"", trunc(), &[], "the empty input (H1)");
+    neg(
+        "truncated-to-nothing",
+        b"",
+        trunc(),
+        &[],
+        "the empty input (H1)",
+    );
     neg(
         "truncated-in-magic",
         &base[..5],
-        trunc(), &[],
+        trunc(),
+        &[],
         "5 bytes, a prefix of the magic (H1)",
     );
     neg(
         "truncated-in-header",
         &base[..40],
-        trunc(), &[],
+        trunc(),
+        &[],
         "40 bytes of the header (H3)",
     );
     neg(
         "header-only",
         &base[..HEADER_LEN],
-        trunc(), &[],
+        trunc(),
+        &[],
         "the header and no segment",
     );
     neg(
         "truncated-after-segment-0",
         &base[..s1],
-        trunc(), &pt[..8],
+        trunc(),
+        &pt[..8],
         "cut at a segment boundary, after non-final segment 0",
     );
     neg(
         "truncated-after-segment-1",
         &base[..s2],
-        trunc(), &pt[..16],
+        trunc(),
+        &pt[..16],
         "cut at a segment boundary, after non-final segment 1",
     );
     neg(
         "truncated-in-segment-15-left",
         &base[..s1 + 15],
-        trunc(), &pt[..8],
+        trunc(),
+        &pt[..8],
         "cut 15 bytes into segment 1: fewer than 16 bytes left",
     );
     neg(
         "truncated-in-segment-16-left",
         &base[..s1 + 16],
-        auth(), &pt[..8],
+        auth(),
+        &pt[..8],
         "cut 16 bytes into segment 1: opened as a final segment, fails",
     );
     neg(
         "truncated-in-segment-20-left",
         &base[..s1 + 20],
-        auth(), &pt[..8],
+        auth(),
+        &pt[..8],
         "cut 20 bytes into segment 1: opened as a final segment, fails",
     );
     neg(
         "truncated-final-by-1",
         &base[..base.len() - 1],
-        auth(), &pt[..16],
+        auth(),
+        &pt[..16],
         "the final segment's last byte missing",
     );
     neg(
         "truncated-final-15-left",
         &base[..s2 + 15],
-        trunc(), &pt[..16],
+        trunc(),
+        &pt[..16],
         "15 bytes of the final segment",
     );
     neg(
         "exact-truncated-after-segment-0",
         &exact[..s1],
-        trunc(), &ptx[..8],
+        trunc(),
+        &ptx[..8],
         "an exact multiple cut after its first segment, which is not final",
     );
     neg(
         "empty-stream-truncated-tag",
         &empty[..empty.len() - 1],
-        trunc(), &[],
+        trunc(),
+        &[],
         "the empty stream missing its tag's last byte: 15 bytes left",
     );
 
@@ -719,31 +737,36 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
     neg(
         "reordered",
         &cat(&[&hb, &segs[1], &segs[0], &segs[2]]),
-        auth(), &[],
+        auth(),
+        &[],
         "segments 0 and 1 swapped",
     );
     neg(
         "duplicated",
         &cat(&[&hb, &segs[0], &segs[0], &segs[1], &segs[2]]),
-        auth(), &pt[..8],
+        auth(),
+        &pt[..8],
         "segment 0 twice",
     );
     neg(
         "dropped-middle",
         &cat(&[&hb, &segs[0], &segs[2]]),
-        auth(), &pt[..8],
+        auth(),
+        &pt[..8],
         "segment 1 dropped",
     );
     neg(
         "duplicated-full-final",
         &cat(&[&exact, &sx[1]]),
-        plain_error("TrailingData"), &ptx,
+        plain_error("TrailingData"),
+        &ptx,
         "an exact multiple with its full-length final segment twice: the first copy opens as final, then input follows",
     );
     neg(
         "duplicated-short-final",
         &cat(&[&base, &segs[2]]),
-        auth(), &pt[..16],
+        auth(),
+        &pt[..16],
         "the short final segment twice: the reader takes the first 24 bytes of the two as one segment",
     );
     let other = head(FIXED, alg, 8, &format!("{a}/fixed/other"));
@@ -751,7 +774,8 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
     neg(
         "spliced",
         &cat(&[&hb, &segs[0], &osegs[1], &segs[2]]),
-        auth(), &pt[..8],
+        auth(),
+        &pt[..8],
         "segment 1 taken from another stream of the same key (another salt)",
     );
 
@@ -759,31 +783,36 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
     neg(
         "flipped-magic",
         &flipped(&base, 0, 0x01),
-        plain_error("BadMagic"), &[],
+        plain_error("BadMagic"),
+        &[],
         "bit 0 of the magic's first byte (H2)",
     );
     neg(
         "bad-magic-short",
         b"ciphX",
-        plain_error("BadMagic"), &[],
+        plain_error("BadMagic"),
+        &[],
         "5 bytes that are not a prefix of the magic (H2)",
     );
     neg(
         "not-cipherio",
         &bytes("not cipherio", 100),
-        plain_error("BadMagic"), &[],
+        plain_error("BadMagic"),
+        &[],
         "100 bytes of something else (H2)",
     );
     neg(
         "flipped-version",
         &flipped(&base, 8, 0x01),
-        error("UnsupportedVersion", json!({"version": 0})), &[],
+        error("UnsupportedVersion", json!({"version": 0})),
+        &[],
         "version byte 0x00 (H4)",
     );
     neg(
         "version-3",
         &flipped(&base, 8, 0x02),
-        error("UnsupportedVersion", json!({"version": 3})), &[],
+        error("UnsupportedVersion", json!({"version": 3})),
+        &[],
         "version byte 0x03 (H4)",
     );
     {
@@ -792,7 +821,8 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
         neg(
             "bad-version-truncated",
             &t,
-            trunc(), &[],
+            trunc(),
+            &[],
             "20 bytes with version byte 0x09: the header is incomplete, so H3 comes first",
         );
     }
@@ -809,14 +839,16 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
         neg(
             "version-changed-to-framed",
             &ct,
-            e, &[],
+            e,
+            &[],
             "version byte 0x02: read as framed, segment 0's first 4 bytes are taken as a record header whose length exceeds the segment size",
         );
     }
     neg(
         "algorithm-unknown",
         &flipped(&base, 9, 0x04),
-        error("UnknownAlgorithm", json!({"id": alg_id(alg) ^ 0x04})), &[],
+        error("UnknownAlgorithm", json!({"id": alg_id(alg) ^ 0x04})),
+        &[],
         "algorithm byte with bit 2 flipped (H5)",
     );
     {
@@ -830,14 +862,16 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
         neg(
             "algorithm-changed",
             &ct,
-            e, &[],
+            e,
+            &[],
             "the algorithm byte names another known algorithm (H8)",
         );
     }
     neg(
         "flipped-segment-size",
         &flipped(&base, 13, 0x01),
-        auth(), &[],
+        auth(),
+        &[],
         "segment size 9: another stream key, segment 0 fails",
     );
     {
@@ -846,7 +880,8 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
         neg(
             "segment-size-zero",
             &ct,
-            plain_error("ZeroSegmentSize"), &[],
+            plain_error("ZeroSegmentSize"),
+            &[],
             "segment size 0 (H6)",
         );
         let over = u32::try_from(READER_LIMIT + 1).unwrap();
@@ -858,7 +893,8 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
         neg(
             "segment-size-over-limit",
             &ct,
-            e, &[],
+            e,
+            &[],
             "segment size 16 MiB + 1, above the default reader limit (H7)",
         );
         let at = u32::try_from(READER_LIMIT).unwrap();
@@ -866,20 +902,23 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
         neg(
             "segment-size-at-limit",
             &ct,
-            auth(), &[],
+            auth(),
+            &[],
             "segment size 16 MiB, at the limit: accepted, but another stream key (the body is opened as one short final segment)",
         );
     }
     neg(
         "flipped-salt",
         &flipped(&base, 14, 0x80),
-        auth(), &[],
+        auth(),
+        &[],
         "a salt bit",
     );
     neg(
         "flipped-nonce-prefix",
         &flipped(&base, 52, 0x01),
-        auth(), &[],
+        auth(),
+        &[],
         "a nonce prefix bit",
     );
 
@@ -887,25 +926,29 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
     neg(
         "flipped-body",
         &flipped(&base, s1, 0x01),
-        auth(), &pt[..8],
+        auth(),
+        &pt[..8],
         "the first ciphertext bit of segment 1",
     );
     neg(
         "flipped-tag-segment-0",
         &flipped(&base, s1 - 1, 0x80),
-        auth(), &[],
+        auth(),
+        &[],
         "the last byte of segment 0's tag",
     );
     neg(
         "flipped-tag-final",
         &flipped(&base, base.len() - 1, 0x01),
-        auth(), &pt[..16],
+        auth(),
+        &pt[..16],
         "the final segment's last tag byte",
     );
     neg(
         "empty-stream-flipped-tag",
         &flipped(&empty, HEADER_LEN, 0x01),
-        auth(), &[],
+        auth(),
+        &[],
         "the empty stream's tag",
     );
 
@@ -923,7 +966,8 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
     neg(
         "empty-final-after-full",
         &sealed(&[(0, false, 8), (1, false, 8), (2, true, 0)]),
-        plain_error("EmptyFinalSegment"), &cat(&[&pt[..8], &pt[..8]]),
+        plain_error("EmptyFinalSegment"),
+        &cat(&[&pt[..8], &pt[..8]]),
         "two full segments, then an empty final segment (well sealed): refused, one encoding per plaintext",
     );
     {
@@ -931,44 +975,51 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
         neg(
             "empty-final-after-full-flipped",
             &flipped(&ct, ct.len() - 1, 0x01),
-            auth(), &pt[..8],
+            auth(),
+            &pt[..8],
             "an empty final segment after a full one, its tag damaged: authentication comes first",
         );
     }
     neg(
         "last-segment-not-final",
         &sealed(&[(0, false, 8), (1, false, 8)]),
-        trunc(), &cat(&[&pt[..8], &pt[..8]]),
+        trunc(),
+        &cat(&[&pt[..8], &pt[..8]]),
         "two full segments, neither final: a writer that never finished",
     );
     neg(
         "short-segment-not-final",
         &sealed(&[(0, false, 8), (1, false, 4)]),
-        auth(), &pt[..8],
+        auth(),
+        &pt[..8],
         "a short last segment sealed as non-final",
     );
     neg(
         "final-flag-on-segment-0",
         &sealed(&[(0, true, 8), (1, true, 8)]),
-        plain_error("TrailingData"), &pt[..8],
+        plain_error("TrailingData"),
+        &pt[..8],
         "segment 0 full-length and sealed as final, more follows",
     );
     neg(
         "short-segment-in-the-middle",
         &sealed(&[(0, false, 4), (1, true, 8)]),
-        auth(), &[],
+        auth(),
+        &[],
         "a short non-final segment 0: the reader takes 24 bytes as segment 0",
     );
     neg(
         "counter-from-1",
         &sealed(&[(1, false, 8), (2, false, 8), (3, true, 4)]),
-        auth(), &[],
+        auth(),
+        &[],
         "segments numbered from 1",
     );
     neg(
         "empty-stream-not-final",
         &sealed(&[(0, false, 0)]),
-        auth(), &[],
+        auth(),
+        &[],
         "an empty segment 0 sealed as non-final",
     );
 
@@ -976,25 +1027,29 @@ fn fixed_negatives(g: &mut Gen, alg: Algorithm) {
     neg(
         "trailing-byte-after-full-final",
         &cat(&[&exact, &[0]]),
-        plain_error("TrailingData"), &ptx,
+        plain_error("TrailingData"),
+        &ptx,
         "one byte after a full-length final segment",
     );
     neg(
         "trailing-byte-after-short-final",
         &cat(&[&base, &[0]]),
-        auth(), &pt[..16],
+        auth(),
+        &pt[..16],
         "one byte after a short final segment: the final segment is taken to be one byte longer and fails",
     );
     neg(
         "trailing-bytes-after-short-final",
         &cat(&[&base, &[0; 10]]),
-        auth(), &pt[..16],
+        auth(),
+        &pt[..16],
         "ten bytes after a short final segment: the reader takes 24 bytes as a full segment, which fails as both",
     );
     neg(
         "empty-stream-trailing-byte",
         &cat(&[&empty, &[0]]),
-        auth(), &[],
+        auth(),
+        &[],
         "one byte after the empty stream's segment",
     );
 
@@ -1092,43 +1147,50 @@ fn framed_negatives(g: &mut Gen, alg: Algorithm) {
     neg(
         "header-only",
         &base[..HEADER_LEN],
-        trunc(), &[],
+        trunc(),
+        &[],
         "the header and no record",
     );
     neg(
         "truncated-in-record-header",
         &base[..HEADER_LEN + 2],
-        trunc(), &[],
+        trunc(),
+        &[],
         "2 bytes of record 0's header",
     );
     neg(
         "truncated-after-record-0",
         &base[..r1],
-        trunc(), &pt[..5],
+        trunc(),
+        &pt[..5],
         "cut at a record boundary, after non-final record 0",
     );
     neg(
         "truncated-in-record-body",
         &base[..r1 + 4 + 3],
-        trunc(), &pt[..5],
+        trunc(),
+        &pt[..5],
         "cut inside record 1's ciphertext",
     );
     neg(
         "truncated-in-record-20-left",
         &base[..r1 + 20],
-        trunc(), &pt[..5],
+        trunc(),
+        &pt[..5],
         "cut 20 bytes into record 1 (27 bytes): lengths are explicit, so never Authentication",
     );
     neg(
         "truncated-final-by-1",
         &base[..base.len() - 1],
-        trunc(), &pt[..5],
+        trunc(),
+        &pt[..5],
         "the final record's last byte missing",
     );
     neg(
         "empty-stream-truncated",
         &empty[..empty.len() - 1],
-        trunc(), &[],
+        trunc(),
+        &[],
         "the empty framed stream missing its tag's last byte",
     );
     {
@@ -1137,7 +1199,8 @@ fn framed_negatives(g: &mut Gen, alg: Algorithm) {
         neg(
             "final-record-header-only",
             &ct,
-            trunc(), &[],
+            trunc(),
+            &[],
             "an empty final record's header and no tag",
         );
     }
@@ -1145,25 +1208,29 @@ fn framed_negatives(g: &mut Gen, alg: Algorithm) {
     neg(
         "reordered",
         &cat(&[&hgb, &gr[1], &gr[0], &gr[2]]),
-        auth(), &[],
+        auth(),
+        &[],
         "records 0 and 1 swapped",
     );
     neg(
         "duplicated",
         &cat(&[&hgb, &gr[0], &gr[0], &gr[1], &gr[2]]),
-        auth(), &pt[..8],
+        auth(),
+        &pt[..8],
         "record 0 twice",
     );
     neg(
         "dropped-middle",
         &cat(&[&hgb, &gr[0], &gr[2]]),
-        auth(), &pt[..8],
+        auth(),
+        &pt[..8],
         "record 1 dropped",
     );
     neg(
         "duplicated-final",
         &cat(&[&three, &gr[2]]),
-        plain_error("TrailingData"), &pt,
+        plain_error("TrailingData"),
+        &pt,
         "the final record twice",
     );
     let other = head(FRAMED, alg, 8, &format!("{a}/framed/other"));
@@ -1171,7 +1238,8 @@ fn framed_negatives(g: &mut Gen, alg: Algorithm) {
     neg(
         "spliced",
         &cat(&[&hgb, &gr[0], &orecs[1], &gr[2]]),
-        auth(), &pt[..8],
+        auth(),
+        &pt[..8],
         "record 1 taken from another stream of the same key",
     );
 
@@ -1183,7 +1251,8 @@ fn framed_negatives(g: &mut Gen, alg: Algorithm) {
         neg(
             "record-length-over-segment-size",
             &ct,
-            e, &[],
+            e,
+            &[],
             "record 0's length changed to 9, above the segment size 8",
         );
         ct[HEADER_LEN..HEADER_LEN + 4].copy_from_slice(&0x7fff_ffffu32.to_be_bytes());
@@ -1191,50 +1260,63 @@ fn framed_negatives(g: &mut Gen, alg: Algorithm) {
             "SegmentTooLarge",
             json!({"size": 0x7fff_ffffu32, "limit": 8}),
         );
-        neg("record-length-max", &ct, e, &[], "record 0's length 2^31 - 1");
+        neg(
+            "record-length-max",
+            &ct,
+            e,
+            &[],
+            "record 0's length 2^31 - 1",
+        );
         let mut ct = base.clone();
         ct[HEADER_LEN + 3] = 4;
         neg(
             "record-length-shortened",
             &ct,
-            auth(), &[],
+            auth(),
+            &[],
             "record 0's length 5 changed to 4",
         );
     }
     neg(
         "final-flag-set-on-record-0",
         &flipped(&base, HEADER_LEN, 0x80),
-        auth(), &[],
+        auth(),
+        &[],
         "record 0's final bit set",
     );
     neg(
         "final-flag-cleared",
         &flipped(&base, r1, 0x80),
-        auth(), &pt[..5],
+        auth(),
+        &pt[..5],
         "the final record's final bit cleared",
     );
     neg(
         "flipped-body",
         &flipped(&base, HEADER_LEN + 4, 0x01),
-        auth(), &[],
+        auth(),
+        &[],
         "record 0's first ciphertext bit",
     );
     neg(
         "flipped-tag",
         &flipped(&base, base.len() - 1, 0x01),
-        auth(), &pt[..5],
+        auth(),
+        &pt[..5],
         "the final record's last tag byte",
     );
     neg(
         "flipped-salt",
         &flipped(&base, 20, 0x01),
-        auth(), &[],
+        auth(),
+        &[],
         "a salt bit",
     );
     neg(
         "flipped-segment-size",
         &flipped(&base, 13, 0x01),
-        auth(), &[],
+        auth(),
+        &[],
         "segment size 9: another stream key",
     );
     {
@@ -1243,7 +1325,8 @@ fn framed_negatives(g: &mut Gen, alg: Algorithm) {
         neg(
             "version-changed-to-fixed",
             &ct,
-            auth(), &[],
+            auth(),
+            &[],
             "version byte 0x01: read as fixed-size segments under another stream key",
         );
     }
@@ -1266,31 +1349,36 @@ fn framed_negatives(g: &mut Gen, alg: Algorithm) {
     neg(
         "no-final-record",
         &sealed(&[(0, false, 5), (1, false, 7)]),
-        trunc(), &pt[..12],
+        trunc(),
+        &pt[..12],
         "two records, neither final: a writer that never finished",
     );
     neg(
         "two-final-records",
         &sealed(&[(0, true, 5), (1, true, 7)]),
-        plain_error("TrailingData"), &pt[..5],
+        plain_error("TrailingData"),
+        &pt[..5],
         "record 0 final too: input follows it",
     );
     neg(
         "counter-from-1",
         &sealed(&[(1, false, 5), (2, true, 7)]),
-        auth(), &[],
+        auth(),
+        &[],
         "records numbered from 1",
     );
     neg(
         "trailing-byte",
         &cat(&[&base, &[0]]),
-        plain_error("TrailingData"), &pt[..12],
+        plain_error("TrailingData"),
+        &pt[..12],
         "one byte after the final record",
     );
     neg(
         "empty-stream-trailing-record",
         &cat(&[&empty, &recs[1]]),
-        plain_error("TrailingData"), &[],
+        plain_error("TrailingData"),
+        &[],
         "a record after the empty stream's final record",
     );
 
@@ -1409,8 +1497,16 @@ fn header_negatives(g: &mut Gen, alg: Algorithm) {
             let name = b.rule.to_lowercase();
             let note = format!("{} broken alone", b.rule);
             neg(format!("{name}-alone"), &ct, b.error.clone(), note);
-            let note = format!("{} broken in a header cut to 20 bytes: H3 comes first", b.rule);
-            neg(format!("{name}-in-short-header"), &ct[..20], plain_error("Truncated"), note);
+            let note = format!(
+                "{} broken in a header cut to 20 bytes: H3 comes first",
+                b.rule
+            );
+            neg(
+                format!("{name}-in-short-header"),
+                &ct[..20],
+                plain_error("Truncated"),
+                note,
+            );
         }
         for (i, first) in all.iter().enumerate() {
             for second in &all[i + 1..] {
@@ -1428,10 +1524,20 @@ fn header_negatives(g: &mut Gen, alg: Algorithm) {
         for (n, at) in [(8, 0), (8, 7), (9, 0), (20, 3), (52, 0)] {
             let ct = flipped(&base[..n], at, 0x01);
             let note = format!("{n} bytes, magic byte {at} changed: H2 comes before H3");
-            neg(format!("bad-magic-{n}-bytes-at-{at}"), &ct, plain_error("BadMagic"), note);
+            neg(
+                format!("bad-magic-{n}-bytes-at-{at}"),
+                &ct,
+                plain_error("BadMagic"),
+                note,
+            );
         }
         let note = "7 bytes, a prefix of the magic (H1)".to_owned();
-        neg("magic-prefix-7-bytes".into(), &base[..7], plain_error("Truncated"), note);
+        neg(
+            "magic-prefix-7-bytes".into(),
+            &base[..7],
+            plain_error("Truncated"),
+            note,
+        );
     }
 }
 
@@ -1448,7 +1554,8 @@ fn changed_header_negatives(g: &mut Gen, alg: Algorithm) {
     let mut ct = seal(&h, k, AAD, &framed_units(&pt, 8, &[5]));
     ct[10..14].copy_from_slice(&4u32.to_be_bytes());
     let e = error("SegmentTooLarge", json!({"size": 5, "limit": 4}));
-    let note = "segment size 8 changed to 4: record 0's 5 bytes exceed it before any record is opened";
+    let note =
+        "segment size 8 changed to 4: record 0's 5 bytes exceed it before any record is opened";
     g.negative(
         format!("{a}/framed/segment-size-below-record-0"),
         alg,
@@ -1502,7 +1609,7 @@ fn limit_cases(g: &mut Gen, alg: Algorithm) {
     let record_max = (1u32 << 31) - 1;
     // (variant, segment size, reader limit, error, note)
     let mib16 = u32::try_from(READER_LIMIT).unwrap();
-    let cases: [(u8, u32, u64, Option<(String, Value)>, &str); 9] = [
+    let cases = [
         (
             FIXED,
             mib16,
@@ -1517,7 +1624,13 @@ fn limit_cases(g: &mut Gen, alg: Algorithm) {
             None,
             "segment size 16 MiB, which every reader must accept",
         ),
-        (FIXED, 8, 8, None, "segment size 8 under a reader limit of 8: accepted"),
+        (
+            FIXED,
+            8,
+            8,
+            None,
+            "segment size 8 under a reader limit of 8: accepted",
+        ),
         (
             FIXED,
             9,
@@ -1525,7 +1638,13 @@ fn limit_cases(g: &mut Gen, alg: Algorithm) {
             Some(error("SegmentTooLarge", json!({"size": 9, "limit": 8}))),
             "segment size 9 under a reader limit of 8 (H7), the stream otherwise sound",
         ),
-        (FRAMED, 8, 8, None, "segment size 8 under a reader limit of 8: accepted"),
+        (
+            FRAMED,
+            8,
+            8,
+            None,
+            "segment size 8 under a reader limit of 8: accepted",
+        ),
         (
             FRAMED,
             9,
@@ -1824,7 +1943,10 @@ impl Read for FromIndex<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let head = HEADER_LEN as u64;
         let (from, end): (&[u8], u64) = if self.pos < head {
-            (&self.ct[usize::try_from(self.pos).unwrap()..HEADER_LEN], head)
+            (
+                &self.ct[usize::try_from(self.pos).unwrap()..HEADER_LEN],
+                head,
+            )
         } else if self.pos < head + self.gap {
             (&[0u8; 64][..], head + self.gap)
         } else {
