@@ -360,9 +360,12 @@ fn generate() -> Value {
             "header": "positive cases: the header's fields, for a writer with its salt and nonce prefix injected",
             "writer": "positive cases: whether cipherio's writer makes exactly this ciphertext (fixed: with capacity = segment_size; framed: flushing after each offset of flush_at)",
             "records": "framed positive cases: each record's plaintext length and final flag",
-            "error": "negative cases: the cipherio::Error variant a reader with the default limit must give",
+            "error": "negative cases: the cipherio::Error variant the reader must give",
             "error_fields": "the variant's fields (algorithms by name)",
-            "io_error_kind": "the io::ErrorKind it travels in"
+            "io_error_kind": "the io::ErrorKind it travels in",
+            "released": "negative cases: the longest plaintext a streaming reader may release before the error (hex)",
+            "reader_max_segment_size": "optional: the reader's limit on the header's segment size for this case (default: the file's)",
+            "first_index": "optional: the index of the body's first segment, where the reader starts counting (default 0)"
         },
         "cases": g.cases,
     })
