@@ -293,29 +293,6 @@ mod tests {
     }
 
     #[test]
-    fn a_framed_segment_size_is_capped_by_the_record_length_field() {
-        let key = Key::new(Algorithm::ChaCha20Poly1305, &[7; 32]).unwrap();
-        let read = |size: u32, framed: bool| {
-            let h = Header {
-                segment_size: size,
-                ..sample().with_framed(framed)
-            };
-            native_read(&key, b"", &h.to_bytes(), usize::MAX, Provider::default()).map(|_| ())
-        };
-        let too_large = |size: u32| Error::SegmentTooLarge {
-            size: u64::from(size),
-            limit: (1 << 31) - 1,
-        };
-        assert_eq!(read((1 << 31) - 1, true), Ok(()));
-        assert_eq!(read(1 << 31, true), Err(too_large(1 << 31)));
-        assert_eq!(read(u32::MAX, true), Err(too_large(u32::MAX)));
-        // Fixed segments have no record header: their size is not capped.
-        if usize::BITS > 32 {
-            assert_eq!(read(u32::MAX, false), Ok(()));
-        }
-    }
-
-    #[test]
     fn capacity_must_fit_the_header_field() {
         assert_eq!(segment_size(0), Err(Error::InvalidCapacity(0)));
         assert_eq!(segment_size(1), Ok(1));
