@@ -12,7 +12,9 @@ Python's `cryptography`.
    its ciphertext byte for byte (from its header's salt and nonce prefix,
    and for a framed case its records, which for a writer's case must be the
    ones its flush points give); a negative case fails with the named error,
-   its fields and its io::ErrorKind.
+   its fields and its io::ErrorKind, having released exactly the case's
+   `released` plaintext. Each case is read with its own reader limit and
+   first segment index where it gives them.
 3. cipherio -> Python: `cargo run --release --example native_format` (one
    batch process) encrypts a sweep of lengths around the segment
    boundaries, for every algorithm, several capacities, fixed and framed
@@ -23,6 +25,9 @@ Python's `cryptography`.
    and prefix); cipherio decrypts each stream to the plaintext. Damaged
    copies (cut, extended, a byte flipped) must fail in cipherio with exactly
    the error pycipherio gives them.
+5. Mutants (interop/header_mutants.py): pycipherio with each of its header
+   checks skipped, swapped or moved in turn must fail at least one vector,
+   but for the changes that cannot change any outcome.
 
 With `--features aws-lc` the example is built with that cargo feature, so
 that cipherio seals and opens with AWS-LC. Exits non-zero on any mismatch;
@@ -132,14 +137,24 @@ def check_vectors(pc: Any, t: Tally) -> None:
         key = pc.Key(case["algorithm"], bytes.fromhex(case["key"]))
         aad = bytes.fromhex(case["aad"])
         ct = bytes.fromhex(case["ciphertext"])
+        first = case.get("first_index", 0)
+        released = None
         try:
-            got: Optional[bytes] = pc.decrypt(key, ct, aad=aad, max_segment_size=limit)
+            got: Optional[bytes] = pc.decrypt(
+                key, ct, aad=aad, max_segment_size=case.get("reader_max_segment_size", limit),
+                first_index=first)
             err = None
         except pc.FormatError as e:
-            got, err = None, error_of(e)
+            got, err, released = None, error_of(e), e.released
         if case["kind"] == "negative":
             want = {k: case[k] for k in ("error", "error_fields", "io_error_kind")}
             t.check(section, err == want, f"{cid}: got {err or 'a plaintext'}, want {want}")
+            # pycipherio releases a segment's plaintext as soon as it opens:
+            # exactly the longest a streaming reader may release.
+            t.check("vectors (released before the error)",
+                    err is None or released == bytes.fromhex(case["released"]),
+                    f"{cid}: released {len(released or b'')} bytes, "
+                    f"want {len(case['released']) // 2}")
             continue
         pt = bytes.fromhex(case["plaintext"])
         ok = t.check(section, err is None and got == pt,
@@ -161,9 +176,22 @@ def check_vectors(pc: Any, t: Tally) -> None:
             again = pc.seal_records(key, header, records, aad)
         else:
             again = pc.seal_segments(key, header, pc.fixed_segments(pt, header.segment_size),
-                                     aad)
+                                     aad, first)
         if ok:
             t.check("vectors (re-encoded)", again == ct, f"{cid}: re-encoded differently")
+
+
+def check_mutants(pc: Any, t: Tally) -> None:
+    """Every change to pycipherio's header checks that changes an outcome
+    fails a vector (interop/header_mutants.py)."""
+    import header_mutants
+    results = header_mutants.run(pc, VECTORS)
+    for name, dead in results:
+        t.check("mutants: header checks", dead or name in header_mutants.EQUIVALENT,
+                f"{name}: no vector fails when pycipherio's header checks are changed so")
+    survivors = [name for name, dead in results if not dead]
+    print(f"  header mutants: {len(results) - len(survivors)} of {len(results)} killed; "
+          f"the survivors, each equivalent: {', '.join(survivors)}", flush=True)
 
 
 # ---------------------------------------------------------------------------
@@ -341,6 +369,7 @@ def main() -> int:
     os.makedirs(WORK)
     t = Tally()
     check_vectors(pc, t)
+    check_mutants(pc, t)
     cases = sweep(quick)
     cipherio_to_python(pc, cases, t)
     python_to_cipherio(pc, cases, t)

@@ -39,6 +39,8 @@ DEFAULT_MAX_SEGMENT_SIZE = 16 << 20
 # Segment indices run from 0 to 2^32 - 1.
 INDEX_LIMIT = 1 << 32
 FINAL_BIT = 1 << 31
+# A framed header's largest segment size: a record's length has 31 bits.
+FRAMED_MAX_SEGMENT_SIZE = FINAL_BIT - 1
 
 # id byte -> (name, key length)
 ALGORITHMS = {
@@ -57,12 +59,15 @@ Aead = Union[AESGCM, ChaCha20Poly1305]
 
 class FormatError(Exception):
     """A stream the format refuses. `variant` is the cipherio::Error variant,
-    `fields` its fields (algorithms by name), `kind` the io::ErrorKind."""
+    `fields` its fields (algorithms by name), `kind` the io::ErrorKind;
+    `released` is the plaintext of the segments that opened before the
+    failure (what a streaming reader would have released)."""
 
     kind = "InvalidData"
 
     def __init__(self, **fields: Any) -> None:
         self.fields = fields
+        self.released = b""
         detail = ", ".join(f"{k}: {v}" for k, v in fields.items())
         super().__init__(f"{self.variant}" + (f" {{ {detail} }}" if detail else ""))
 
@@ -181,8 +186,9 @@ def nonce(prefix: bytes, index: int, last: bool) -> bytes:
 
 def fresh_header(key: Key, version: int, segment_size: int, salt: Optional[bytes],
                  nonce_prefix: Optional[bytes]) -> Header:
-    if not 1 <= segment_size < (1 << 32):
-        raise ValueError(f"segment size {segment_size} out of 1 ..= 2^32 - 1")
+    top = FRAMED_MAX_SEGMENT_SIZE if version == VERSION_FRAMED else INDEX_LIMIT - 1
+    if not 1 <= segment_size <= top:
+        raise ValueError(f"segment size {segment_size} out of 1 ..= {top}")
     salt = os.urandom(SALT_LEN) if salt is None else salt
     prefix = os.urandom(NONCE_PREFIX_LEN) if nonce_prefix is None else nonce_prefix
     if len(salt) != SALT_LEN or len(prefix) != NONCE_PREFIX_LEN:
@@ -195,14 +201,16 @@ def fresh_header(key: Key, version: int, segment_size: int, salt: Optional[bytes
 # ---------------------------------------------------------------------------
 
 def seal_segments(key: Key, header: Header, segments: Sequence[bytes],
-                  aad: bytes = b"") -> bytes:
-    """The header, then `segments` sealed as segments 0, 1, ..., the last one
-    final (fixed variant; no checks on their lengths)."""
+                  aad: bytes = b"", first_index: int = 0) -> bytes:
+    """The header, then `segments` sealed as segments first_index,
+    first_index + 1, ..., the last one final (fixed variant; no checks on
+    their lengths)."""
     h = header.to_bytes()
     aead = stream_aead(key, h, aad)
     out = [h]
     for i, pt in enumerate(segments):
-        out.append(aead.encrypt(nonce(header.nonce_prefix, i, i == len(segments) - 1), pt, b""))
+        last = i == len(segments) - 1
+        out.append(aead.encrypt(nonce(header.nonce_prefix, first_index + i, last), pt, b""))
     return b"".join(out)
 
 
@@ -233,7 +241,7 @@ def fixed_segments(plaintext: bytes, segment_size: int) -> list[bytes]:
 def writer_records(plaintext: bytes, segment_size: int, flush_at: Sequence[int]) -> list[bytes]:
     """The records cipherio's writer makes for `plaintext` written with a
     flush after each offset of `flush_at` (non-decreasing), then finished
-    (FORMAT.md 7.1): a full record when more data follows it, what is
+    (FORMAT.md, Appendix A.2): a full record when more data follows it, what is
     buffered at a flush (nothing if nothing is), the rest (possibly nothing)
     as the final record."""
     def cut(piece: bytes) -> list[bytes]:
@@ -272,29 +280,68 @@ def encrypt_framed(key: Key, plaintext: bytes, *, flush_at: Sequence[int] = (),
 # Reading.
 # ---------------------------------------------------------------------------
 
+# The header rules H1-H8 of FORMAT.md section 8, in their order: each takes
+# the input, the reader's key and its limit, and gives the error of the
+# rule it checks if the input breaks it.
+
+def _h1(data: bytes, key: Key, limit: int) -> Optional[FormatError]:
+    if len(data) < len(MAGIC) and MAGIC.startswith(bytes(data)):
+        return Truncated()
+    return None
+
+
+def _h2(data: bytes, key: Key, limit: int) -> Optional[FormatError]:
+    return None if MAGIC.startswith(bytes(data[:len(MAGIC)])) else BadMagic()
+
+
+def _h3(data: bytes, key: Key, limit: int) -> Optional[FormatError]:
+    return Truncated() if len(data) < HEADER_LEN else None
+
+
+def _h4(data: bytes, key: Key, limit: int) -> Optional[FormatError]:
+    ok = data[8] in (VERSION_FIXED, VERSION_FRAMED)
+    return None if ok else UnsupportedVersion(version=data[8])
+
+
+def _h5(data: bytes, key: Key, limit: int) -> Optional[FormatError]:
+    return None if data[9] in ALGORITHMS else UnknownAlgorithm(id=data[9])
+
+
+def _segment_size(data: bytes) -> int:
+    return struct.unpack(">I", data[10:14])[0]
+
+
+def _h6(data: bytes, key: Key, limit: int) -> Optional[FormatError]:
+    return ZeroSegmentSize() if _segment_size(data) == 0 else None
+
+
+def _h7(data: bytes, key: Key, limit: int) -> Optional[FormatError]:
+    if data[8] == VERSION_FRAMED:
+        limit = min(limit, FRAMED_MAX_SEGMENT_SIZE)
+    size = _segment_size(data)
+    return SegmentTooLarge(size=size, limit=limit) if size > limit else None
+
+
+def _h8(data: bytes, key: Key, limit: int) -> Optional[FormatError]:
+    if data[9] == key.id:
+        return None
+    # (An unknown byte has no name: only a decoder that checks H8 before
+    # H5 gets here with one.)
+    stream = ALGORITHMS[data[9]][0] if data[9] in ALGORITHMS else f"0x{data[9]:02x}"
+    return AlgorithmMismatch(stream=stream, key=key.algorithm)
+
+
+HEADER_RULES = [_h1, _h2, _h3, _h4, _h5, _h6, _h7, _h8]
+
+
 def parse_header(key: Key, data: bytes, max_segment_size: int) -> Header:
     """Rules H1-H8 of FORMAT.md section 8, in order."""
-    if len(data) < len(MAGIC):
-        if MAGIC.startswith(data):
-            raise Truncated()
-        raise BadMagic()
-    if data[:8] != MAGIC:
-        raise BadMagic()
-    if len(data) < HEADER_LEN:
-        raise Truncated()
-    version, alg = data[8], data[9]
-    if version not in (VERSION_FIXED, VERSION_FRAMED):
-        raise UnsupportedVersion(version=version)
-    if alg not in ALGORITHMS:
-        raise UnknownAlgorithm(id=alg)
-    (segment_size,) = struct.unpack(">I", data[10:14])
-    if segment_size == 0:
-        raise ZeroSegmentSize()
-    if segment_size > max_segment_size:
-        raise SegmentTooLarge(size=segment_size, limit=max_segment_size)
-    if alg != key.id:
-        raise AlgorithmMismatch(stream=ALGORITHMS[alg][0], key=key.algorithm)
-    return Header(version, alg, segment_size, bytes(data[14:46]), bytes(data[46:53]))
+    for rule in HEADER_RULES:
+        e = rule(data, key, max_segment_size)
+        if e is not None:
+            raise e
+    return Header(data[8], data[9], _segment_size(data), bytes(data[14:46]),
+                  bytes(data[46:53]))
 
 
 def _open(aead: Aead, n: bytes, sealed: bytes, ad: bytes) -> Optional[bytes]:
@@ -304,12 +351,12 @@ def _open(aead: Aead, n: bytes, sealed: bytes, ad: bytes) -> Optional[bytes]:
         return None
 
 
-def _read_fixed(aead: Aead, header: Header, body: memoryview) -> bytes:
-    """FORMAT.md 6.2."""
-    out = []
+def _read_fixed(aead: Aead, header: Header, body: memoryview, out: list[bytes],
+                i: int) -> bytes:
+    """FORMAT.md 6.2, from segment index `i`."""
     full = header.segment_size + TAG_LEN
     prefix = header.nonce_prefix
-    pos, i = 0, 0
+    pos = 0
     while True:
         rest = len(body) - pos
         if rest >= full:
@@ -324,9 +371,9 @@ def _read_fixed(aead: Aead, header: Header, body: memoryview) -> bytes:
             pt = _open(aead, nonce(prefix, i, True), seg, b"")
             if pt is None:
                 raise Authentication()
+            out.append(pt)
             if rest > full:
                 raise TrailingData()
-            out.append(pt)
             return b"".join(out)
         if rest < TAG_LEN:
             raise Truncated()
@@ -341,11 +388,11 @@ def _read_fixed(aead: Aead, header: Header, body: memoryview) -> bytes:
         return b"".join(out)
 
 
-def _read_framed(aead: Aead, header: Header, body: memoryview) -> bytes:
-    """FORMAT.md 7.2."""
-    out = []
+def _read_framed(aead: Aead, header: Header, body: memoryview, out: list[bytes],
+                 i: int) -> bytes:
+    """FORMAT.md 7.2, from record index `i`."""
     prefix = header.nonce_prefix
-    pos, i = 0, 0
+    pos = 0
     while True:
         rest = len(body) - pos
         if rest < RECORD_HEADER_LEN:
@@ -372,13 +419,18 @@ def _read_framed(aead: Aead, header: Header, body: memoryview) -> bytes:
 
 
 def decrypt(key: Key, data: bytes, *, aad: bytes = b"",
-            max_segment_size: int = DEFAULT_MAX_SEGMENT_SIZE) -> bytes:
+            max_segment_size: int = DEFAULT_MAX_SEGMENT_SIZE, first_index: int = 0) -> bytes:
     """The plaintext of a whole stream of either variant, or the FormatError
-    the format gives it."""
+    the format gives it. `first_index` is the index of the body's first
+    segment (0 but for a stream read from the middle on)."""
     header = parse_header(key, data, max_segment_size)
     h = bytes(data[:HEADER_LEN])
     aead = stream_aead(key, h, aad)
     body = memoryview(data)[HEADER_LEN:]
-    if header.framed:
-        return _read_framed(aead, header, body)
-    return _read_fixed(aead, header, body)
+    out: list[bytes] = []
+    read = _read_framed if header.framed else _read_fixed
+    try:
+        return read(aead, header, body, out, first_index)
+    except FormatError as e:
+        e.released = b"".join(out)
+        raise

@@ -25,6 +25,12 @@ use std::io;
 pub enum Error {
     /// A segment failed to authenticate: the ciphertext, the header, the key
     /// or the associated data is not the one the stream was sealed with.
+    ///
+    /// A changed header that passes the header checks is reported at
+    /// segment 0, but not always as this: read as framed, its first record
+    /// can be refused first as [`SegmentTooLarge`](Error::SegmentTooLarge)
+    /// (a length above the header's segment size) or
+    /// [`Truncated`](Error::Truncated) (a length the input does not hold).
     Authentication,
     /// The input does not start with the cipherio magic bytes.
     BadMagic,
@@ -51,17 +57,24 @@ pub enum Error {
     },
     /// The header asks for a segment size of zero.
     ZeroSegmentSize,
-    /// The header asks for segments larger than the reader's limit; nothing
-    /// was allocated for them.
+    /// A segment larger than the reader accepts; nothing was allocated for
+    /// it. Either the header's segment size is above the reader's limit
+    /// (for a framed header, above the smaller of that limit and
+    /// 2^31 − 1, the longest record a record header can name), or a framed
+    /// record's header names a length above the stream's segment size
+    /// (which a changed header's segment size can also cause).
     #[non_exhaustive]
     SegmentTooLarge {
-        /// Plaintext bytes per segment asked for by the header.
+        /// Plaintext bytes asked for: the header's segment size, or the
+        /// record's length.
         size: u64,
-        /// The reader's configured limit.
+        /// The limit it is above: the reader's (at most 2^31 − 1 for a
+        /// framed header), or, for a record, the header's segment size.
         limit: u64,
     },
     /// The stream ended before its final segment (truncated, or written by a
-    /// writer that was never finished).
+    /// writer that was never finished). Also a changed header read as
+    /// framed whose first record is longer than the input.
     Truncated,
     /// Bytes follow the final segment.
     TrailingData,
@@ -248,7 +261,7 @@ impl fmt::Display for Error {
             Error::ZeroSegmentSize => f.write_str("cipherio: header has a zero segment size"),
             Error::SegmentTooLarge { size, limit } => write!(
                 f,
-                "cipherio: header asks for {size}-byte segments, above the reader's limit of {limit}"
+                "cipherio: a {size}-byte segment is above the limit of {limit}"
             ),
             Error::Truncated => f.write_str("cipherio: stream ends before its final segment"),
             Error::TrailingData => f.write_str("cipherio: data after the final segment"),

@@ -148,7 +148,9 @@ impl ReaderBuilder {
     }
 
     /// The largest plaintext segment size a header may ask for (default
-    /// 16 MiB). A header over it is refused before anything is allocated.
+    /// 16 MiB; a framed header's is also capped at 2^31 − 1, the longest
+    /// record a record header can name). A header over it is refused
+    /// before anything is allocated.
     /// (A Tink stream's segment size comes from its key, not its header:
     /// the limit does not apply to it.)
     pub fn max_segment_size(mut self, limit: usize) -> Self {

@@ -33,6 +33,9 @@ pub const DEFAULT_MAX_SEGMENT_SIZE: usize = 16 << 20;
 /// reader limit, so that every reader with default settings reads every
 /// writer's stream.
 pub const MAX_WRITER_CAPACITY: usize = DEFAULT_MAX_SEGMENT_SIZE;
+/// Largest segment size of a framed header: a record header holds a
+/// record's length in 31 bits, so no record can be longer.
+const MAX_FRAMED_SEGMENT_SIZE: usize = (1 << 31) - 1;
 
 /// The fixed-size header of a native v1 stream. Build one with
 /// [`Header::new`] or [`Header::parse`]; fields may be added with later
@@ -212,11 +215,18 @@ pub(super) fn native_read(
         Err(e) => return Err(e),
     };
     let size = usize::try_from(header.segment_size).unwrap_or(usize::MAX);
+    // A framed header's segment size is capped by the record header's
+    // 31-bit length, whatever the reader's own limit.
+    let limit = if header.framed {
+        max_segment.min(MAX_FRAMED_SEGMENT_SIZE)
+    } else {
+        max_segment
+    };
     // (On 32-bit targets a size near 2^32 has no room for its tag.)
-    if size > max_segment || size.checked_add(TAG_LEN).is_none() {
+    if size > limit || size.checked_add(TAG_LEN).is_none() {
         return Err(Error::SegmentTooLarge {
             size: u64::from(header.segment_size),
-            limit: u64::try_from(max_segment).unwrap_or(u64::MAX),
+            limit: u64::try_from(limit).unwrap_or(u64::MAX),
         });
     }
     let suite = header.suite(key, aad, provider)?;
