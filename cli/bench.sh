@@ -6,6 +6,9 @@
 #
 #     cli/bench.sh [SIZE_MIB] [ROUNDS]        (default 1024 MiB, 7 rounds)
 #
+# BEFORE=PATH adds another build of the command (an earlier commit's
+# binary, copied aside) with default settings, in the same rounds: a
+# change measured before and after in one run.
 # Needs `age` and `age-keygen` (apt-get install age); rage (`cargo install
 # rage`, the Rust implementation) is measured too when it is on the PATH,
 # with the same age identity. Work files go under
@@ -48,6 +51,11 @@ declare -A cmd=(
 )
 names=("encrypt cipherio" "encrypt cipherio --threads 2" "encrypt cipherio chacha20poly1305" "encrypt age"
        "decrypt cipherio" "decrypt cipherio --threads 2" "decrypt cipherio chacha20poly1305" "decrypt age")
+if [ -n "${BEFORE:-}" ]; then
+    cmd["encrypt cipherio before"]="$BEFORE encrypt -q -k aes.key plain"
+    cmd["decrypt cipherio before"]="$BEFORE decrypt -q -k aes.key aes.cio"
+    names+=("encrypt cipherio before" "decrypt cipherio before")
+fi
 if command -v rage >/dev/null; then
     cmd["encrypt rage"]="rage -r $recipient plain"
     cmd["decrypt rage"]="rage -d -i age.key plain.age"
