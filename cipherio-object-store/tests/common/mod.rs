@@ -41,8 +41,10 @@ pub fn reader(key: &Key, path: &str, stream: &[u8]) -> Result<Vec<u8>, cipherio:
     }
 }
 
+pub mod faults;
 pub mod moto;
 
+#[allow(unused_imports)]
 pub use moto::s3;
 
 /// Every object in `store` with its raw bytes.
