@@ -31,24 +31,17 @@ use object_store::{
     PutResult, Result,
 };
 
-/// The sealed bytes of every part of `plan`, from `plaintext`.
+/// The sealed bytes of every part of `plan`, from `plaintext`: the
+/// stream, cut where the plan says.
 fn sealed(plan: &UploadPlan, plaintext: &[u8]) -> Vec<Vec<u8>> {
-    let header = hex::decode(&plan.header).unwrap();
-    let sealer = SegmentSealer::from_header(&key(), &header, plan.path.as_bytes()).unwrap();
+    let mut stream = hex::decode(&plan.header).unwrap();
+    let sealer = SegmentSealer::from_header(&key(), &stream, plan.path.as_bytes()).unwrap();
+    sealer
+        .seal_segments(0, plaintext, true, &mut stream)
+        .unwrap();
     plan.parts
         .iter()
-        .map(|p| {
-            let mut out = if p.number == 0 {
-                header.clone()
-            } else {
-                Vec::new()
-            };
-            let pt = &plaintext[p.plaintext_start as usize..p.plaintext_end as usize];
-            sealer
-                .seal_segments(p.first_segment, pt, p.last, &mut out)
-                .unwrap();
-            out
-        })
+        .map(|p| stream[p.ciphertext_start as usize..p.ciphertext_end as usize].to_vec())
         .collect()
 }
 
@@ -93,8 +86,8 @@ fn truncated(e: &cipherio::Error) -> bool {
     matches!(e, cipherio::Error::Truncated)
 }
 
-/// Four parts of 64 KiB segments: three of 81 segments (the fewest over
-/// S3's smallest part, 5 MiB) and a short last one.
+/// Four parts of 64 KiB segments: three of 81 sealed segments' length
+/// (the fewest over S3's smallest part, 5 MiB) and a short last one.
 const LEN: usize = 3 * 81 * 65_536 + 12_345;
 
 fn options() -> UploadOptions {

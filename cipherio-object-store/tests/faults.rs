@@ -2,12 +2,16 @@
 //! parts lost, answers cut short or lengthened, objects replaced between
 //! two requests, calls retried after an error. Every test checks that no
 //! segment index of one stream was sent two different ciphertexts.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
 use std::sync::Arc;
 
-use cipherio_object_store::EncryptedStore;
+use cipherio::segments::PartLimits;
+use cipherio_object_store::{
+    EncryptedStore, Source, UploadOptions, UploadPlan, complete_plan, create_plan, upload_share,
+};
 use common::faults::{Fault, Faulty};
 use common::{data, key};
 use object_store::memory::InMemory;
@@ -18,9 +22,7 @@ const SEG: u32 = 4096;
 
 fn faulty() -> (Arc<Faulty<InMemory>>, EncryptedStore) {
     let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
-    let store = EncryptedStore::new(Arc::clone(&faulty) as Arc<dyn ObjectStore>, key())
-        .with_segment_size(SEG)
-        .unwrap();
+    let store = fresh(&faulty);
     (faulty, store)
 }
 
@@ -52,4 +54,156 @@ async fn a_retried_complete_seals_nothing_twice() {
         assert_eq!(back, data(len, 2));
         faulty.sent.assert_no_reuse();
     }
+}
+
+/// Every part but the last is one size, the header counted in the first
+/// part's share: of a `put_multipart` upload and of a planned one.
+#[tokio::test]
+async fn every_part_but_the_last_is_one_size() {
+    let (faulty, store) = faulty();
+    let store = store.with_part_size(3 * SEG as u64);
+    let path = Path::from("sizes/put-multipart");
+    let mut upload = store.put_multipart(&path).await.unwrap();
+    for piece in data(10 * SEG as usize + 7, 3).chunks(1000) {
+        upload.put_part(piece.to_vec().into()).await.unwrap();
+    }
+    upload.complete().await.unwrap();
+    let back = store.get(&path).await.unwrap().bytes().await.unwrap();
+    assert_eq!(back, data(10 * SEG as usize + 7, 3));
+    one_size(&faulty.sent.part_sizes(path.as_ref()));
+
+    let path = Path::from("sizes/planned");
+    let len = 23 * SEG as usize + 17;
+    let plan = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
+        .await
+        .unwrap();
+    let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
+    let done = upload_share(
+        faulty.clone(),
+        &key(),
+        &plan,
+        &all,
+        Arc::new(data(len, 4)),
+        3,
+    )
+    .await
+    .unwrap();
+    complete_plan(&*faulty, &plan, done).await.unwrap();
+    let back = store.get(&path).await.unwrap().bytes().await.unwrap();
+    assert_eq!(back, data(len, 4));
+    one_size(&faulty.sent.part_sizes(&plan.upload_id));
+    faulty.sent.assert_no_reuse();
+}
+
+/// `sizes` (number, size) has several parts, all but the last one size.
+fn one_size(sizes: &[(usize, usize)]) {
+    assert!(sizes.len() >= 3, "{sizes:?}");
+    let (_, first) = sizes[0];
+    for (n, size) in &sizes[..sizes.len() - 1] {
+        assert_eq!(*size, first, "part {n} of {sizes:?}");
+    }
+}
+
+fn small_limits() -> UploadOptions {
+    UploadOptions {
+        segment_size: SEG,
+        part_size: 3 * SEG as u64,
+        limits: PartLimits::new(2 * SEG as u64, 10 * SEG as u64, 1000),
+        ..UploadOptions::default()
+    }
+}
+
+/// A plan edited on its way to a worker (or made under another key) is
+/// refused before anything is sealed: no part reaches the store.
+#[tokio::test]
+async fn an_edited_plan_is_refused_and_nothing_is_sent() {
+    let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
+    let path = Path::from("plans/edited");
+    let len = 23 * SEG as usize + 17;
+    let plan = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
+        .await
+        .unwrap();
+    let other = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
+        .await
+        .unwrap();
+    type Edit = (&'static str, fn(&mut UploadPlan, &UploadPlan));
+    let edits: Vec<Edit> = vec![
+        ("two parts seal one segment", |p, _| {
+            p.parts[1].first_segment = p.parts[0].first_segment;
+        }),
+        ("a part ends before it starts", |p, _| {
+            p.parts[1].plaintext_end = p.parts[1].plaintext_start - 1;
+        }),
+        ("a part past the length", |p, _| {
+            p.parts[3].plaintext_end += 5 * SEG as u64;
+        }),
+        ("another plan's header", |p, o| p.header = o.header.clone()),
+        ("another path", |p, _| p.path = "plans/elsewhere".into()),
+        ("another length", |p, _| p.plaintext_len += 1),
+        ("parts reordered", |p, _| p.parts.swap(1, 2)),
+    ];
+    let source: Source = Arc::new(data(len, 6));
+    let all: Vec<u32> = (0..plan.parts.len() as u32).collect();
+    for (what, edit) in edits {
+        let mut edited = plan.clone();
+        edit(&mut edited, &other);
+        let sent = upload_share(faulty.clone(), &key(), &edited, &all, source.clone(), 2).await;
+        let err = sent.expect_err(what).to_string();
+        assert!(err.contains("nothing was sealed or sent"), "{what}: {err}");
+    }
+    // Made under another key.
+    let stranger = cipherio::Key::new(cipherio::Algorithm::Aes256Gcm, &[7; 32]).unwrap();
+    let sent = upload_share(faulty.clone(), &stranger, &plan, &all, source.clone(), 2).await;
+    assert!(sent.is_err(), "a plan of another key");
+    assert_eq!(faulty.sent.part_sizes(&plan.upload_id), [], "no part sent");
+    // The plan as made is sealed and sent.
+    upload_share(faulty.clone(), &key(), &plan, &all, source, 2)
+        .await
+        .unwrap();
+    faulty.sent.assert_no_reuse();
+}
+
+/// A ranged GET answered short or long (inside one segment, across
+/// several, through `get_ranges`; cold cache and warm) is an error, never
+/// a panic, and the next read is right.
+#[tokio::test]
+async fn a_short_or_long_answer_is_an_error() {
+    let (faulty, store) = faulty();
+    let path = Path::from("answers/object");
+    let pt = data(10 * SEG as usize + 99, 7);
+    store.put(&path, pt.clone().into()).await.unwrap();
+    let ranges = [
+        100..200,
+        5000..3 * SEG as u64 + 10,
+        9 * SEG as u64..10 * SEG as u64 + 50,
+    ];
+    store.get(&path).await.unwrap();
+    for fault in [
+        Fault::Short(1),
+        Fault::Short(3000),
+        Fault::Long(1),
+        Fault::Long(40),
+    ] {
+        for r in &ranges {
+            // A store with no header cached, and one with it cached.
+            let cold = fresh(&faulty).with_header_cache(0);
+            for (what, store) in [("cold", &cold), ("warm", &store)] {
+                faulty.arm(fault.clone());
+                let got = store.get_range(&path, r.clone()).await;
+                assert!(got.is_err(), "{fault:?} {r:?} {what}");
+                faulty.arm(fault.clone());
+                let got = store.get_ranges(&path, &ranges).await;
+                assert!(got.is_err(), "{fault:?} get_ranges {what}");
+                let got = store.get_range(&path, r.clone()).await.unwrap();
+                assert_eq!(got, pt[r.start as usize..r.end as usize]);
+            }
+        }
+    }
+}
+
+/// An `EncryptedStore` over `faulty` with nothing cached.
+fn fresh(faulty: &Arc<Faulty<InMemory>>) -> EncryptedStore {
+    EncryptedStore::new(Arc::clone(faulty) as Arc<dyn ObjectStore>, key())
+        .with_segment_size(SEG)
+        .unwrap()
 }

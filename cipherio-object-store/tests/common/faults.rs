@@ -319,6 +319,11 @@ impl MultipartUpload for FaultyUpload {
     }
 }
 
+/// Offset -> bytes sent there, of one stream.
+type Sent = BTreeMap<u64, Vec<u8>>;
+/// (number, bytes) of each part sent.
+type Parts = Vec<(usize, Vec<u8>)>;
+
 /// The bytes of a native header: what names a stream.
 const HEADER: usize = 53;
 
@@ -330,10 +335,10 @@ const HEADER: usize = 53;
 #[derive(Debug, Default)]
 pub struct Recorder {
     /// Header -> offset -> bytes sent there.
-    streams: Mutex<HashMap<Vec<u8>, BTreeMap<u64, Vec<u8>>>>,
+    streams: Mutex<HashMap<Vec<u8>, Sent>>,
     /// Upload -> parts by number, in the order sent, placed by
     /// `assert_no_reuse`.
-    parts: Mutex<HashMap<String, Vec<(usize, Vec<u8>)>>>,
+    parts: Mutex<HashMap<String, Parts>>,
     /// Upload (its id, or its path for `put_multipart`) -> (number, size)
     /// of every part sent.
     sizes: Mutex<HashMap<String, Vec<(usize, usize)>>>,
@@ -391,7 +396,13 @@ impl Recorder {
     /// The sizes of the parts of `upload` sent, by number (every size a
     /// number was sent with).
     pub fn part_sizes(&self, upload: &str) -> Vec<(usize, usize)> {
-        let mut sizes = self.sizes.lock().unwrap()[upload].clone();
+        let mut sizes = self
+            .sizes
+            .lock()
+            .unwrap()
+            .get(upload)
+            .cloned()
+            .unwrap_or_default();
         sizes.sort();
         sizes.dedup();
         sizes
