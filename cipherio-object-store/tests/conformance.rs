@@ -57,6 +57,21 @@ async fn in_memory() {
 }
 
 #[tokio::test]
+async fn in_memory_through_the_fault_layer() {
+    // No fault armed: the layer only records every byte sent, and no
+    // segment index of any stream the suite writes is sent twice with
+    // other bytes.
+    let faulty = Arc::new(common::faults::Faulty::new(Arc::new(InMemory::new())));
+    let store = encrypted(faulty.clone())
+        .with_segment_size(64)
+        .unwrap()
+        .with_part_size(5 << 20);
+    suite(&store, true).await;
+    put_opts(&store, true).await;
+    faulty.sent.assert_no_reuse();
+}
+
+#[tokio::test]
 async fn in_memory_without_path_binding() {
     // Copy and rename are then the inner store's.
     let store = encrypted(Arc::new(InMemory::new())).with_path_binding(false);

@@ -207,3 +207,105 @@ fn fresh(faulty: &Arc<Faulty<InMemory>>) -> EncryptedStore {
         .with_segment_size(SEG)
         .unwrap()
 }
+
+/// The recorder sees a nonce sealed twice: segment 0 of one header sent
+/// with two plaintexts.
+#[tokio::test]
+#[should_panic(expected = "a nonce sealed two plaintexts")]
+async fn the_recorder_catches_a_nonce_sealed_twice() {
+    let faulty = Faulty::new(Arc::new(InMemory::new()));
+    let sealer = cipherio::segments::SegmentSealer::new(&key(), SEG, b"").unwrap();
+    for (n, seed) in [(0, 1), (1, 2)] {
+        let mut stream = sealer.header().to_vec();
+        sealer
+            .seal_segments(0, &data(100, seed), true, &mut stream)
+            .unwrap();
+        let path = Path::from(format!("twice/{n}"));
+        faulty.put(&path, stream.into()).await.unwrap();
+    }
+    faulty.sent.assert_no_reuse();
+}
+
+/// Parts lost once (the part, or only its answer) in a planned upload
+/// shared by two workers: the worker whose share failed sends it again,
+/// the upload completes, and every part resent is the bytes sent before.
+#[tokio::test]
+async fn parts_lost_once_and_resent_seal_the_same_bytes() {
+    let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
+    let len = 23 * SEG as usize + 17;
+    let (key, source): (_, Source) = (key(), Arc::new(data(len, 10)));
+    for fault in [Fault::LosePart, Fault::LoseAnswer] {
+        let path = Path::from(format!("lost/{fault:?}"));
+        let plan = create_plan(&*faulty, &key, &path, len as u64, &small_limits())
+            .await
+            .unwrap();
+        let mut done = Vec::new();
+        for worker in 0..2u32 {
+            let share: Vec<u32> = plan
+                .parts
+                .iter()
+                .map(|p| p.number)
+                .filter(|n| n % 2 == worker)
+                .collect();
+            faulty.arm(fault.clone());
+            let first = upload_share(faulty.clone(), &key, &plan, &share, source.clone(), 2).await;
+            assert!(first.is_err(), "{fault:?}");
+            let again = upload_share(faulty.clone(), &key, &plan, &share, source.clone(), 2);
+            done.extend(again.await.unwrap());
+        }
+        complete_plan(&*faulty, &plan, done).await.unwrap();
+        let back = fresh(&faulty)
+            .get(&path)
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        assert_eq!(back, data(len, 10));
+    }
+    faulty.sent.assert_no_reuse();
+}
+
+/// Another writer replaces the object between two requests of one read
+/// (after the GET that learns the header and version, before the GET of
+/// the segments; after a HEAD): the read gives the bytes of one version
+/// or an error, never a mix, and never sends a write.
+#[tokio::test]
+async fn a_write_between_two_requests_never_mixes_versions() {
+    let (faulty, store) = faulty();
+    let path = Path::from("replaced/object");
+    let (old, new) = (data(10 * SEG as usize, 11), data(10 * SEG as usize, 12));
+    // The new version's ciphertext, made aside.
+    let aside = fresh(&Arc::new(Faulty::new(Arc::new(InMemory::new()))));
+    aside.put(&path, new.clone().into()).await.unwrap();
+    let replacement = common::raw(aside.inner().as_ref(), &path).await;
+    let r = 3 * SEG as u64 + 5..7 * SEG as u64;
+    let want = |v: &[u8]| v[r.start as usize..r.end as usize].to_vec();
+    for (what, head_first) in [("between two GETs", false), ("after a HEAD", true)] {
+        store.put(&path, old.clone().into()).await.unwrap();
+        let cold = fresh(&faulty)
+            .with_header_cache(0)
+            .with_header_attribute(false);
+        faulty.arm(Fault::Overwrite(replacement.clone().into()));
+        if head_first {
+            assert_eq!(cold.head(&path).await.unwrap().size, old.len() as u64);
+        }
+        match cold.get_range(&path, r.clone()).await {
+            Ok(b) => assert!(
+                b.to_vec() == want(&old) || b.to_vec() == want(&new),
+                "{what}"
+            ),
+            Err(e) => assert!(
+                matches!(e, object_store::Error::Precondition { .. }),
+                "{what}: {e}"
+            ),
+        }
+        store.put(&path, old.clone().into()).await.unwrap();
+        faulty.arm(Fault::Overwrite(replacement.clone().into()));
+        match cold.get_ranges(&path, &[r.clone(), 0..10]).await {
+            Ok(b) => assert!(b[0].to_vec() == want(&old) || b[0].to_vec() == want(&new)),
+            Err(e) => assert!(matches!(e, object_store::Error::Precondition { .. }), "{e}"),
+        }
+    }
+    faulty.sent.assert_no_reuse();
+}
