@@ -21,6 +21,10 @@ use crate::{STORE, store_error};
 /// most this many bytes, as `object_store` coalesces its own.
 const COALESCE: u64 = object_store::OBJECT_STORE_COALESCE_DEFAULT;
 
+/// Ranged GETs that `get_ranges` has in flight at once, as `object_store`
+/// runs its own.
+const PARALLEL: usize = 10;
+
 /// Sealed segments fetched from an object: `bytes` start at segment
 /// `first`.
 struct Fetched {
@@ -327,27 +331,29 @@ impl EncryptedStore {
         }
         let options = GetOptions::default();
         if let Some(pinned) = self.warm(location, &options) {
-            match self.ranges_of(location, &pinned, ranges).await {
+            match self.ranges_of(location, &pinned, ranges, None).await {
                 Err(object_store::Error::Precondition { .. }) => self.cache.remove(location),
                 other => return other,
             }
         }
         // The version and header: the segments of the first range, from
-        // byte 0 if they start there.
+        // byte 0 if they start there; they serve that range's GET too.
         let first = ranges[0].clone();
-        let (pinned, _, _) = self
+        let (pinned, _, fetched) = self
             .pin(location, &options, &GetRange::Bounded(first))
             .await?;
-        self.ranges_of(location, &pinned, ranges).await
+        self.ranges_of(location, &pinned, ranges, fetched).await
     }
 
     /// `ranges` of the version `pinned`: the segments they need, merged
-    /// where they lie close, one ranged GET each, all at once.
+    /// where they lie close, one ranged GET each (none for the run
+    /// `known` holds whole), at most [`PARALLEL`] at once.
     async fn ranges_of(
         &self,
         location: &Path,
         pinned: &Pinned,
         ranges: &[Range<u64>],
+        known: Option<Fetched>,
     ) -> Result<Vec<Bytes>> {
         let len = pinned.plaintext_len().ok_or_else(impossible)?;
         let layout = pinned.layout();
@@ -373,15 +379,35 @@ impl EncryptedStore {
             }
         }
         let options = GetOptions::default();
-        let opened = futures::future::try_join_all(merged.iter().map(|s| async {
-            let (_, f) = self.fetch(location, &options, pinned, s.clone()).await?;
-            let plaintext = open_run(pinned, s.clone(), &f.bytes)?;
-            Ok::<_, object_store::Error>((
-                layout.plaintext_range(s.clone()).start,
-                Bytes::from(plaintext),
-            ))
-        }))
-        .await?;
+        let mut known = known;
+        let runs = merged.into_iter().map(|s| {
+            let c = layout.ciphertext_range(s.clone());
+            let whole = (c.end.min(pinned.size) - c.start) as usize;
+            let held = known
+                .take_if(|f| f.first == s.start && f.bytes.len() >= whole)
+                .map(|f| f.bytes.slice(..whole));
+            (s, held)
+        });
+        let opened: Vec<(u64, Bytes)> = futures::stream::iter(runs)
+            .map(|(s, held)| async {
+                let sealed = match held {
+                    Some(b) => b,
+                    None => {
+                        self.fetch(location, &options, pinned, s.clone())
+                            .await?
+                            .1
+                            .bytes
+                    }
+                };
+                let plaintext = open_run(pinned, s.clone(), &sealed)?;
+                Ok::<_, object_store::Error>((
+                    layout.plaintext_range(s).start,
+                    Bytes::from(plaintext),
+                ))
+            })
+            .buffered(PARALLEL)
+            .try_collect()
+            .await?;
         Ok(resolved
             .iter()
             .map(|r| {

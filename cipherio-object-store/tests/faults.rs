@@ -7,6 +7,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use cipherio::segments::PartLimits;
 use cipherio_object_store::{
@@ -308,4 +309,28 @@ async fn a_write_between_two_requests_never_mixes_versions() {
         }
     }
     faulty.sent.assert_no_reuse();
+}
+
+/// `get_ranges` of ranges far apart: one ranged GET each, at most ten in
+/// flight at once, and on a cold cache the GET that learned the header
+/// serves the first range too.
+#[tokio::test]
+async fn get_ranges_runs_ten_gets_at_once_and_fetches_each_once() {
+    let (faulty, store) = faulty();
+    let path = Path::from("ranges/object");
+    let pt = data(12 * 300 * SEG as usize, 13);
+    store.put(&path, pt.clone().into()).await.unwrap();
+    // 12 ranges, each 300 segments (over 1 MiB of ciphertext, too far to
+    // merge) from the next.
+    let ranges: Vec<_> = (0..12u64)
+        .map(|i| i * 300 * SEG as u64 + 7..i * 300 * SEG as u64 + 99)
+        .collect();
+    let cold = fresh(&faulty);
+    let gets = faulty.gets.load(Ordering::SeqCst);
+    let got = cold.get_ranges(&path, &ranges).await.unwrap();
+    for (r, b) in ranges.iter().zip(&got) {
+        assert_eq!(b[..], pt[r.start as usize..r.end as usize]);
+    }
+    assert_eq!(faulty.gets.load(Ordering::SeqCst) - gets, ranges.len());
+    assert_eq!(faulty.most_in_flight.load(Ordering::SeqCst), 10);
 }

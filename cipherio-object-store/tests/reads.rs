@@ -461,3 +461,17 @@ async fn listings_size_alike_and_survive_foreign_objects() {
     assert_eq!(offset, want);
     assert_eq!(delimited, want);
 }
+
+/// `Debug` of a store says how many headers it caches, not the paths.
+#[tokio::test]
+async fn debug_prints_no_cached_paths() {
+    let s = store(Arc::new(InMemory::new()));
+    for i in 0..20 {
+        let path = Path::from(format!("secret-name-{i}"));
+        s.put(&path, data(10, i).into()).await.unwrap();
+        s.get_range(&path, 0..1).await.unwrap();
+    }
+    let debug = format!("{s:?}");
+    assert!(!debug.contains("secret-name"), "{debug}");
+    assert!(debug.contains("len: 20"), "{debug}");
+}

@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -51,6 +52,12 @@ pub struct Faulty<T> {
     pub inner: Arc<T>,
     armed: Arc<Armed>,
     pub sent: Arc<Recorder>,
+    /// GETs answered so far, GETs in flight now and the most at once:
+    /// each GET yields once before it is answered, so that GETs polled
+    /// together are in flight together.
+    pub gets: AtomicUsize,
+    in_flight: AtomicUsize,
+    pub most_in_flight: AtomicUsize,
 }
 
 /// The faults not yet spent, shared with the uploads begun.
@@ -87,6 +94,9 @@ impl<T> Faulty<T> {
             inner,
             armed: Arc::default(),
             sent: Arc::default(),
+            gets: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            most_in_flight: AtomicUsize::new(0),
         }
     }
 
@@ -136,7 +146,13 @@ impl<T: ObjectStore> ObjectStore for Faulty<T> {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        let answer = self.inner.get_opts(location, options).await?;
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        tokio::task::yield_now().await;
+        let answer = self.inner.get_opts(location, options).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        let answer = answer?;
         if let Some(Fault::Overwrite(b)) = self.take(|f| matches!(f, Fault::Overwrite(_))) {
             self.inner
                 .put_opts(location, b.into(), PutOptions::default())
