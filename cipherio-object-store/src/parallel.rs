@@ -1,6 +1,6 @@
-//! Parallel uploads through [`MultipartStore`]: parts planned on segment
-//! boundaries within the store's limits, sealed and sent by several tasks
-//! (or processes), completed in order, aborted on any error.
+//! Parallel uploads through [`MultipartStore`]: parts of one size planned
+//! within the store's limits, sealed and sent by several tasks (or
+//! processes), completed in order, aborted on any error.
 
 use std::io;
 use std::sync::Arc;

@@ -73,8 +73,8 @@ pub(crate) const HEADER_ATTRIBUTE: &str = "cipherio-header";
 ///   given by index cannot be sealed without knowing where it lies in the
 ///   stream. Use [`put_multipart`](object_store::ObjectStoreExt::put_multipart)
 ///   (parts sealed in order as they fill) or
-///   [`upload_parallel`](crate::upload_parallel) (parts planned on
-///   segment boundaries).
+///   [`upload_parallel`](crate::upload_parallel) (parts planned from
+///   the layout).
 ///
 /// Rolling an object back to an older version under the same key and
 /// name is not detected.
@@ -152,9 +152,10 @@ impl EncryptedStore {
         self
     }
 
-    /// The least ciphertext bytes of each part but the last that a
-    /// `put_multipart` upload sends (the fewest whole segments that reach
-    /// it). Stores with a smallest part (S3: 5 MiB) need at least that.
+    /// The ciphertext bytes of each part but the last that a
+    /// `put_multipart` upload sends (the header counts in the first
+    /// part's). Stores with a smallest part (S3: 5 MiB) need at least
+    /// that.
     #[must_use]
     pub fn with_part_size(mut self, part_size: u64) -> Self {
         self.part_size = part_size;

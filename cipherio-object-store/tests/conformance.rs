@@ -7,7 +7,7 @@
 //!   and `list_paginated` take a `MultipartStore` / `PaginatedListStore`,
 //!   which `EncryptedStore` is not: a part given by index cannot be sealed
 //!   without knowing where it lies in the stream (`upload_parallel` plans
-//!   parts on segment boundaries instead), and a page of ciphertext
+//!   the parts from the layout instead), and a page of ciphertext
 //!   listings is the inner store's own.
 //! - `put_opts(.., supports_update: true)` needs `PutMode::Update`, which
 //!   only some inner stores have; it runs where they do.

@@ -242,12 +242,7 @@ async fn parts_lost_once_and_resent_seal_the_same_bytes() {
             .unwrap();
         let mut done = Vec::new();
         for worker in 0..2u32 {
-            let share: Vec<u32> = plan
-                .parts
-                .iter()
-                .map(|p| p.number)
-                .filter(|n| n % 2 == worker)
-                .collect();
+            let share = common::share(&plan, worker, 2);
             faulty.arm(fault.clone());
             let first = upload_share(faulty.clone(), &key, &plan, &share, source.clone(), 2).await;
             assert!(first.is_err(), "{fault:?}");

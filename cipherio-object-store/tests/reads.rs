@@ -306,12 +306,7 @@ async fn a_plan_shared_by_workers_completes_as_one_object() {
     let mut done: Vec<PartDone> = Vec::new();
     for w in 0..3u32 {
         let plan: UploadPlan = serde_json::from_str(&json).unwrap();
-        let share: Vec<u32> = plan
-            .parts
-            .iter()
-            .map(|p| p.number)
-            .filter(|n| n % 3 == w)
-            .collect();
+        let share = common::share(&plan, w, 3);
         let mp: Arc<dyn MultipartStore> = inner.clone();
         let sent = upload_share(mp, &key(), &plan, &share, Arc::new(pt.clone()), 2)
             .await
