@@ -308,9 +308,8 @@ impl EncryptedStore {
         self.received()
             .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let size = response.meta.size;
-        let want = asked.map(|r| r.as_range(size).map_err(range_error));
-        if let Some(want) = want {
-            let want = want?;
+        if let Some(asked) = asked {
+            let want = asked.as_range(size).map_err(range_error)?;
             if bytes.len() as u64 != want.end - want.start {
                 return Err(crate::generic(format!(
                     "{location}: asked for bytes {want:?} of {size}, the store answered {}",
@@ -353,7 +352,7 @@ impl EncryptedStore {
         location: &Path,
         pinned: &Pinned,
         ranges: &[Range<u64>],
-        known: Option<Fetched>,
+        mut known: Option<Fetched>,
     ) -> Result<Vec<Bytes>> {
         let len = pinned.plaintext_len().ok_or_else(impossible)?;
         let layout = pinned.layout();
@@ -379,7 +378,6 @@ impl EncryptedStore {
             }
         }
         let options = GetOptions::default();
-        let mut known = known;
         let runs = merged.into_iter().map(|s| {
             let c = layout.ciphertext_range(s.clone());
             let whole = (c.end.min(pinned.size) - c.start) as usize;
