@@ -52,11 +52,12 @@ pub(crate) const HEADER_ATTRIBUTE: &str = "cipherio-header";
 /// - **Names.** By default the object's path is the stream's associated
 ///   data: an object moved or copied to another name by anyone but this
 ///   store fails to open. `copy` and `rename` then re-encrypt through the
-///   client (a GET, a PUT of the whole object and, for a rename, a
-///   DELETE). Turn it off with
-///   [`with_path_binding(false)`](Self::with_path_binding) and they are
-///   the inner store's server-side copy and rename, at the price of
-///   objects that can be moved undetected.
+///   client: a GET streamed into a `put_multipart` upload (one PUT for an
+///   object no larger than a part, and for the `Create` modes, which a
+///   multipart upload cannot honour) and, for a rename, a DELETE. Turn
+///   it off with [`with_path_binding(false)`](Self::with_path_binding)
+///   and they are the inner store's server-side copy and rename, at the
+///   price of objects that can be moved undetected.
 /// - **Errors.** A failure to authenticate or to parse is an
 ///   [`object_store::Error::Generic`] whose source is the
 ///   [`cipherio::Error`] a [`cipherio::CipherReader`] gives for the same
@@ -452,10 +453,36 @@ impl ObjectStore for EncryptedStore {
         // under the new name, through the client.
         let source = self.get_opts(from, GetOptions::default()).await?;
         let attributes = source.attributes.clone();
+        let create = matches!(options.mode, CopyMode::Create);
+        if !create && source.meta.size > self.part_size {
+            // Streamed into a multipart upload: a part's worth held at a
+            // time, and no single PUT's limit (S3: 5 GiB).
+            let opts = PutMultipartOptions {
+                attributes,
+                ..PutMultipartOptions::default()
+            };
+            let mut upload = self.put_multipart_opts(to, opts).await?;
+            let mut body = source.into_stream();
+            while let Some(chunk) = body.next().await {
+                let sent = match chunk {
+                    Ok(b) => upload.put_part(b.into()).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = sent {
+                    // The error to report is the first one.
+                    let _ = upload.abort().await;
+                    return Err(e);
+                }
+            }
+            upload.complete().await?;
+            return Ok(());
+        }
+        // One PUT (a multipart upload has no create-only mode).
         let plaintext = source.bytes().await?;
-        let mode = match options.mode {
-            CopyMode::Create => PutMode::Create,
-            _ => PutMode::Overwrite,
+        let mode = if create {
+            PutMode::Create
+        } else {
+            PutMode::Overwrite
         };
         let opts = PutOptions {
             mode,

@@ -329,3 +329,19 @@ async fn get_ranges_runs_ten_gets_at_once_and_fetches_each_once() {
     assert_eq!(faulty.gets.load(Ordering::SeqCst) - gets, ranges.len());
     assert_eq!(faulty.most_in_flight.load(Ordering::SeqCst), 10);
 }
+
+/// A copy (the path bound: re-encrypted through the client) of an object
+/// larger than a part is streamed into a multipart upload of parts of
+/// one size, not sent as one PUT of the whole object.
+#[tokio::test]
+async fn a_large_copy_is_a_multipart_upload() {
+    let (faulty, store) = faulty();
+    let store = store.with_part_size(3 * SEG as u64);
+    let (from, to) = (Path::from("copy/from"), Path::from("copy/to"));
+    let pt = data(10 * SEG as usize + 3, 14);
+    store.put(&from, pt.clone().into()).await.unwrap();
+    store.copy(&from, &to).await.unwrap();
+    assert_eq!(store.get(&to).await.unwrap().bytes().await.unwrap(), pt);
+    one_size(&faulty.sent.part_sizes(to.as_ref()));
+    faulty.sent.assert_no_reuse();
+}
