@@ -34,11 +34,21 @@ impl Pinned {
 }
 
 /// A bounded map from path to the last version read there; the oldest
-/// entry goes first when it is full.
-#[derive(Debug)]
+/// entry goes first when it is full. Its `Debug` says how full it is, not
+/// which paths it holds.
 pub(crate) struct HeaderCache {
     capacity: usize,
     entries: Mutex<(HashMap<Path, Pinned>, VecDeque<Path>)>,
+}
+
+impl std::fmt::Debug for HeaderCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let len = self.entries.lock().map_or(0, |g| g.0.len());
+        f.debug_struct("HeaderCache")
+            .field("capacity", &self.capacity)
+            .field("len", &len)
+            .finish()
+    }
 }
 
 impl HeaderCache {

@@ -22,7 +22,8 @@ pub const STORE: &str = "EncryptedStore";
 /// authentication, format or truncation failure: every such failure is an
 /// [`object_store::Error::Generic`] whose source is the
 /// [`cipherio::Error`] that [`cipherio::CipherReader`] gives for the same
-/// bytes.
+/// bytes (but for an object of a length no stream has: see
+/// [`EncryptedStore`]'s errors).
 ///
 /// The same as `std::error::Error::source(e)` downcast to
 /// `cipherio::Error`.

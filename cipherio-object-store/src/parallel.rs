@@ -1,17 +1,20 @@
-//! Parallel uploads through [`MultipartStore`]: parts planned on segment
-//! boundaries within the store's limits, sealed and sent by several tasks
-//! (or processes), completed in order, aborted on any error.
+//! Parallel uploads through [`MultipartStore`]: parts of one size planned
+//! within the store's limits, sealed and sent by several tasks (or
+//! processes), completed in order, aborted on any error.
 
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cipherio::segments::{Part, PartLimits, SegmentSealer};
+use cipherio::segments::{Layout, PartLimits, SegmentSealer};
 use cipherio::{Key, ReadAt};
+use hkdf::Hkdf;
+use hmac::{Hmac, KeyInit, Mac};
 use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path;
 use object_store::{PutPayload, PutResult, Result};
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use crate::{generic, store_error};
@@ -66,13 +69,22 @@ impl Default for UploadOptions {
     }
 }
 
-/// One planned part, as it travels to a worker: which segments it seals
-/// from which plaintext bytes.
+/// One planned part, as it travels to a worker: the stream bytes it
+/// holds, and the segments sealed to make them.
+///
+/// Every part but the last is the plan's part size; the first holds the
+/// header in its share, so a part's bytes need not start or end on a
+/// segment boundary: a segment that two parts share is sealed by both,
+/// from the same plaintext, and each sends its own side of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartSpec {
     /// The part's place in the upload, from 0.
     pub number: u32,
-    /// The index of its first segment.
+    /// The stream bytes it holds: start (0 for the first part: the header).
+    pub ciphertext_start: u64,
+    /// The stream bytes it holds: end.
+    pub ciphertext_end: u64,
+    /// The index of the first segment it seals.
     pub first_segment: u32,
     /// The plaintext bytes it seals: start.
     pub plaintext_start: u64,
@@ -82,21 +94,16 @@ pub struct PartSpec {
     pub last: bool,
 }
 
-impl From<&Part> for PartSpec {
-    fn from(p: &Part) -> Self {
-        PartSpec {
-            number: p.number,
-            first_segment: p.first_segment,
-            plaintext_start: p.plaintext.start,
-            plaintext_end: p.plaintext.end,
-            last: p.last,
-        }
-    }
-}
-
 /// A multipart upload in flight, serialisable (JSON) so that worker
 /// processes can each take a share of its parts: the object's path, the
-/// upload's id, the stream's header (hex) and the parts. It holds no key.
+/// upload's id, the stream's header (hex), the part size and the parts,
+/// and a MAC over all of them. It holds no key.
+///
+/// A worker seals only a plan that authenticates under its key and whose
+/// parts are the ones the layout gives for its length and part size
+/// (see [`upload_share`]): a plan edited on its way (two parts sealing
+/// one segment, another stream's header, a part past the length) is
+/// refused before anything is sealed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UploadPlan {
     /// The object's path.
@@ -109,8 +116,13 @@ pub struct UploadPlan {
     pub bind_path: bool,
     /// The plaintext's length.
     pub plaintext_len: u64,
+    /// Ciphertext bytes of every part but the last.
+    pub part_size: u64,
     /// The parts, in order.
     pub parts: Vec<PartSpec>,
+    /// HMAC-SHA256 (hex) of every other field, under a key derived from
+    /// the upload's key.
+    pub mac: String,
 }
 
 /// A part sent: its number and the id the store gave it.
@@ -122,26 +134,102 @@ pub struct PartDone {
     pub content_id: String,
 }
 
+/// The parts of a stream of `plaintext_len` bytes laid out as `layout`,
+/// every part but the last `part_size` bytes of the stream (the last at
+/// most `part_size` and the header's length).
+fn parts_of(layout: Layout, plaintext_len: u64, part_size: u64) -> Result<Vec<PartSpec>> {
+    let (header, full) = (layout.header_len(), layout.sealed_segment_len());
+    let total = layout.ciphertext_len(plaintext_len);
+    let segments = layout.segment_count(plaintext_len);
+    let size = part_size.max(1);
+    let mut count = total.div_ceil(size);
+    // A last part of the header's length or less joins the one before.
+    if count > 1 && total - (count - 1) * size <= header {
+        count -= 1;
+    }
+    (0..count)
+        .map(|k| {
+            let start = k * size;
+            let end = if k + 1 == count { total } else { start + size };
+            let first = start.saturating_sub(header) / full;
+            let past = (end - header).div_ceil(full).min(segments);
+            Ok(PartSpec {
+                number: u32::try_from(k).map_err(generic)?,
+                ciphertext_start: start,
+                ciphertext_end: end,
+                first_segment: u32::try_from(first).map_err(generic)?,
+                plaintext_start: first * u64::from(layout.segment_size()),
+                plaintext_end: (past * u64::from(layout.segment_size())).min(plaintext_len),
+                last: past == segments,
+            })
+        })
+        .collect()
+}
+
+/// The key of a plan's MAC, derived from the upload's key.
+fn mac_key(key: &Key) -> Zeroizing<[u8; 32]> {
+    let mut okm = Zeroizing::new([0; 32]);
+    Hkdf::<Sha256>::new(None, key.as_bytes())
+        .expand(b"cipherio-object-store upload plan MAC", &mut *okm)
+        .unwrap_or_else(|_| unreachable!("32 bytes of HKDF-SHA256 output"));
+    okm
+}
+
 impl UploadPlan {
     fn path(&self) -> Result<Path> {
         Ok(Path::parse(&self.path)?)
     }
 
-    fn sealer(&self, key: &Key) -> Result<SegmentSealer> {
-        let header = hex::decode(&self.header).map_err(generic)?;
-        let aad = if self.bind_path {
+    fn aad(&self) -> &[u8] {
+        if self.bind_path {
             self.path.as_bytes()
         } else {
             b""
-        };
-        SegmentSealer::from_header(key, &header, aad).map_err(store_error)
+        }
+    }
+
+    /// The MAC of every field but `mac`: over their JSON, which serde
+    /// writes the same for the same values.
+    fn mac_of(&self, key: &Key) -> Result<Hmac<Sha256>> {
+        let fields = serde_json::to_vec(&UploadPlan {
+            mac: String::new(),
+            ..self.clone()
+        })
+        .map_err(generic)?;
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&*mac_key(key))
+            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        mac.update(&fields);
+        Ok(mac)
+    }
+
+    /// The sealer of a plan that authenticates under `key` and whose
+    /// parts are the layout's for its length and part size; else an
+    /// error, before anything is sealed.
+    fn sealer(&self, key: &Key) -> Result<SegmentSealer> {
+        let mac = hex::decode(&self.mac).unwrap_or_default();
+        if self.mac_of(key)?.verify_slice(&mac).is_err() {
+            return Err(generic(
+                "the upload plan does not authenticate under this key: it was edited or \
+                 made under another key; nothing was sealed or sent",
+            ));
+        }
+        let header = hex::decode(&self.header).map_err(generic)?;
+        let sealer = SegmentSealer::from_header(key, &header, self.aad()).map_err(store_error)?;
+        if self.parts != parts_of(sealer.layout(), self.plaintext_len, self.part_size)? {
+            return Err(generic(
+                "the upload plan's parts are not its layout's (contiguous, in order, \
+                 within its length): nothing was sealed or sent",
+            ));
+        }
+        Ok(sealer)
     }
 }
 
 /// Plans an upload of `plaintext_len` bytes to `path` and starts it: a
-/// fresh stream header, the parts cut on segment boundaries within
-/// `options.limits` ([`cipherio::segments::Layout::plan_parts`]), and the
-/// store's multipart upload.
+/// fresh stream header, parts of one size within `options.limits` (the
+/// size [`cipherio::segments::Layout::plan_parts`] gives its first part,
+/// the header counted in it), the store's multipart upload, and the
+/// plan's MAC under `key`.
 ///
 /// # Errors
 ///
@@ -161,10 +249,12 @@ pub async fn create_plan(
         b""
     };
     let sealer = SegmentSealer::new(key, options.segment_size, aad).map_err(store_error)?;
-    let parts = sealer
-        .layout()
+    let layout = sealer.layout();
+    let planned = layout
         .plan_parts(plaintext_len, options.part_size, &options.limits)
         .map_err(generic)?;
+    let part_size = planned[0].segments * layout.sealed_segment_len();
+    let parts = parts_of(layout, plaintext_len, part_size)?;
     // A copy of the header in the object's metadata, where the store keeps
     // it, makes a ranged read of an uncached object one GET.
     let attributes = object_store::Attributes::from_iter([(
@@ -177,14 +267,18 @@ pub async fn create_plan(
         ) => store.create_multipart(path).await?,
         other => other?,
     };
-    Ok(UploadPlan {
+    let mut plan = UploadPlan {
         path: path.to_string(),
         upload_id,
         header: hex::encode(sealer.header()),
         bind_path: options.bind_path,
         plaintext_len,
-        parts: parts.iter().map(PartSpec::from).collect(),
-    })
+        part_size,
+        parts,
+        mac: String::new(),
+    };
+    plan.mac = hex::encode(plan.mac_of(key)?.finalize().into_bytes());
+    Ok(plan)
 }
 
 /// Seals and sends the parts of `plan` numbered in `share` (all of them
@@ -192,13 +286,26 @@ pub async fn create_plan(
 /// from `source`; returns the parts sent, for
 /// [`complete_plan`].
 ///
+/// The plan is checked first: it must authenticate under `key` (its MAC)
+/// and its parts must be the ones its layout gives; else nothing is
+/// sealed or sent.
+///
 /// A part is sealed from the same plaintext however often it is retried,
-/// so its nonces never seal two different plaintexts.
+/// so its nonces never seal two different plaintexts, as long as the
+/// source does not change while the upload runs. If it does change
+/// between two reads of one segment (a part retried, or the two workers
+/// of two parts that share a segment), that segment is sealed twice
+/// under one nonce from two plaintexts: a part retried then leaves two
+/// ciphertexts of it at the store until the upload is completed or
+/// aborted, and the completed object may fail to authenticate there.
+/// Keep the source still until the upload is complete, or start over
+/// with a new plan (a new header).
 ///
 /// # Errors
 ///
-/// The first of the store's, the source's and the sealer's errors; the
-/// parts not yet sent are then not sent.
+/// A plan that does not authenticate or whose parts are not its
+/// layout's; the first of the store's, the source's and the sealer's
+/// errors; the parts not yet sent are then not sent.
 pub async fn upload_share(
     store: Arc<dyn MultipartStore>,
     key: &Key,
@@ -259,20 +366,26 @@ pub async fn upload_share(
     Ok(all)
 }
 
-/// Reads part `spec`'s plaintext from `source` and seals it: the header
-/// first for part 0, then its segments.
+/// Reads part `spec`'s plaintext from `source` and seals its segments
+/// (after the header for the first), then keeps the part's own bytes.
 fn seal_part(sealer: &SegmentSealer, spec: &PartSpec, source: &dyn ReadAt) -> Result<PutPayload> {
     let len = usize::try_from(spec.plaintext_end - spec.plaintext_start).map_err(generic)?;
     let mut plaintext = Zeroizing::new(vec![0; len]);
     read_exact_at(source, &mut plaintext, spec.plaintext_start).map_err(generic)?;
-    let mut out = Vec::new();
-    if spec.number == 0 {
-        out.extend_from_slice(sealer.header());
-    }
+    let layout = sealer.layout();
+    let (mut out, at) = if spec.first_segment == 0 {
+        (sealer.header().to_vec(), 0)
+    } else {
+        let at = layout
+            .ciphertext_range(spec.first_segment..spec.first_segment)
+            .start;
+        (Vec::new(), at)
+    };
     sealer
         .seal_segments(spec.first_segment, &plaintext, spec.last, &mut out)
         .map_err(store_error)?;
-    Ok(out.into())
+    let own = (spec.ciphertext_start - at) as usize..(spec.ciphertext_end - at) as usize;
+    Ok(bytes::Bytes::from(out).slice(own).into())
 }
 
 /// Completes `plan` with the parts `done` (from every worker, any order):

@@ -21,6 +21,10 @@ use crate::{STORE, store_error};
 /// most this many bytes, as `object_store` coalesces its own.
 const COALESCE: u64 = object_store::OBJECT_STORE_COALESCE_DEFAULT;
 
+/// Ranged GETs that `get_ranges` has in flight at once, as `object_store`
+/// runs its own.
+const PARALLEL: usize = 10;
+
 /// Sealed segments fetched from an object: `bytes` start at segment
 /// `first`.
 struct Fetched {
@@ -89,14 +93,7 @@ impl EncryptedStore {
             size: response.meta.size,
             opener: opener.clone(),
         };
-        let Some(len) = pinned.plaintext_len() else {
-            // No stream of this header is this long: opening it all names
-            // the failure as a reader would.
-            while let Some(b) = stream.try_next().await? {
-                buf.extend_from_slice(&b);
-            }
-            return Err(store_error(open_error(&opener, 0, &buf[header_len..])));
-        };
+        let len = pinned.plaintext_len().ok_or_else(impossible)?;
         self.cache.insert(location, &pinned);
         buf.drain(..header_len);
         let body = opened(opener, buf, stream);
@@ -224,9 +221,7 @@ impl EncryptedStore {
         range: &GetRange,
         known: Option<(Response, Option<Fetched>)>,
     ) -> Result<GetResult> {
-        let Some(len) = pinned.plaintext_len() else {
-            return Err(self.whole_error(location, pinned).await);
-        };
+        let len = pinned.plaintext_len().ok_or_else(impossible)?;
         let r = range.as_range(len).map_err(range_error)?;
         let layout = pinned.layout();
         // An empty range still opens a segment (the last), so that even
@@ -299,27 +294,10 @@ impl EncryptedStore {
         ))
     }
 
-    /// The error of an object whose length no stream of its header has:
-    /// the whole version, opened as a reader would.
-    async fn whole_error(&self, location: &Path, pinned: &Pinned) -> object_store::Error {
-        let header_len = pinned.layout().header_len();
-        let opts = GetOptions {
-            range: Some(GetRange::Offset(header_len)),
-            if_match: pinned.e_tag.clone(),
-            version: pinned.version.clone(),
-            ..GetOptions::default()
-        };
-        let body = self.ranged_get(location, opts).await.map(|(_, b)| b);
-        match body {
-            Ok(body) => store_error(open_error(&pinned.opener, 0, &body)),
-            // Only a header: the stream ends before its final segment.
-            Err(_) if pinned.size <= header_len => store_error(cipherio::Error::Truncated),
-            Err(e) => e,
-        }
-    }
-
-    /// A ranged GET and its bytes, counted.
+    /// A ranged GET and its bytes, counted: exactly the bytes asked for
+    /// (cut at the object's end), else an error.
     async fn ranged_get(&self, location: &Path, opts: GetOptions) -> Result<(Response, Bytes)> {
+        let asked = opts.range.clone();
         let result = self.inner_get(location, opts).await?;
         let response = Response {
             meta: result.meta.clone(),
@@ -329,6 +307,16 @@ impl EncryptedStore {
         let bytes = result.bytes().await?;
         self.received()
             .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        let size = response.meta.size;
+        if let Some(asked) = asked {
+            let want = asked.as_range(size).map_err(range_error)?;
+            if bytes.len() as u64 != want.end - want.start {
+                return Err(crate::generic(format!(
+                    "{location}: asked for bytes {want:?} of {size}, the store answered {}",
+                    bytes.len()
+                )));
+            }
+        }
         Ok((response, bytes))
     }
 
@@ -342,31 +330,31 @@ impl EncryptedStore {
         }
         let options = GetOptions::default();
         if let Some(pinned) = self.warm(location, &options) {
-            match self.ranges_of(location, &pinned, ranges).await {
+            match self.ranges_of(location, &pinned, ranges, None).await {
                 Err(object_store::Error::Precondition { .. }) => self.cache.remove(location),
                 other => return other,
             }
         }
         // The version and header: the segments of the first range, from
-        // byte 0 if they start there.
+        // byte 0 if they start there; they serve that range's GET too.
         let first = ranges[0].clone();
-        let (pinned, _, _) = self
+        let (pinned, _, fetched) = self
             .pin(location, &options, &GetRange::Bounded(first))
             .await?;
-        self.ranges_of(location, &pinned, ranges).await
+        self.ranges_of(location, &pinned, ranges, fetched).await
     }
 
     /// `ranges` of the version `pinned`: the segments they need, merged
-    /// where they lie close, one ranged GET each, all at once.
+    /// where they lie close, one ranged GET each (none for the run
+    /// `known` holds whole), at most [`PARALLEL`] at once.
     async fn ranges_of(
         &self,
         location: &Path,
         pinned: &Pinned,
         ranges: &[Range<u64>],
+        mut known: Option<Fetched>,
     ) -> Result<Vec<Bytes>> {
-        let Some(len) = pinned.plaintext_len() else {
-            return Err(self.whole_error(location, pinned).await);
-        };
+        let len = pinned.plaintext_len().ok_or_else(impossible)?;
         let layout = pinned.layout();
         let resolved = ranges
             .iter()
@@ -390,15 +378,34 @@ impl EncryptedStore {
             }
         }
         let options = GetOptions::default();
-        let opened = futures::future::try_join_all(merged.iter().map(|s| async {
-            let (_, f) = self.fetch(location, &options, pinned, s.clone()).await?;
-            let plaintext = open_run(pinned, s.clone(), &f.bytes)?;
-            Ok::<_, object_store::Error>((
-                layout.plaintext_range(s.clone()).start,
-                Bytes::from(plaintext),
-            ))
-        }))
-        .await?;
+        let runs = merged.into_iter().map(|s| {
+            let c = layout.ciphertext_range(s.clone());
+            let whole = (c.end.min(pinned.size) - c.start) as usize;
+            let held = known
+                .take_if(|f| f.first == s.start && f.bytes.len() >= whole)
+                .map(|f| f.bytes.slice(..whole));
+            (s, held)
+        });
+        let opened: Vec<(u64, Bytes)> = futures::stream::iter(runs)
+            .map(|(s, held)| async {
+                let sealed = match held {
+                    Some(b) => b,
+                    None => {
+                        self.fetch(location, &options, pinned, s.clone())
+                            .await?
+                            .1
+                            .bytes
+                    }
+                };
+                let plaintext = open_run(pinned, s.clone(), &sealed)?;
+                Ok::<_, object_store::Error>((
+                    layout.plaintext_range(s).start,
+                    Bytes::from(plaintext),
+                ))
+            })
+            .buffered(PARALLEL)
+            .try_collect()
+            .await?;
         Ok(resolved
             .iter()
             .map(|r| {
@@ -427,15 +434,11 @@ fn open_run(pinned: &Pinned, segments: Range<u32>, sealed: &[u8]) -> Result<Vec<
     Ok(out)
 }
 
-/// The error of opening `body` (segments from `first` on, to the end of
-/// the stream) that must fail.
-fn open_error(opener: &SegmentOpener, first: u32, body: &[u8]) -> cipherio::Error {
-    match opener.open_segments(first, body, true, &mut Vec::new()) {
-        Err(e) => e,
-        // A length no stream has cannot open; were it to, the stream is
-        // still not one this layout describes.
-        Ok(_) => cipherio::Error::Truncated,
-    }
+/// The error of an object whose length no stream of its header has,
+/// named from the length alone: its final segment is cut (or bytes
+/// follow it; only reading it all could tell which).
+fn impossible() -> object_store::Error {
+    store_error(cipherio::Error::Truncated)
 }
 
 /// A range the object does not hold.

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use async_trait::async_trait;
 use cipherio::Key;
 use cipherio::segments::{Layout, SegmentSealer};
-use futures::StreamExt;
 use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{
     Attribute, Attributes, CopyMode, CopyOptions, GetOptions, GetResult, ListResult,
@@ -41,32 +41,44 @@ pub(crate) const HEADER_ATTRIBUTE: &str = "cipherio-header";
 ///   header is stored under `cipherio-header`), else from a second GET of
 ///   its first 53 bytes. [`get_requests`](Self::get_requests) counts the
 ///   GETs.
-/// - **Sizes.** `head` and `list` report plaintext sizes, computed from
-///   the ciphertext size with this store's segment size (an object
-///   written with another segment size is sized right once its header is
-///   cached, and always read right).
+/// - **Sizes.** `head` and every listing (`list`, `list_with_offset`,
+///   `list_with_delimiter`) report plaintext sizes, all computed alike:
+///   from the ciphertext size with the segment size of the object's
+///   cached header, else this store's (an object written with another
+///   segment size is sized right once its header is cached, and always
+///   read right). An object whose length no stream has (not a cipherio
+///   object, or one cut short) is listed with size 0 and never fails a
+///   listing; `head` and `get` of it fail.
 /// - **Names.** By default the object's path is the stream's associated
 ///   data: an object moved or copied to another name by anyone but this
 ///   store fails to open. `copy` and `rename` then re-encrypt through the
-///   client (a GET, a PUT of the whole object and, for a rename, a
-///   DELETE). Turn it off with
-///   [`with_path_binding(false)`](Self::with_path_binding) and they are
-///   the inner store's server-side copy and rename, at the price of
-///   objects that can be moved undetected.
+///   client: a GET streamed into a `put_multipart` upload (one PUT for an
+///   object no larger than a part, and for the `Create` modes, which a
+///   multipart upload cannot honour) and, for a rename, a DELETE. Turn
+///   it off with [`with_path_binding(false)`](Self::with_path_binding)
+///   and they are the inner store's server-side copy and rename, at the
+///   price of objects that can be moved undetected.
 /// - **Errors.** A failure to authenticate or to parse is an
 ///   [`object_store::Error::Generic`] whose source is the
 ///   [`cipherio::Error`] a [`cipherio::CipherReader`] gives for the same
-///   bytes: get it back with [`cipher_error`](crate::cipher_error).
+///   bytes: get it back with [`cipher_error`](crate::cipher_error). An
+///   object whose length no stream of its header has is refused as
+///   [`cipherio::Error::Truncated`] from its length alone, without
+///   fetching its segments (a reader of all its bytes may name it
+///   `TrailingData`). A store that answers a ranged GET with more or
+///   fewer bytes than asked gives an error, never a panic.
+/// - **Onto itself.** `copy(a, a)` and `rename(a, a)` leave the object as
+///   it was (they fail only if it does not exist, or for the `Create`
+///   modes, since it does).
 /// - **Not offered.** [`object_store::multipart::MultipartStore`]: a part
 ///   given by index cannot be sealed without knowing where it lies in the
 ///   stream. Use [`put_multipart`](object_store::ObjectStoreExt::put_multipart)
 ///   (parts sealed in order as they fill) or
-///   [`upload_parallel`](crate::upload_parallel) (parts planned on
-///   segment boundaries).
+///   [`upload_parallel`](crate::upload_parallel) (parts planned from
+///   the layout).
 ///
 /// Rolling an object back to an older version under the same key and
 /// name is not detected.
-#[derive(Debug)]
 pub struct EncryptedStore {
     inner: Arc<dyn ObjectStore>,
     key: Key,
@@ -141,9 +153,10 @@ impl EncryptedStore {
         self
     }
 
-    /// The least ciphertext bytes of each part but the last that a
-    /// `put_multipart` upload sends (the fewest whole segments that reach
-    /// it). Stores with a smallest part (S3: 5 MiB) need at least that.
+    /// The ciphertext bytes of each part but the last that a
+    /// `put_multipart` upload sends (the header counts in the first
+    /// part's). Stores with a smallest part (S3: 5 MiB) need at least
+    /// that.
     #[must_use]
     pub fn with_part_size(mut self, part_size: u64) -> Self {
         self.part_size = part_size;
@@ -204,14 +217,39 @@ impl EncryptedStore {
         self.inner.get_opts(path, options).await
     }
 
-    /// `meta` with the plaintext size: with the cached header's layout
-    /// when the cache holds this version, else this store's.
+    /// `meta` with the plaintext size (see [`plaintext_size`]), or an
+    /// error for a length no stream has.
     pub(crate) fn plaintext_meta(&self, meta: ObjectMeta) -> Result<ObjectMeta> {
-        let layout = match self.cache.get(&meta.location) {
-            Some(p) if p.e_tag.is_some() && p.e_tag == meta.e_tag => p.layout(),
-            _ => self.layout,
-        };
-        sized(layout, meta)
+        let size = plaintext_size(&self.cache, self.layout, &meta).ok_or_else(|| {
+            generic(format!(
+                "{}: {} bytes is no encrypted object's length",
+                meta.location, meta.size
+            ))
+        })?;
+        Ok(ObjectMeta { size, ..meta })
+    }
+
+    /// A listing of the inner store's, sized as every listing is.
+    fn listed(
+        &self,
+        list: BoxStream<'static, Result<ObjectMeta>>,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        let (cache, layout) = (Arc::clone(&self.cache), self.layout);
+        list.map_ok(move |m| listed_meta(&cache, layout, m)).boxed()
+    }
+
+    /// A copy or rename of `path` onto itself: the object stays as it
+    /// was; the answer is whether it exists and, for `create`, that it
+    /// does.
+    async fn onto_itself(&self, path: &Path, create: bool) -> Result<()> {
+        object_store::ObjectStoreExt::head(&self.inner, path).await?;
+        if create {
+            return Err(object_store::Error::AlreadyExists {
+                path: path.to_string(),
+                source: "copied or renamed onto itself".into(),
+            });
+        }
+        Ok(())
     }
 
     /// `attributes` with the store's header attribute added, if it keeps
@@ -283,12 +321,30 @@ pub(crate) fn user_attributes(mut attributes: Attributes) -> Attributes {
     attributes
 }
 
+/// Names the inner store as its `Display` does, and says how many headers
+/// are cached, not which paths.
+impl fmt::Debug for EncryptedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EncryptedStore")
+            .field("inner", &format_args!("{}", self.inner))
+            .field("key", &self.key)
+            .field("layout", &self.layout)
+            .field("bind_path", &self.bind_path)
+            .field("part_size", &self.part_size)
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
+    }
+}
+
 impl fmt::Display for EncryptedStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "EncryptedStore({})", self.inner)
     }
 }
 
+// Every trait method is written here, none left to its default: a
+// default built from the others could skip the encryption or the cache.
+#[deny(clippy::missing_trait_methods)]
 #[async_trait]
 impl ObjectStore for EncryptedStore {
     async fn put_opts(
@@ -363,11 +419,7 @@ impl ObjectStore for EncryptedStore {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        let layout = self.layout;
-        self.inner
-            .list(prefix)
-            .map(move |m| m.and_then(|m| sized(layout, m)))
-            .boxed()
+        self.listed(self.inner.list(prefix))
     }
 
     fn list_with_offset(
@@ -375,11 +427,7 @@ impl ObjectStore for EncryptedStore {
         prefix: Option<&Path>,
         offset: &Path,
     ) -> BoxStream<'static, Result<ObjectMeta>> {
-        let layout = self.layout;
-        self.inner
-            .list_with_offset(prefix, offset)
-            .map(move |m| m.and_then(|m| sized(layout, m)))
-            .boxed()
+        self.listed(self.inner.list_with_offset(prefix, offset))
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
@@ -387,12 +435,17 @@ impl ObjectStore for EncryptedStore {
         list.objects = list
             .objects
             .into_iter()
-            .map(|m| self.plaintext_meta(m))
-            .collect::<Result<_>>()?;
+            .map(|m| listed_meta(&self.cache, self.layout, m))
+            .collect();
         Ok(list)
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        if from == to {
+            return self
+                .onto_itself(from, matches!(options.mode, CopyMode::Create))
+                .await;
+        }
         if !self.bind_path {
             return self.inner.copy_opts(from, to, options).await;
         }
@@ -400,10 +453,36 @@ impl ObjectStore for EncryptedStore {
         // under the new name, through the client.
         let source = self.get_opts(from, GetOptions::default()).await?;
         let attributes = source.attributes.clone();
+        let create = matches!(options.mode, CopyMode::Create);
+        if !create && source.meta.size > self.part_size {
+            // Streamed into a multipart upload: a part's worth held at a
+            // time, and no single PUT's limit (S3: 5 GiB).
+            let opts = PutMultipartOptions {
+                attributes,
+                ..PutMultipartOptions::default()
+            };
+            let mut upload = self.put_multipart_opts(to, opts).await?;
+            let mut body = source.into_stream();
+            while let Some(chunk) = body.next().await {
+                let sent = match chunk {
+                    Ok(b) => upload.put_part(b.into()).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = sent {
+                    // The error to report is the first one.
+                    let _ = upload.abort().await;
+                    return Err(e);
+                }
+            }
+            upload.complete().await?;
+            return Ok(());
+        }
+        // One PUT (a multipart upload has no create-only mode).
         let plaintext = source.bytes().await?;
-        let mode = match options.mode {
-            CopyMode::Create => PutMode::Create,
-            _ => PutMode::Overwrite,
+        let mode = if create {
+            PutMode::Create
+        } else {
+            PutMode::Overwrite
         };
         let opts = PutOptions {
             mode,
@@ -420,13 +499,18 @@ impl ObjectStore for EncryptedStore {
         to: &Path,
         options: object_store::RenameOptions,
     ) -> Result<()> {
+        let create = matches!(options.target_mode, object_store::RenameTargetMode::Create);
+        if from == to {
+            return self.onto_itself(from, create).await;
+        }
         if !self.bind_path {
             self.cache.remove(from);
             return self.inner.rename_opts(from, to, options).await;
         }
-        let mode = match options.target_mode {
-            object_store::RenameTargetMode::Create => CopyMode::Create,
-            _ => CopyMode::Overwrite,
+        let mode = if create {
+            CopyMode::Create
+        } else {
+            CopyMode::Overwrite
         };
         self.copy_opts(from, to, CopyOptions::new().with_mode(mode))
             .await?;
@@ -438,15 +522,21 @@ impl ObjectStore for EncryptedStore {
     }
 }
 
-/// `meta` with the plaintext size under `layout`, for listings.
-fn sized(layout: Layout, mut meta: ObjectMeta) -> Result<ObjectMeta> {
-    let size = meta.size;
-    meta.size = layout.plaintext_len(size).ok_or_else(|| {
-        generic(format!(
-            "{}: {size} bytes is no encrypted object's length with {}-byte segments",
-            meta.location,
-            layout.segment_size()
-        ))
-    })?;
-    Ok(meta)
+/// The plaintext size of the object `meta` describes: from its
+/// ciphertext length, with the layout of its header when the cache holds
+/// this version, else with `layout` (this store's); `None` when no stream
+/// of that layout is that long.
+fn plaintext_size(cache: &HeaderCache, layout: Layout, meta: &ObjectMeta) -> Option<u64> {
+    let layout = match cache.get(&meta.location) {
+        Some(p) if p.e_tag.is_some() && p.e_tag == meta.e_tag => p.layout(),
+        _ => layout,
+    };
+    layout.plaintext_len(meta.size)
+}
+
+/// `meta` as a listing gives it: sized as [`plaintext_size`], 0 for an
+/// object of a length no stream has (one this store cannot read).
+fn listed_meta(cache: &HeaderCache, layout: Layout, meta: ObjectMeta) -> ObjectMeta {
+    let size = plaintext_size(cache, layout, &meta).unwrap_or(0);
+    ObjectMeta { size, ..meta }
 }

@@ -7,7 +7,7 @@
 //!   and `list_paginated` take a `MultipartStore` / `PaginatedListStore`,
 //!   which `EncryptedStore` is not: a part given by index cannot be sealed
 //!   without knowing where it lies in the stream (`upload_parallel` plans
-//!   parts on segment boundaries instead), and a page of ciphertext
+//!   the parts from the layout instead), and a page of ciphertext
 //!   listings is the inner store's own.
 //! - `put_opts(.., supports_update: true)` needs `PutMode::Update`, which
 //!   only some inner stores have; it runs where they do.
@@ -54,6 +54,21 @@ async fn in_memory() {
     suite(&store, true).await;
     put_opts(&store, true).await;
     multipart_race_condition(&store, true).await;
+}
+
+#[tokio::test]
+async fn in_memory_through_the_fault_layer() {
+    // No fault armed: the layer only records every byte sent, and no
+    // segment index of any stream the suite writes is sent twice with
+    // other bytes.
+    let faulty = Arc::new(common::faults::Faulty::new(Arc::new(InMemory::new())));
+    let store = encrypted(faulty.clone())
+        .with_segment_size(64)
+        .unwrap()
+        .with_part_size(5 << 20);
+    suite(&store, true).await;
+    put_opts(&store, true).await;
+    faulty.sent.assert_no_reuse();
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ use cipherio_object_store::{
     create_plan, upload_parallel, upload_share,
 };
 use common::{data, key, raw, reader};
+use futures::StreamExt;
 use object_store::memory::InMemory;
 use object_store::multipart::MultipartStore;
 use object_store::path::Path;
@@ -305,12 +306,7 @@ async fn a_plan_shared_by_workers_completes_as_one_object() {
     let mut done: Vec<PartDone> = Vec::new();
     for w in 0..3u32 {
         let plan: UploadPlan = serde_json::from_str(&json).unwrap();
-        let share: Vec<u32> = plan
-            .parts
-            .iter()
-            .map(|p| p.number)
-            .filter(|n| n % 3 == w)
-            .collect();
+        let share = common::share(&plan, w, 3);
         let mp: Arc<dyn MultipartStore> = inner.clone();
         let sent = upload_share(mp, &key(), &plan, &share, Arc::new(pt.clone()), 2)
             .await
@@ -324,4 +320,153 @@ async fn a_plan_shared_by_workers_completes_as_one_object() {
     complete_plan(&*inner, &plan, done).await.unwrap();
     let stored = raw(inner.as_ref(), &path).await;
     assert_eq!(reader(&key(), path.as_ref(), &stored).unwrap(), pt);
+}
+
+/// `copy(a, a)` and `rename(a, a)` leave the object byte for byte as it
+/// was, path bound or not, over a store whose own rename of an object
+/// onto itself deletes it (`InMemory`) and one whose does not
+/// (`LocalFileSystem`); the `Create` modes say it exists.
+#[tokio::test]
+async fn copy_or_rename_onto_itself_leaves_the_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+    let inners: [Arc<dyn ObjectStore>; 2] = [Arc::new(InMemory::new()), Arc::new(local)];
+    for inner in inners {
+        for bind in [true, false] {
+            let s = store(inner.clone()).with_path_binding(bind);
+            let path = Path::from(format!("itself/{bind}"));
+            let pt = data(3 * SEG + 5, 8);
+            s.put(&path, pt.clone().into()).await.unwrap();
+            let before = raw(inner.as_ref(), &path).await;
+            s.copy(&path, &path).await.unwrap();
+            s.rename(&path, &path).await.unwrap();
+            assert!(s.copy_if_not_exists(&path, &path).await.is_err());
+            assert!(s.rename_if_not_exists(&path, &path).await.is_err());
+            assert_eq!(
+                raw(inner.as_ref(), &path).await,
+                before,
+                "{inner} bind {bind}"
+            );
+            assert_eq!(s.get(&path).await.unwrap().bytes().await.unwrap(), pt);
+        }
+    }
+}
+
+/// An object whose length no stream has (cut a few bytes into its final
+/// tag) is refused as truncated from its length: a ranged read fetches
+/// only what it asked for, a whole read only the header's chunk.
+#[tokio::test]
+async fn an_impossible_length_is_named_without_downloading_the_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let inner: Arc<dyn ObjectStore> =
+        Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    let writer = store(inner.clone());
+    let path = Path::from("impossible");
+    writer
+        .put(&path, data(200 * SEG + 10, 9).into())
+        .await
+        .unwrap();
+    let mut stream = raw(inner.as_ref(), &path).await;
+    stream.truncate(stream.len() - 15);
+    inner.put(&path, stream.clone().into()).await.unwrap();
+    assert_eq!(
+        reader(&key(), path.as_ref(), &stream),
+        Err(cipherio::Error::Truncated)
+    );
+
+    let s = store(inner.clone());
+    let err = s.get_range(&path, 0..SEG as u64).await.unwrap_err();
+    assert!(
+        matches!(cipher_error(&err), Some(cipherio::Error::Truncated)),
+        "{err}"
+    );
+    // One segment and the header asked for, whatever the object's size.
+    assert!(
+        s.bytes_fetched() <= 2 * (SEG as u64 + 16) + 53,
+        "{}",
+        s.bytes_fetched()
+    );
+    let err = s.get(&path).await.unwrap_err();
+    assert!(
+        matches!(cipher_error(&err), Some(cipherio::Error::Truncated)),
+        "{err}"
+    );
+    assert!(
+        s.bytes_fetched() < stream.len() as u64 / 4,
+        "{}",
+        s.bytes_fetched()
+    );
+}
+
+/// Listings never fail because of one object that is not a cipherio
+/// stream (a 0- or 1-byte marker: size 0), and `list`, `list_with_offset`
+/// and `list_with_delimiter` size every object alike: an object written
+/// with another segment size, once its header is cached, by its header.
+#[tokio::test]
+async fn listings_size_alike_and_survive_foreign_objects() {
+    let inner = Arc::new(InMemory::new());
+    let s = store(inner.clone());
+    let other = EncryptedStore::new(inner.clone(), key())
+        .with_segment_size(4 * SEG as u32)
+        .unwrap();
+    s.put(&Path::from("l/a"), data(5 * SEG + 3, 1).into())
+        .await
+        .unwrap();
+    other
+        .put(&Path::from("l/b"), data(9 * SEG + 7, 2).into())
+        .await
+        .unwrap();
+    inner
+        .put(&Path::from("l/marker0"), Vec::new().into())
+        .await
+        .unwrap();
+    inner
+        .put(&Path::from("l/marker1"), vec![1].into())
+        .await
+        .unwrap();
+    // Reading `l/b` caches its header: its size is then its own.
+    s.get_range(&Path::from("l/b"), 0..10).await.unwrap();
+    let prefix = Path::from("l");
+    let sizes = |metas: Vec<object_store::ObjectMeta>| {
+        let mut v: Vec<(String, u64)> = metas
+            .into_iter()
+            .map(|m| (m.location.to_string(), m.size))
+            .collect();
+        v.sort();
+        v
+    };
+    let listed = sizes(s.list(Some(&prefix)).map(Result::unwrap).collect().await);
+    let offset = sizes(
+        s.list_with_offset(Some(&prefix), &Path::from("l/"))
+            .map(Result::unwrap)
+            .collect()
+            .await,
+    );
+    let delimited = sizes(s.list_with_delimiter(Some(&prefix)).await.unwrap().objects);
+    let want: Vec<(String, u64)> = [
+        ("l/a", 5 * SEG as u64 + 3),
+        ("l/b", 9 * SEG as u64 + 7),
+        ("l/marker0", 0),
+        ("l/marker1", 0),
+    ]
+    .iter()
+    .map(|(p, n)| (p.to_string(), *n))
+    .collect();
+    assert_eq!(listed, want);
+    assert_eq!(offset, want);
+    assert_eq!(delimited, want);
+}
+
+/// `Debug` of a store says how many headers it caches, not the paths.
+#[tokio::test]
+async fn debug_prints_no_cached_paths() {
+    let s = store(Arc::new(InMemory::new()));
+    for i in 0..20 {
+        let path = Path::from(format!("secret-name-{i}"));
+        s.put(&path, data(10, i).into()).await.unwrap();
+        s.get_range(&path, 0..1).await.unwrap();
+    }
+    let debug = format!("{s:?}");
+    assert!(!debug.contains("secret-name"), "{debug}");
+    assert!(debug.contains("len: 20"), "{debug}");
 }

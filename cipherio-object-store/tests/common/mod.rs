@@ -41,9 +41,21 @@ pub fn reader(key: &Key, path: &str, stream: &[u8]) -> Result<Vec<u8>, cipherio:
     }
 }
 
+pub mod faults;
 pub mod moto;
 
+#[allow(unused_imports)]
 pub use moto::s3;
+
+/// The parts of `plan` that worker `worker` of `workers` takes: every
+/// `workers`-th.
+pub fn share(plan: &cipherio_object_store::UploadPlan, worker: u32, workers: u32) -> Vec<u32> {
+    plan.parts
+        .iter()
+        .map(|p| p.number)
+        .filter(|n| n % workers == worker)
+        .collect()
+}
 
 /// Every object in `store` with its raw bytes.
 pub async fn raw(store: &dyn ObjectStore, path: &object_store::path::Path) -> Vec<u8> {
