@@ -11,7 +11,8 @@
 //!   `tests/tamper.rs` hold for it);
 //! * misbehaving inner I/O (`WouldBlock`, `Interrupted` at every call
 //!   position, 1-byte calls): nothing lost, nothing sealed twice;
-//! * `threads(0)` is refused;
+//! * `threads(0)` is refused; a count past the CPUs (`usize::MAX`) is
+//!   clamped to them, and so are the buffers sized by it;
 //! * threads that start in the middle of a stream (as they do once it
 //!   has delivered its first MiB or two) keep all of the above; every
 //!   other test here starts them with the first byte;
@@ -809,6 +810,62 @@ fn zero_threads_are_refused() {
         let mut r = front.build_reader(CipherReader::builder(&key).threads(0), &ct[..]);
         let e = read_in(&mut r, &ReadMode::ToEnd).1.unwrap_err();
         assert_eq!(crate_error_of(&e), Some(want.clone()), "{front:?}");
+    }
+}
+
+/// A thread count past the machine's CPUs (`usize::MAX`, 2^20) is
+/// clamped to them: streams sealed and opened with it round-trip on every
+/// front, in small and large calls, with and without prefetch.
+#[test]
+fn huge_thread_counts_round_trip() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 4 * KIB;
+    let pt = data(3 * batch(2, seg) * seg + 100, 31);
+    for &front in Front::ALL {
+        for t in [usize::MAX, 1 << 20] {
+            for mode in [WriteMode::Fixed(1000), WriteMode::AllAtOnce] {
+                let b = CipherWriter::builder(&key).capacity(seg).threads(t);
+                let ct = encrypt(front, b.threads_after(0), &pt, &mode);
+                for &prefetch in &[false, true] {
+                    for read in [ReadMode::Chunks(1000), ReadMode::Chunks(5 * seg + 3)] {
+                        let b = CipherReader::builder(&key).threads(t).threads_after(0);
+                        let ctx = format!("threads({t}), {mode:?}, prefetch {prefetch}");
+                        decrypt_ok(&ctx, front, b.prefetch(prefetch), &ct, &pt, &read);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A writer asked for far more threads than the machine has CPUs seals
+/// its first batch once it holds a batch for the CPUs, not for the count
+/// asked: small writes (1 KiB into 8 KiB segments) buffer at most one
+/// 64 KiB share per CPU before the first segment reaches the inner writer
+/// (`threads(1024)` buffered 64 MiB before it sealed anything).
+#[test]
+fn small_writes_buffer_a_batch_for_the_cpus_not_for_the_count_asked() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 8 * KIB;
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let bound = batch(cpus, seg) * seg + seg;
+    let chunk = [0x5au8; KIB];
+    for &front in Front::ALL {
+        for t in [1024, usize::MAX] {
+            let b = CipherWriter::builder(&key).capacity(seg).threads(t);
+            let mut w = front.build_writer(b.threads_after(0), Vec::new());
+            let mut written = 0;
+            // Until a segment is out (the header alone may go first), or
+            // well past the bound.
+            while w.get_ref().len() <= cipherio::format::HEADER_LEN && written <= 2 * bound {
+                w.write_all(&chunk).unwrap();
+                written += chunk.len();
+            }
+            assert!(
+                written <= bound,
+                "{front:?} threads({t}): {written} bytes buffered before the first segment went out, more than a batch for {cpus} CPUs ({bound})"
+            );
+        }
     }
 }
 

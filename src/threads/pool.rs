@@ -197,7 +197,6 @@ impl Workers {
     /// Spawns nothing yet.
     pub(crate) fn new(threads: usize) -> Workers {
         debug_assert!(threads > 1, "one thread needs no workers");
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         Workers {
             threads,
             pool: None,
@@ -212,7 +211,7 @@ impl Workers {
             slow_handout: probe::slow_handout(),
             claim_delay: Fault::default(),
             generation: Arc::default(),
-            pool_threads: threads.min(cpus) - 1,
+            pool_threads: threads.min(super::cpus()) - 1,
             lingered: Count::default(),
             awake: Arc::default(),
             wake_delay: Fault::default(),
