@@ -34,6 +34,7 @@ use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::{
     Algorithm, CipherReader, CipherWriter, Error, Key, Provider, ReaderBuilder, StreamKey,
 };
+use common::seals::Seals;
 use common::{
     Front, FrontReader, KIB, Layout, ReadMode, ScriptReader, ScriptWriter, TAMPER_CONFIGS,
     WriteMode, crate_error_of, data, decrypt_ok, encrypt, read_in, read_injecting_at_every_call,
@@ -541,10 +542,13 @@ fn damaged_framed_streams_fail_as_on_one_thread() {
 /// The writer over an inner writer that refuses (`WouldBlock`,
 /// `Interrupted`) at every call position, and over 1-byte calls: the
 /// stream reads back whole, so nothing was lost or sealed twice (a
-/// segment sealed again would be a second segment under a new index).
+/// segment sealed again would be a second segment under a new index),
+/// and every segment offered to the inner writer, refused or taken,
+/// opens under its index to one plaintext ([`Seals`]).
 #[test]
 fn writers_on_threads_over_misbehaving_inner_writers() {
     let key = Key::generate(Algorithm::Aes128Gcm);
+    let mut seals = Seals::default();
     let seg = 1024;
     let pt = data(3 * batch(3, seg) * seg + 100, 17);
     for &t in THREADS {
@@ -562,10 +566,11 @@ fn writers_on_threads_over_misbehaving_inner_writers() {
             for kind in [ErrorKind::WouldBlock, ErrorKind::Interrupted] {
                 for k in 0..calls {
                     let ctx = format!("threads {t} {front:?} {kind:?} at {k}/{calls}");
-                    let inner = ScriptWriter::new().fail_at(k, kind);
+                    let inner = ScriptWriter::new().fail_at(k, kind).recording();
                     let mut w = front.build_writer(builder(), inner);
                     write_retrying(&mut w, &pt, 10_000);
                     let out = w.get_ref().out.clone();
+                    seals.record(&key, &out, w.get_ref().offered.as_deref().unwrap());
                     let back = common::decrypt(Front::Std, CipherReader::builder(&key), &out)
                         .unwrap_or_else(|e| panic!("{ctx}: {e}"));
                     assert!(back == pt, "{ctx}");
@@ -579,6 +584,24 @@ fn writers_on_threads_over_misbehaving_inner_writers() {
             assert!(back == pt, "threads {t} {front:?}: 1-byte inner writes");
         }
     }
+}
+
+/// The check of one plaintext per `(header, index)` sees a segment
+/// offered twice with different plaintext (two sealers from one header).
+#[test]
+#[should_panic(expected = "a nonce spent twice")]
+fn seals_see_one_index_sealed_from_two_plaintexts() {
+    use cipherio::segments::SegmentSealer;
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let sealer = SegmentSealer::new(&key, 1024, &[]).unwrap();
+    let header = sealer.header().to_vec();
+    let seal = |pt: &[u8]| {
+        let mut out = header.clone();
+        sealer.seal_segments(0, pt, true, &mut out).unwrap();
+        out
+    };
+    let (a, b) = (seal(b"retried"), seal(b"changed"));
+    Seals::default().record(&key, &a, &[(header.len(), b[header.len()..].to_vec())]);
 }
 
 /// A write refused at any inner call (`WouldBlock`, `BrokenPipe`, `Ok(0)`)
