@@ -168,6 +168,35 @@ pub(crate) fn worker_panic() -> Fault {
     fault
 }
 
+/// The kinds of job a pool thread runs, named by the fault that makes one
+/// of them panic as it starts, outside what the job catches itself
+/// ([`job_panic`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum Job {
+    /// A pool thread's part of a batch run.
+    Share,
+    /// A pool thread's part of a writer's pipeline.
+    Unit,
+    /// A pool thread kept awake between runs.
+    Linger,
+    /// A job posted to run on its own time (a reader's ring's).
+    Posted,
+}
+
+/// The fault that makes one kind of pool job panic as it starts, armed
+/// for workers made on this thread while a test sets [`PANIC_JOB`].
+#[inline(always)]
+pub(crate) fn job_panic() -> Fault<Job> {
+    #[allow(unused_mut)]
+    let mut fault = Fault::default();
+    #[cfg(test)]
+    if let Some(job) = PANIC_JOB.with(Cell::get) {
+        fault.arm(job);
+    }
+    fault
+}
+
 /// Whether workers made now judge their threaded runs against the caller
 /// alone (always, outside the tests; in the tests only where a test asks
 /// for it with `CHECK_GAIN`, since the verdict depends on timing and
@@ -214,6 +243,10 @@ thread_local! {
     /// Workers made on this thread panic in their pool threads' jobs
     /// (tests of the panic path through the fronts).
     pub(crate) static INJECT_PANIC: Cell<bool> = const { Cell::new(false) };
+
+    /// Workers made on this thread have pool threads whose jobs of this
+    /// kind panic as they start (tests that no pool job's panic aborts).
+    pub(crate) static PANIC_JOB: Cell<Option<Job>> = const { Cell::new(None) };
 
     /// Workers made on this thread have pool threads that sleep this
     /// long once they have claimed a unit (tests of a pool thread

@@ -53,7 +53,7 @@ fn main() {
             large_reads_allocate_no_plaintext_buffer(p, alg);
             buf_read_allocates_no_more_than_build(p, alg);
         }
-        for threads in [2, 3] {
+        for threads in [2, 3, 1024, usize::MAX] {
             threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p, threads);
             one_long_threaded_write_holds_about_2n_plus_1_segments(p, threads);
         }
@@ -698,8 +698,11 @@ fn buf_read_allocates_no_more_than_build(p: Provider, alg: Algorithm) {
 /// own allocations are in it: its registry and per-thread queues, about
 /// 13 KB measured, given a margin of 24 KiB). Threaded streams allocate
 /// per batch, not per segment: the list of pieces and the pool's jobs,
-/// freed by the end of the call (counted, bounded per batch).
-fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, threads: usize) {
+/// freed by the end of the call (counted, bounded per batch). `n` is the
+/// count asked for clamped to the CPUs: `threads(1024)` holds what
+/// `threads(cpus)` holds (it held the whole 8 MiB stream on both sides).
+fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, asked: usize) {
+    let threads = clamped(asked);
     let key = Key::generate(Algorithm::Aes128Gcm);
     let seg = 64 * KIB;
     let sealed = seg + 16;
@@ -710,7 +713,7 @@ fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, th
     let mut w = CipherWriter::builder(&key)
         .capacity(seg)
         .provider(p)
-        .threads(threads)
+        .threads(asked)
         .threads_after(0)
         .build(io::sink());
     let (mut most, mut rest) = (0, &data[..]);
@@ -731,7 +734,7 @@ fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, th
     w.finish().unwrap();
     let bound = (2 * threads + 1) * sealed + HEADER_LEN + pool;
     println!(
-        "alloc: {p:?} writer on {threads} threads held at most {most} bytes ({bound} allowed)"
+        "alloc: {p:?} writer on {threads} threads (asked {asked}) held at most {most} bytes ({bound} allowed)"
     );
     assert!(
         most <= bound,
@@ -747,7 +750,7 @@ fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, th
         let whole = Region::new(GLOBAL);
         let mut r = CipherReader::builder(&key)
             .provider(p)
-            .threads(threads)
+            .threads(asked)
             .threads_after(0)
             .prefetch(prefetch)
             .build(&stream[..]);
@@ -767,13 +770,18 @@ fn threaded_writers_hold_2n_plus_1_segments_and_readers_two_runs(p: Provider, th
         let runs = 2 + usize::from(prefetch);
         let bound = 8 * KIB + HEADER_LEN + runs * run * sealed + pool;
         println!(
-            "alloc: {p:?} reader on {threads} threads, prefetch {prefetch}, {read}-byte reads, held at most {most} bytes ({bound} allowed)"
+            "alloc: {p:?} reader on {threads} threads (asked {asked}), prefetch {prefetch}, {read}-byte reads, held at most {most} bytes ({bound} allowed)"
         );
         assert!(
             most <= bound,
             "{p:?} threads {threads} prefetch {prefetch} reads of {read}: the reader held {most} bytes, more than its read-ahead and {runs} runs ({bound})"
         );
     }
+}
+
+/// The threads a stream asked for `asked` runs on: at most the CPUs.
+fn clamped(asked: usize) -> usize {
+    asked.min(std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// An inner writer that takes everything and notes, at each call, the
@@ -804,7 +812,8 @@ impl Write for Sampling<'_> {
 /// number of shares (a longer write is several runs), so its list of
 /// shares stays small even with 100-byte segments (it was 8 bytes a
 /// segment and 40 a share over the whole write: 3.1 MB for 16 MiB).
-fn one_long_threaded_write_holds_about_2n_plus_1_segments(p: Provider, threads: usize) {
+fn one_long_threaded_write_holds_about_2n_plus_1_segments(p: Provider, asked: usize) {
+    let threads = clamped(asked);
     let key = Key::generate(Algorithm::ChaCha20Poly1305);
     let data = vec![0x42u8; 16 * MIB];
     let pool = 24 * KIB;
@@ -813,7 +822,7 @@ fn one_long_threaded_write_holds_about_2n_plus_1_segments(p: Provider, threads: 
         let mut w = CipherWriter::builder(&key)
             .capacity(cap)
             .provider(p)
-            .threads(threads)
+            .threads(asked)
             .threads_after(0)
             .build(Sampling {
                 region: &region,
@@ -825,7 +834,7 @@ fn one_long_threaded_write_holds_about_2n_plus_1_segments(p: Provider, threads: 
         let per_segment = cap.max(64 * KIB) + 16 + 4;
         let bound = (2 * threads + 1) * per_segment + HEADER_LEN + pool;
         println!(
-            "alloc: {p:?} writer on {threads} threads, capacity {cap}, one 16 MiB write: held at most {} bytes while writing ({bound} allowed, {} inner writes)",
+            "alloc: {p:?} writer on {threads} threads (asked {asked}), capacity {cap}, one 16 MiB write: held at most {} bytes while writing ({bound} allowed, {} inner writes)",
             inner.most, inner.calls
         );
         assert!(inner.calls > 2, "sampled during the write");

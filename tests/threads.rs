@@ -11,7 +11,8 @@
 //!   `tests/tamper.rs` hold for it);
 //! * misbehaving inner I/O (`WouldBlock`, `Interrupted` at every call
 //!   position, 1-byte calls): nothing lost, nothing sealed twice;
-//! * `threads(0)` is refused;
+//! * `threads(0)` is refused; a count past the CPUs (`usize::MAX`) is
+//!   clamped to them, and so are the buffers sized by it;
 //! * threads that start in the middle of a stream (as they do once it
 //!   has delivered its first MiB or two) keep all of the above; every
 //!   other test here starts them with the first byte;
@@ -33,6 +34,7 @@ use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
 use cipherio::{
     Algorithm, CipherReader, CipherWriter, Error, Key, Provider, ReaderBuilder, StreamKey,
 };
+use common::seals::Seals;
 use common::{
     Front, FrontReader, KIB, Layout, ReadMode, ScriptReader, ScriptWriter, TAMPER_CONFIGS,
     WriteMode, crate_error_of, data, decrypt_ok, encrypt, read_in, read_injecting_at_every_call,
@@ -540,10 +542,13 @@ fn damaged_framed_streams_fail_as_on_one_thread() {
 /// The writer over an inner writer that refuses (`WouldBlock`,
 /// `Interrupted`) at every call position, and over 1-byte calls: the
 /// stream reads back whole, so nothing was lost or sealed twice (a
-/// segment sealed again would be a second segment under a new index).
+/// segment sealed again would be a second segment under a new index),
+/// and every segment offered to the inner writer, refused or taken,
+/// opens under its index to one plaintext ([`Seals`]).
 #[test]
 fn writers_on_threads_over_misbehaving_inner_writers() {
     let key = Key::generate(Algorithm::Aes128Gcm);
+    let mut seals = Seals::default();
     let seg = 1024;
     let pt = data(3 * batch(3, seg) * seg + 100, 17);
     for &t in THREADS {
@@ -561,10 +566,11 @@ fn writers_on_threads_over_misbehaving_inner_writers() {
             for kind in [ErrorKind::WouldBlock, ErrorKind::Interrupted] {
                 for k in 0..calls {
                     let ctx = format!("threads {t} {front:?} {kind:?} at {k}/{calls}");
-                    let inner = ScriptWriter::new().fail_at(k, kind);
+                    let inner = ScriptWriter::new().fail_at(k, kind).recording();
                     let mut w = front.build_writer(builder(), inner);
                     write_retrying(&mut w, &pt, 10_000);
                     let out = w.get_ref().out.clone();
+                    seals.record(&key, &out, w.get_ref().offered.as_deref().unwrap());
                     let back = common::decrypt(Front::Std, CipherReader::builder(&key), &out)
                         .unwrap_or_else(|e| panic!("{ctx}: {e}"));
                     assert!(back == pt, "{ctx}");
@@ -578,6 +584,24 @@ fn writers_on_threads_over_misbehaving_inner_writers() {
             assert!(back == pt, "threads {t} {front:?}: 1-byte inner writes");
         }
     }
+}
+
+/// The check of one plaintext per `(header, index)` sees a segment
+/// offered twice with different plaintext (two sealers from one header).
+#[test]
+#[should_panic(expected = "a nonce spent twice")]
+fn seals_see_one_index_sealed_from_two_plaintexts() {
+    use cipherio::segments::SegmentSealer;
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let sealer = SegmentSealer::new(&key, 1024, &[]).unwrap();
+    let header = sealer.header().to_vec();
+    let seal = |pt: &[u8]| {
+        let mut out = header.clone();
+        sealer.seal_segments(0, pt, true, &mut out).unwrap();
+        out
+    };
+    let (a, b) = (seal(b"retried"), seal(b"changed"));
+    Seals::default().record(&key, &a, &[(header.len(), b[header.len()..].to_vec())]);
 }
 
 /// A write refused at any inner call (`WouldBlock`, `BrokenPipe`, `Ok(0)`)
@@ -809,6 +833,62 @@ fn zero_threads_are_refused() {
         let mut r = front.build_reader(CipherReader::builder(&key).threads(0), &ct[..]);
         let e = read_in(&mut r, &ReadMode::ToEnd).1.unwrap_err();
         assert_eq!(crate_error_of(&e), Some(want.clone()), "{front:?}");
+    }
+}
+
+/// A thread count past the machine's CPUs (`usize::MAX`, 2^20) is
+/// clamped to them: streams sealed and opened with it round-trip on every
+/// front, in small and large calls, with and without prefetch.
+#[test]
+fn huge_thread_counts_round_trip() {
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 4 * KIB;
+    let pt = data(3 * batch(2, seg) * seg + 100, 31);
+    for &front in Front::ALL {
+        for t in [usize::MAX, 1 << 20] {
+            for mode in [WriteMode::Fixed(1000), WriteMode::AllAtOnce] {
+                let b = CipherWriter::builder(&key).capacity(seg).threads(t);
+                let ct = encrypt(front, b.threads_after(0), &pt, &mode);
+                for &prefetch in &[false, true] {
+                    for read in [ReadMode::Chunks(1000), ReadMode::Chunks(5 * seg + 3)] {
+                        let b = CipherReader::builder(&key).threads(t).threads_after(0);
+                        let ctx = format!("threads({t}), {mode:?}, prefetch {prefetch}");
+                        decrypt_ok(&ctx, front, b.prefetch(prefetch), &ct, &pt, &read);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A writer asked for far more threads than the machine has CPUs seals
+/// its first batch once it holds a batch for the CPUs, not for the count
+/// asked: small writes (1 KiB into 8 KiB segments) buffer at most one
+/// 64 KiB share per CPU before the first segment reaches the inner writer
+/// (`threads(1024)` buffered 64 MiB before it sealed anything).
+#[test]
+fn small_writes_buffer_a_batch_for_the_cpus_not_for_the_count_asked() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 8 * KIB;
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let bound = batch(cpus, seg) * seg + seg;
+    let chunk = [0x5au8; KIB];
+    for &front in Front::ALL {
+        for t in [1024, usize::MAX] {
+            let b = CipherWriter::builder(&key).capacity(seg).threads(t);
+            let mut w = front.build_writer(b.threads_after(0), Vec::new());
+            let mut written = 0;
+            // Until a segment is out (the header alone may go first), or
+            // well past the bound.
+            while w.get_ref().len() <= cipherio::format::HEADER_LEN && written <= 2 * bound {
+                w.write_all(&chunk).unwrap();
+                written += chunk.len();
+            }
+            assert!(
+                written <= bound,
+                "{front:?} threads({t}): {written} bytes buffered before the first segment went out, more than a batch for {cpus} CPUs ({bound})"
+            );
+        }
     }
 }
 

@@ -14,6 +14,10 @@ pub mod oracle_tink;
 pub mod oracle_tink_ctr;
 pub mod roundtrip;
 pub mod roundtrip_framed;
+/// One plaintext per `(header, index)` sealed: the integration tests'
+/// check, shared (it uses cipherio's public API and std alone).
+#[path = "../../tests/common/seals.rs"]
+pub mod seals;
 pub mod seek;
 pub mod seek_model;
 pub mod seek_model_async;

@@ -220,8 +220,15 @@ impl ReaderBuilder {
     /// capacity with 64 KiB segments and up to 8 threads, `2 n` segments
     /// when they are larger. `threads(0)` makes every
     /// call fail with [`Error::ZeroThreads`](crate::Error::ZeroThreads).
+    ///
+    /// `n` is clamped here to the machine's CPUs
+    /// ([`std::thread::available_parallelism`], 1 when unknown), and the
+    /// runs and buffers above are sized by the clamped count: whatever
+    /// `n` (`usize::MAX`, or a count from a command line), the reader
+    /// holds what `threads(cpus)` holds, and only as the ciphertext
+    /// arrives. The same holds on the async front.
     pub fn threads(mut self, n: usize) -> Self {
-        self.threads = n;
+        self.threads = crate::threads::clamp(n);
         self
     }
 

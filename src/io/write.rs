@@ -211,8 +211,14 @@ impl WriterBuilder {
     /// `2 n + 1` segments (`(2 n + 1) · max(capacity, 64 KiB)` bytes),
     /// grown as data is written. `threads(0)` makes every call fail with
     /// [`Error::ZeroThreads`](crate::Error::ZeroThreads).
+    ///
+    /// `n` is clamped here to the machine's CPUs
+    /// ([`std::thread::available_parallelism`], 1 when unknown), and every
+    /// buffer above is sized by the clamped count: `threads(usize::MAX)`
+    /// runs on every CPU and holds what `threads(cpus)` holds, never a
+    /// batch of `n` segments. The same holds on the async front.
     pub fn threads(mut self, n: usize) -> Self {
-        self.threads = n;
+        self.threads = crate::threads::clamp(n);
         self
     }
 

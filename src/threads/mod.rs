@@ -92,6 +92,19 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The machine's CPUs (1 when the system does not say).
+pub(crate) fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// The threads a stream asked for `n` of runs on: `n`, at most the
+/// machine's CPUs (the caller and one pool thread per other CPU; more
+/// could not run beside them). Every buffer a stream holds for its
+/// threads is sized by this count, never by `n`. 0 stays 0 (refused).
+pub(crate) fn clamp(n: usize) -> usize {
+    n.min(cpus())
+}
+
 pub(crate) use feed::{Fed, Places, Plan};
 pub(crate) use pipeline::{Piped, gather};
 pub(crate) use pool::Workers;

@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::line::{Delivered, Line, Slot};
-use super::pool::Workers;
+use super::pool::{Workers, caught};
 use super::wait::Left;
 use crate::Error;
+use crate::probe::Job;
 
 impl Workers {
     /// Runs `job(u, slot)` for the units `0..units` on the threads, in
@@ -89,7 +90,7 @@ impl Workers {
             if delivered.units == units && delivered.error.is_none() {
                 self.gain.alone(units, t.elapsed());
             }
-            return line.finish(delivered);
+            return self.finish(line, delivered);
         };
         if self.awake.running() == 0 {
             self.wake();
@@ -103,6 +104,7 @@ impl Workers {
         line.claim_delay = self.claim_delay.armed();
         let (line_ref, job) = (&line, &job);
         let (awake, generation) = (&*self.awake, &*self.generation);
+        let (panicked, fault) = (&*self.panicked, self.job_panic);
         let left = Left::new();
         let left_ref = &left;
         let (delivered, done) = pool.in_place_scope(|scope| {
@@ -111,7 +113,7 @@ impl Workers {
             let join = || {
                 awake.hand_over(generation, spawn, line_ref.left(), || {
                     scope.spawn(move |_| {
-                        line_ref.work(job, inject);
+                        caught(panicked, fault, Job::Unit, || line_ref.work(job, inject));
                         left_ref.now();
                     });
                 })
@@ -139,6 +141,16 @@ impl Workers {
             self.gain.judge(units, t.elapsed(), false);
         }
         self.linger();
+        self.finish(line, delivered)
+    }
+
+    /// What a pipeline left ([`Line::finish`]), failed with
+    /// [`Error::WorkerPanicked`] after the units delivered if a pool
+    /// thread's job panicked.
+    fn finish(&self, line: Line<'_>, mut delivered: Delivered) -> Piped {
+        if self.panicked() {
+            delivered.error.get_or_insert(Error::WorkerPanicked);
+        }
         line.finish(delivered)
     }
 }

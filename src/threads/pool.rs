@@ -4,15 +4,16 @@
 //! after each run ([`Workers::linger`]), and joined when the stream drops its
 //! [`Workers`], so that no thread outlives its stream.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::gain::Gain;
 use super::pace::Pace;
 use super::wait::{self, Waits};
-use crate::probe::{self, Alive, Count, Fault, Tally};
+use crate::probe::{self, Alive, Count, Fault, Job, Tally};
 
 /// How long a pool thread stays awake after a run, for the next one
 /// ([`Workers::linger`]).
@@ -186,6 +187,13 @@ pub(crate) struct Workers {
     /// [`run`](Self::run) on the pool (each as it starts) and of a
     /// [`pipeline`](Self::pipeline).
     pub(crate) inject_panic: Fault,
+    /// A pool thread's job panicked outside what the job catches itself
+    /// (see [`caught`]): every later run, pipeline and ring of the stream
+    /// fails with [`Error::WorkerPanicked`](crate::Error::WorkerPanicked).
+    pub(super) panicked: Arc<AtomicBool>,
+    /// Make pool jobs of one kind panic as they start (tests that no pool
+    /// job's panic aborts the process or unwinds into the caller).
+    pub(crate) job_panic: Fault<Job>,
     /// Pool threads running (tests that none outlives the workers).
     pub(super) alive: Alive,
     /// How the stream's threads waited for each other (tests).
@@ -197,7 +205,6 @@ impl Workers {
     /// Spawns nothing yet.
     pub(crate) fn new(threads: usize) -> Workers {
         debug_assert!(threads > 1, "one thread needs no workers");
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         Workers {
             threads,
             pool: None,
@@ -212,13 +219,15 @@ impl Workers {
             slow_handout: probe::slow_handout(),
             claim_delay: Fault::default(),
             generation: Arc::default(),
-            pool_threads: threads.min(cpus) - 1,
+            pool_threads: threads.min(super::cpus()) - 1,
             lingered: Count::default(),
             awake: Arc::default(),
             wake_delay: Fault::default(),
             caller_shares: Count::default(),
             cold_runs: Count::default(),
             inject_panic: probe::worker_panic(),
+            panicked: Arc::default(),
+            job_panic: probe::job_panic(),
             alive: Alive::default(),
             waits: Waits::default(),
         }
@@ -360,15 +369,15 @@ impl Workers {
     /// thread lingers at most [`WAKE`] past the last of them) or until
     /// work is handed to the pool.
     fn post_linger(&self, limit: Duration) {
-        let Some(pool) = &self.pool else {
+        if self.pool.is_none() {
             return;
-        };
+        }
         self.awake.linger_for(limit);
         let g = self.generation.load(Ordering::Acquire);
         let generation = Arc::clone(&self.generation);
         let awake = Arc::clone(&self.awake);
         let delay = self.wake_delay.armed();
-        pool.spawn(move || {
+        self.spawn(Job::Linger, move || {
             if let Some(d) = delay {
                 std::thread::sleep(d);
             }
@@ -381,6 +390,23 @@ impl Workers {
         });
     }
 
+    /// Whether a pool thread's job panicked (see [`caught`]).
+    pub(crate) fn panicked(&self) -> bool {
+        self.panicked.load(Ordering::SeqCst)
+    }
+
+    /// Posts `job` to the pool, to run on a pool thread on its own time,
+    /// inside [`caught`]; `false` when the pool is not running (the job
+    /// is not run).
+    pub(super) fn spawn(&self, kind: Job, job: impl FnOnce() + Send + 'static) -> bool {
+        let Some(pool) = &self.pool else {
+            return false;
+        };
+        let (panicked, fault) = (Arc::clone(&self.panicked), self.job_panic);
+        pool.spawn(move || caught(&panicked, fault, kind, job));
+        true
+    }
+
     /// Ends the pool and waits for its threads.
     fn join(&mut self) {
         self.starting();
@@ -390,6 +416,22 @@ impl Workers {
             // A thread that panicked outside a job has nothing to report.
             let _ = h.join();
         }
+    }
+}
+
+/// Runs the whole of a job on a pool thread (`kind`, for the test fault
+/// that makes it panic as it starts): a panic anywhere in it is caught
+/// and recorded in `panicked`, never unwound into the pool, where a
+/// posted job's panic aborts the process and a scoped job's unwinds into
+/// the caller's call. The run, pipeline or ring that reads `panicked`
+/// reports it as [`Error::WorkerPanicked`](crate::Error::WorkerPanicked).
+pub(super) fn caught(panicked: &AtomicBool, fault: Fault<Job>, kind: Job, job: impl FnOnce()) {
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        assert!(fault.armed() != Some(kind), "injected panic in a pool job");
+        job();
+    }));
+    if r.is_err() {
+        panicked.store(true, Ordering::SeqCst);
     }
 }
 

@@ -45,7 +45,7 @@ use super::lock;
 use super::pool::Workers;
 use crate::Error;
 use crate::core::window::{wipe, zeroed};
-use crate::probe::Tally;
+use crate::probe::{Job, Tally};
 
 /// Opens unit `seq` (counted from the ring's first unit) from its input
 /// into its output (as long as the ring's output slots); returns its
@@ -884,13 +884,7 @@ impl Workers {
         self.run_way.1 = None;
         // Lingering jobs end first: the job runs at once.
         self.starting();
-        match self.pool() {
-            Some(pool) => {
-                pool.spawn(job);
-                true
-            }
-            None => false,
-        }
+        self.pool().is_some() && self.spawn(Job::Posted, job)
     }
 }
 

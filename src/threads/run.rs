@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::feed::Gate;
-use super::pool::Workers;
+use super::pool::{Workers, caught};
 use super::wait::{self, Left};
 use crate::Error;
+use crate::probe::Job;
 
 /// Plaintext bytes one thread takes per batch at least: runs of smaller
 /// segments go to a thread several at a time, so that each hand-over
@@ -187,7 +188,8 @@ impl Workers {
     /// # Errors
     ///
     /// [`Error::WorkerPanicked`] when a job panicked (every other job has
-    /// still run to its end).
+    /// still run to its end), or a pool thread's job did, in this run or
+    /// before it.
     pub(crate) fn run(
         &mut self,
         pieces: &mut [Piece<'_>],
@@ -259,7 +261,7 @@ impl Workers {
             }
             self.gain.alone(own, t.elapsed());
             self.way(total, true);
-            if claims.panicked.into_inner() {
+            if claims.panicked.into_inner() || self.panicked() {
                 return Err(Error::WorkerPanicked);
             }
             return Ok(());
@@ -271,6 +273,7 @@ impl Workers {
         }
         let (claims_ref, job, waits) = (&claims, &job, &self.waits);
         let (awake, generation) = (&*self.awake, &*self.generation);
+        let (panicked, fault) = (&*self.panicked, self.job_panic);
         let this = &*self;
         let left = Left::new();
         let left_ref = &left;
@@ -291,12 +294,14 @@ impl Workers {
                 let handed = awake.hand_over(generation, helpers, claims_ref.left(), || {
                     scope.spawn(move |_| {
                         claims_ref.active.fetch_add(1, Ordering::AcqRel);
-                        if inject {
-                            claims_ref.guarded(|| panic!("injected worker panic"));
-                        }
-                        if claims_ref.take_all(job, true) == 0 {
-                            waits.late.add(1);
-                        }
+                        caught(panicked, fault, Job::Share, || {
+                            if inject {
+                                claims_ref.guarded(|| panic!("injected worker panic"));
+                            }
+                            if claims_ref.take_all(job, true) == 0 {
+                                waits.late.add(1);
+                            }
+                        });
                         left_ref.now();
                         claims_ref.active.fetch_sub(1, Ordering::AcqRel);
                     });
@@ -356,7 +361,7 @@ impl Workers {
         // Alone when the caller took every share.
         self.way(total, taken == claims.shares.len());
         self.ran(taken);
-        if claims.panicked.into_inner() {
+        if claims.panicked.into_inner() || self.panicked() {
             return Err(Error::WorkerPanicked);
         }
         Ok(())

@@ -389,6 +389,38 @@ fn a_worker_panic_is_a_sticky_error() {
     INJECT_PANIC.with(|f| f.set(false));
 }
 
+/// A panic in a ring's posted job itself, on a pool thread (outside the
+/// units it opens and catches), is the sticky `WorkerPanicked` after a
+/// prefix of the plaintext: it aborted the process. The job runs only
+/// once a pool thread takes it, so streams are read until one met it (a
+/// bound in case none does); each other stream reads whole.
+#[test]
+fn a_panic_in_a_rings_posted_job_is_a_sticky_error() {
+    use crate::Error;
+    use crate::probe::{Job, PANIC_JOB};
+    if crate::threads::cpus() < 2 {
+        return; // No pool thread: no ring.
+    }
+    let key = Key::generate(Algorithm::Aes256Gcm);
+    let seg = 64 * 1024;
+    let pt = data(20 * seg + 5);
+    let ct = sealed(&key, seg, &pt);
+    PANIC_JOB.with(|f| f.set(Some(Job::Posted)));
+    let failed = (0..50).find_map(|_| {
+        let mut r = ring_reader(&key, &ct);
+        let (got, e) = read_to_error(&mut r);
+        assert!(got == pt[..got.len()], "only a prefix");
+        assert!(e.is_some() || got == pt, "a clean end before the whole");
+        e.map(|e| (r, got, e))
+    });
+    PANIC_JOB.with(|f| f.set(None));
+    let (mut r, got, e) = failed.expect("a pool thread ran a ring's job");
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked));
+    assert!(got.len() < pt.len());
+    let e = r.read(&mut [0u8; 10]).unwrap_err();
+    assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
+}
+
 /// Bulk reads of a file-like source go to the workers: with reads that
 /// end on segment boundaries, a run is the whole read-ahead (its last
 /// segment tried as non-final, as one thread tries it first too), so

@@ -9,7 +9,7 @@ use super::pace::Pace;
 use super::run::SHARE_SEGMENTS;
 use super::{Piece, Workers, batch_segments, gather, open_batch_segments};
 use crate::Error;
-use crate::probe::Fault;
+use crate::probe::{Fault, Job};
 
 fn pieces<'a>(inputs: &'a [Vec<u8>], outputs: &'a mut [Vec<u8>]) -> Vec<Piece<'a>> {
     inputs
@@ -84,6 +84,70 @@ fn a_panic_in_a_job_is_an_error() {
     assert_eq!(w.run(&mut p, |_| {}), Err(Error::WorkerPanicked));
     w.inject_panic = Fault::default();
     assert_eq!(w.run(&mut p, |_| {}), Ok(()));
+}
+
+/// A panic anywhere in a job a pool thread runs (outside what the job
+/// catches itself) is `WorkerPanicked`, for every kind of job: a run's
+/// share and a pipeline's unit (the run or pipeline a pool thread joined
+/// fails, never unwinding into the caller), a lingering job and a posted
+/// one (a ring's: the next run fails). Before, a posted job's panic
+/// aborted the process and a scoped one's unwound into the caller.
+#[test]
+fn a_panic_in_any_pool_job_is_an_error() {
+    if Workers::new(2).pool().is_none() {
+        return; // One CPU: no pool thread runs any job.
+    }
+    let inputs: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i; 2]).collect();
+    let run = |w: &mut Workers| {
+        let mut outputs = vec![vec![0u8; 2]; 8];
+        let mut p = pieces(&inputs, &mut outputs);
+        w.run(&mut p, |_| busy_for(Duration::from_micros(300)))
+    };
+    // Posted jobs: one more, posted after the panicking ones, runs after
+    // them on the pool's one thread and says so.
+    let after_posted = |w: &mut Workers| {
+        let (done, is_done) = std::sync::mpsc::channel();
+        assert!(w.spawn(Job::Share, move || done.send(()).unwrap()));
+        is_done.recv().unwrap();
+    };
+    for kind in [Job::Linger, Job::Posted] {
+        let mut w = Workers::new(2);
+        w.job_panic.arm(kind);
+        if kind == Job::Posted {
+            assert!(w.post(|| ()));
+        } else {
+            // It wakes its pool threads, and they linger after it (the
+            // run fails if they panicked before its end).
+            let _ = run(&mut w);
+        }
+        after_posted(&mut w);
+        assert!(w.panicked(), "{kind:?}");
+        assert_eq!(run(&mut w), Err(Error::WorkerPanicked), "{kind:?}");
+    }
+    // Scoped jobs exist only in runs a pool thread joined: runs until one
+    // did (a bound in case none does).
+    let mut w = Workers::new(2);
+    w.job_panic.arm(Job::Share);
+    let runs = (0..100).map(|_| run(&mut w)).position(|r| r.is_err());
+    assert!(runs.is_some(), "a pool thread joined a run");
+    assert_eq!(run(&mut w), Err(Error::WorkerPanicked), "sticky");
+    let mut w = Workers::new(2);
+    w.job_panic.arm(Job::Unit);
+    let failed = (0..100).find_map(|_| {
+        let mut buf = [0u8; 8 * 20];
+        let piped = w.pipeline(
+            20,
+            buf.chunks_mut(20).collect(),
+            |u, slot| {
+                busy_for(Duration::from_micros(300));
+                slot[..=u % 20].fill(u as u8);
+                Ok(u % 20 + 1)
+            },
+            |b: &[u8]| b.len(),
+        );
+        piped.error
+    });
+    assert_eq!(failed, Some(Error::WorkerPanicked), "a pool thread joined");
 }
 
 /// A pool thread that is not running takes no share: the caller claims

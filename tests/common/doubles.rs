@@ -151,6 +151,9 @@ pub struct ScriptWriter {
     pub call_limit: usize,
     /// The call (counted from 0) that panics, as a buggy writer may.
     pub panic_at: Option<usize>,
+    /// When recording ([`recording`](Self::recording)), what each call
+    /// was offered, taken or not, at its offset in `out`.
+    pub offered: Option<Vec<(usize, Vec<u8>)>>,
 }
 
 impl Default for ScriptWriter {
@@ -173,7 +176,14 @@ impl ScriptWriter {
             after_zero: false,
             call_limit: 1_000_000,
             panic_at: None,
+            offered: None,
         }
+    }
+
+    /// Records what each call is offered (see [`Seals`](super::seals::Seals)).
+    pub fn recording(mut self) -> Self {
+        self.offered = Some(Vec::new());
+        self
     }
 
     pub fn max_per_call(mut self, n: usize) -> Self {
@@ -205,6 +215,9 @@ impl Write for ScriptWriter {
             "the front called the inner writer again after it returned Ok(0)"
         );
         self.sizes.push(buf.len());
+        if let Some(offered) = &mut self.offered {
+            offered.push((self.out.len(), buf.to_vec()));
+        }
         assert!(self.panic_at != Some(call), "scripted inner writer panic");
         if self.zero || self.zero_calls.contains(&call) {
             self.after_zero = true;

@@ -8,6 +8,7 @@
 //! | [`check`] | typed error checks, "only an authenticated prefix was released", sticky errors, the tamper harness |
 //! | [`layout`] | one model of the segment layout, from the format description |
 //! | [`format`] | the formats the tamper suite attacks: sealing, where segments lie, the error each attack gives |
+//! | [`seals`] | a nonce spent once: every segment a writer offered, opened by index, one plaintext per `(header, index)` |
 //! | [`oracles`] | one oracle per format (the fuzz crate's files), for streams the writer never makes |
 //! | [`aio`] | async doubles for the tokio fronts (feature `tokio`): `Pending`, errors, short writes and `Ok(0)` at chosen poll positions |
 //!
@@ -24,6 +25,7 @@ pub mod format;
 pub mod front;
 pub mod layout;
 pub mod oracles;
+pub mod seals;
 
 pub use check::*;
 pub use doubles::*;

@@ -205,6 +205,10 @@ impl Opener {
             return Ok(());
         };
         loop {
+            if workers.panicked() {
+                // A ring's job panicked on a pool thread: unwinding says so.
+                break;
+            }
             let reads = !r.stopped && side.is_some();
             match r.ring.front_state() {
                 Front::Opened => {
@@ -259,14 +263,14 @@ impl Opener {
     /// # Errors
     ///
     /// [`Error::WorkerPanicked`] (sticky) when a job on the ring
-    /// panicked; [`Error::Allocation`] (sticky) when the read-ahead cannot
+    /// panicked (a unit's, or a pool thread's job around them); [`Error::Allocation`] (sticky) when the read-ahead cannot
     /// grow to take the ring's sealed bytes back.
     pub(super) fn unwind_ring(&mut self) -> Result<bool, Error> {
         let Some(mut r) = self.ring.take() else {
             return Ok(false);
         };
         r.ring.halt();
-        if r.ring.panicked() {
+        if r.ring.panicked() || self.workers.as_ref().is_some_and(Workers::panicked) {
             return Err(self.fail(Error::WorkerPanicked));
         }
         self.next = r.base + r.ring.front();
