@@ -258,11 +258,11 @@ fn warn_if_open_to_others(f: &File, path: &Path) {
         && meta.is_file()
         && meta.permissions().mode() & 0o077 != 0
     {
-        eprintln!(
+        crate::say(format_args!(
             "cipherio: warning: {}: other users may read this key (mode {:04o}; chmod 600 it)",
             path.display(),
             meta.permissions().mode() & 0o7777
-        );
+        ));
     }
 }
 

@@ -268,11 +268,18 @@ fn main() -> ExitCode {
         Err(e) => {
             let code = exit_code(&e);
             if let Some(msg) = message(&e) {
-                eprintln!("cipherio: {msg}");
+                say(format_args!("cipherio: {msg}"));
             }
             ExitCode::from(code)
         }
     }
+}
+
+/// Writes a line to standard error. One that cannot be written (a full
+/// device, a reader gone) is lost, never a panic: the exit status still
+/// says how the command went.
+fn say(line: std::fmt::Arguments) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
 }
 
 /// The error's chain on one line, without the library's own prefix; `None`
@@ -570,7 +577,9 @@ fn verify(a: &VerifyArgs) -> Result<()> {
     let threads = (a.stream.threads(), regular);
     let (len, label) = open_stream(&keys, src, &in_name, &aad, threads, None)?;
     if !a.quiet {
-        eprintln!("{in_name}: authentic: {len} bytes of plaintext, sealed with the {label}");
+        say(format_args!(
+            "{in_name}: authentic: {len} bytes of plaintext, sealed with the {label}"
+        ));
     }
     Ok(())
 }

@@ -232,3 +232,30 @@ fn output_errors_end_with_status_1_never_a_panic() {
         assert_eq!(String::from_utf8_lossy(&gone.stderr), "", "{args:?}");
     }
 }
+
+#[test]
+fn a_failing_standard_error_never_panics() {
+    let s = Scratch::new();
+    s.encrypt(&data(1000, 17), "ct", &[]);
+    s.write("open.key", &fs::read(s.key()).expect("key"));
+    fs::set_permissions(s.path("open.key"), Permissions::from_mode(0o644)).expect("chmod");
+    let dir = s.dir.path();
+    // What the command has to say (a result, a warning, an error) is lost
+    // on a full device; the status is still the command's own.
+    let commands: [(&[&str], i32); 3] = [
+        (&["verify", "-k", "key", "ct"], OK),
+        (&["decrypt", "-k", "open.key", "-o", "/dev/null", "ct"], OK),
+        (&["decrypt", "-k", "no-such-key", "ct"], ERROR),
+    ];
+    for (args, code) in commands {
+        let out = Command::new(bin_path())
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create("/dev/full").expect("/dev/full"))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+    }
+}
