@@ -137,11 +137,11 @@ pub enum Output {
     /// Standard output, a device, a FIFO or a descriptor's name, written as
     /// the bytes come.
     Direct { file: File, name: String },
-    /// A file, put in place whole by [`Output::commit`], with the mode of
-    /// the file it replaces, if any.
+    /// A file, put in place whole by [`Output::commit`], with the owner,
+    /// group and mode of the file it replaces, if any.
     Atomic {
         temp: AtomicFile,
-        replaced: Option<Permissions>,
+        replaced: Option<Owner>,
         overwrite: bool,
         name: String,
     },
@@ -183,7 +183,11 @@ impl Output {
                         "{name}: already exists (--force to replace it)"
                     )));
                 }
-                replaced = Some(Permissions::from_mode(meta.mode() & 0o777));
+                replaced = Some(Owner {
+                    uid: meta.uid(),
+                    gid: meta.gid(),
+                    mode: meta.mode() & 0o777,
+                });
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(anyhow::Error::new(e).context(format!("{name}: cannot stat"))),
@@ -226,9 +230,9 @@ impl Output {
         }
     }
 
-    /// Makes the output final: a file gets the replaced file's mode, is
-    /// synced and put in place (never over a file that appeared
-    /// meanwhile, unless `--force`).
+    /// Makes the output final: a file gets the replaced file's owner,
+    /// group and mode, is synced and put in place (never over a file that
+    /// appeared meanwhile, unless `--force`).
     pub fn commit(self) -> Result<()> {
         match self {
             Output::Direct { .. } => Ok(()),
@@ -238,9 +242,8 @@ impl Output {
                 overwrite,
                 name,
             } => {
-                if let Some(mode) = replaced {
-                    temp.file()
-                        .set_permissions(mode)
+                if let Some(old) = replaced {
+                    keep_access(temp.file(), &old)
                         .with_context(|| format!("{name}: cannot set the mode"))?;
                 }
                 temp.commit(overwrite)
@@ -248,6 +251,24 @@ impl Output {
             }
         }
     }
+}
+
+/// Who may read a file: its owner, group and permission bits.
+pub struct Owner {
+    uid: u32,
+    gid: u32,
+    mode: u32,
+}
+
+/// Gives `file` the owner, group and mode of `old`, the file it replaces,
+/// so that the same users can read it. Where the owner or group cannot be
+/// given (only root gives files away, and only to a group it is in does a
+/// user), the mode keeps the owner's bits alone: the group and others of
+/// the new file are not those the old mode was meant for.
+fn keep_access(file: &File, old: &Owner) -> io::Result<()> {
+    let kept = std::os::unix::fs::fchown(file, Some(old.uid), Some(old.gid)).is_ok();
+    let mode = old.mode & if kept { 0o777 } else { 0o700 };
+    file.set_permissions(Permissions::from_mode(mode))
 }
 
 /// An output written as the bytes come, after the refusals that apply to

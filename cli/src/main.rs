@@ -184,8 +184,8 @@ struct IoArgs {
     /// directly; a symbolic link is written through
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// Replace an existing output file, keeping its mode (encrypting: also
-    /// write ciphertext to a terminal)
+    /// Replace an existing output file, keeping its owner, group and mode
+    /// (encrypting: also write ciphertext to a terminal)
     #[arg(short, long)]
     force: bool,
     /// No progress bar

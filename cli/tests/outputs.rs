@@ -259,3 +259,52 @@ fn a_failing_standard_error_never_panics() {
         assert_eq!(out.status.code(), Some(code), "{args:?}");
     }
 }
+
+/// The groups the tests' user may give its files: its own, and with it
+/// any other it is a member of (every group, as root).
+fn own_groups() -> Vec<u32> {
+    let out = Command::new("id").arg("-G").output().expect("id -G");
+    let mut groups: Vec<u32> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|g| g.parse().ok())
+        .collect();
+    if fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0) {
+        groups.push(65534);
+    }
+    groups
+}
+
+#[test]
+fn a_replaced_file_keeps_its_owner_and_group() {
+    use std::os::unix::fs::MetadataExt;
+    let groups = own_groups();
+    let root = fs::metadata("/proc/self").expect("/proc/self").uid() == 0;
+    let [primary, other, ..] = groups[..] else {
+        eprintln!("skipped: the tests' user is in one group only, so no file can change group");
+        return;
+    };
+    let s = Scratch::new();
+    let p = data(30_000, 18);
+    s.encrypt(&p, "ct", &[]);
+    let dir = s.dir.path();
+    // A file of the user's other group, readable by that group: a new
+    // file would be of the primary group, whose members must not gain
+    // the plaintext through the kept mode.
+    let out = s.write("out", b"old");
+    // As root, of another owner too: root replacing a user's file leaves
+    // it the user's.
+    let owner = root.then_some(65534);
+    std::os::unix::fs::chown(&out, owner, Some(other)).expect("chown");
+    let uid = fs::metadata(&out).expect("out").uid();
+    fs::set_permissions(&out, Permissions::from_mode(0o640)).expect("chmod");
+    assert_ne!(primary, other);
+    sh(dir, r#"exec "$0" decrypt -k key -f -o out ct"#)
+        .assert()
+        .code(OK);
+    let meta = fs::metadata(&out).expect("out");
+    assert_eq!(
+        (meta.uid(), meta.gid(), meta.mode() & 0o777),
+        (uid, other, 0o640)
+    );
+    assert!(s.read("out") == p);
+}
