@@ -8,7 +8,7 @@ mod keyfile;
 mod keyset;
 mod progress;
 
-use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
+use std::io::{self, Cursor, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -262,8 +262,27 @@ struct CatArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    let parsed = Cli::try_parse().or_else(|e| match e.kind() {
+        // Help and version are the command's output: written as any
+        // other, a failure to write them is an error. Styled for a
+        // terminal unless NO_COLOR is set.
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+            let plain = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+            let text = if io::stdout().is_terminal() && !plain {
+                e.render().ansi().to_string()
+            } else {
+                e.render().to_string()
+            };
+            Err(files::write_stdout(text.as_bytes()))
+        }
+        _ => e.exit(),
+    });
+    let result = match parsed {
+        Ok(cli) => run(cli),
+        Err(Ok(())) => return ExitCode::SUCCESS,
+        Err(Err(e)) => Err(e),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let code = exit_code(&e);

@@ -207,6 +207,29 @@ fn a_closed_standard_output_is_an_error() {
 }
 
 #[test]
+fn help_and_version_that_cannot_be_written_are_errors() {
+    let s = Scratch::new();
+    let dir = s.dir.path();
+    for args in ["--help", "--version", "decrypt --help", "help cat", "-V"] {
+        let full = run_into(
+            dir,
+            &args.split(' ').collect::<Vec<_>>(),
+            File::create("/dev/full").expect("/dev/full"),
+        );
+        assert_eq!(full.status.code(), Some(ERROR), "{args}");
+        assert!(String::from_utf8_lossy(&full.stderr).contains("<stdout>: cannot write"));
+        sh(dir, &format!(r#"exec "$0" {args} >&-"#))
+            .assert()
+            .code(ERROR)
+            .stderr(contains("standard output is closed"));
+        sh(dir, &format!(r#"exec "$0" {args}"#))
+            .assert()
+            .code(OK)
+            .stdout(contains("cipherio"));
+    }
+}
+
+#[test]
 fn output_errors_end_with_status_1_never_a_panic() {
     let s = Scratch::new();
     s.encrypt(&data(1000, 16), "ct", &[]);
