@@ -203,7 +203,7 @@ struct EncryptArgs {
     stream: StreamArgs,
     /// Plaintext bytes per segment, e.g. 65536, 64K, 1M (native format;
     /// at most 16M). A Tink key sets its own.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_segment_size)]
     segment_size: Option<usize>,
 }
 
@@ -701,6 +701,16 @@ fn parse_size(s: &str) -> Result<usize, String> {
         .map_err(|_| format!("`{s}` is not a byte count"))?;
     n.checked_mul(mult)
         .ok_or_else(|| format!("`{s}` is too large"))
+}
+
+/// A segment size: a byte count from 1 to the largest a writer takes,
+/// refused with the command line, before any input is read.
+fn parse_segment_size(s: &str) -> Result<usize, String> {
+    let max = cipherio::format::MAX_WRITER_CAPACITY;
+    match parse_size(s)? {
+        n @ 1.. if n <= max => Ok(n),
+        _ => Err(format!("`{s}`: from 1 byte to {}M", max >> 20)),
+    }
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {

@@ -233,6 +233,27 @@ fn bad_or_missing_keys_and_inputs_exit_1_naming_the_file() {
 }
 
 #[test]
+fn a_bad_segment_size_is_refused_before_the_input_is_read() {
+    use std::io::Seek;
+    let s = Scratch::new();
+    let input = s.write("in", &data(300_000, 19));
+    for bad in ["0", "17M", "16777217"] {
+        // Standard input shares its offset with this file: what the
+        // command read from it moved the offset.
+        let mut stdin = std::fs::File::open(&input).expect("in");
+        let out = std::process::Command::new(bin_path())
+            .args(["encrypt", "--segment-size", bad, "-k"])
+            .arg(s.key())
+            .stdin(stdin.try_clone().expect("dup"))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(USAGE), "{bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--segment-size"));
+        assert_eq!(stdin.stream_position().expect("offset"), 0, "{bad}");
+    }
+}
+
+#[test]
 fn usage_errors_exit_2() {
     cipherio().assert().code(USAGE);
     cipherio().args(["frobnicate"]).assert().code(USAGE);
