@@ -4,7 +4,7 @@
 //! `--force`).
 
 use std::fs::{self, File, Permissions};
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal, Seek, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -35,7 +35,8 @@ pub struct Input {
     pub file: File,
     /// For messages: the path, or `<stdin>`.
     pub name: String,
-    /// The length, for a regular file.
+    /// The bytes left from where the file stands (standard input may
+    /// stand past its start), for a regular file.
     pub len: Option<u64>,
     id: Option<(u64, u64)>,
 }
@@ -53,8 +54,16 @@ impl Input {
             .metadata()
             .with_context(|| format!("{name}: cannot stat"))?;
         let regular = meta.file_type().is_file();
+        let len = regular
+            .then(|| {
+                (&file)
+                    .stream_position()
+                    .map(|at| meta.len().saturating_sub(at))
+            })
+            .transpose()
+            .with_context(|| format!("{name}: cannot seek"))?;
         Ok(Input {
-            len: regular.then_some(meta.len()),
+            len,
             id: regular.then_some((meta.dev(), meta.ino())),
             file,
             name,

@@ -25,16 +25,17 @@ pub fn implied_plaintext_len(ciphertext_len: u64, segment_size: u64) -> Option<(
 }
 
 pub fn run(mut input: Input, as_json: bool) -> Result<()> {
+    let start = input.file.stream_position().ok();
     let mut head = Vec::with_capacity(HEADER_LEN);
     (&mut input.file)
         .take(HEADER_LEN as u64)
         .read_to_end(&mut head)
         .with_context(|| format!("{}: cannot read", input.name))?;
     // The length of a regular file, or of anything else that seeks (a
-    // block device), measured from the start.
+    // block device), from where the stream starts.
     let len = input.len.or_else(|| {
         let end = input.file.seek(SeekFrom::End(0)).ok()?;
-        (end >= head.len() as u64).then_some(end)
+        end.checked_sub(start?).filter(|&n| n >= head.len() as u64)
     });
     let report = if head.starts_with(&MAGIC) || MAGIC.starts_with(&head) && !head.is_empty() {
         let h = Header::parse(&head)

@@ -684,6 +684,31 @@ fn inspect_reads_the_header_without_a_key() {
 }
 
 #[test]
+fn standard_input_is_measured_from_where_it_stands() {
+    // A stream after 5 bytes of something else, standard input moved past
+    // them by the shell before the command starts: its length is what
+    // is left.
+    let s = Scratch::new();
+    let p = data(SEG + 7, 20);
+    let ct = fs::read(s.encrypt(&p, "ct", &[])).expect("ct");
+    let mut after = b"JUNK!".to_vec();
+    after.extend_from_slice(&ct);
+    s.write("after", &after);
+    let json = sh(
+        s.dir.path(),
+        r#"{ dd bs=5 count=1 of=/dev/null status=none; exec "$0" inspect --json; } < after"#,
+    )
+    .assert()
+    .code(OK)
+    .get_output()
+    .stdout
+    .clone();
+    let v: serde_json::Value = serde_json::from_slice(&json).expect("JSON");
+    assert_eq!(v["ciphertext_len"], ct.len());
+    assert_eq!(v["plaintext_len"], p.len());
+}
+
+#[test]
 fn cat_writes_a_range_and_opens_only_its_segments() {
     let s = Scratch::new();
     let p = data(5 * SEG + 321, 17);
