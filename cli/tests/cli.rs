@@ -608,6 +608,12 @@ fn verify_authenticates_and_writes_nothing() {
     assert_eq!(s.names(), ["ct", "key"]);
 }
 
+/// What a command that succeeds prints, as JSON.
+fn json_of(cmd: &mut assert_cmd::Command) -> serde_json::Value {
+    let out = cmd.assert().code(OK).get_output().stdout.clone();
+    serde_json::from_slice(&out).expect("JSON")
+}
+
 #[test]
 fn inspect_reads_the_header_without_a_key() {
     let s = Scratch::with_algorithm("aes128gcm");
@@ -630,15 +636,7 @@ fn inspect_reads_the_header_without_a_key() {
                 )))
                 .and(contains("segments:       3")),
         );
-    let json = cipherio()
-        .args(["inspect", "--json"])
-        .arg(&ct)
-        .assert()
-        .code(OK)
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&json).expect("JSON");
+    let v = json_of(cipherio().args(["inspect", "--json"]).arg(&ct));
     assert_eq!(v["plaintext_len"], p.len());
     assert_eq!(v["ciphertext_len"], len);
     assert_eq!(v["segment_size"], SEG);
@@ -694,16 +692,10 @@ fn standard_input_is_measured_from_where_it_stands() {
     let mut after = b"JUNK!".to_vec();
     after.extend_from_slice(&ct);
     s.write("after", &after);
-    let json = sh(
+    let v = json_of(&mut sh(
         s.dir.path(),
         r#"{ dd bs=5 count=1 of=/dev/null status=none; exec "$0" inspect --json; } < after"#,
-    )
-    .assert()
-    .code(OK)
-    .get_output()
-    .stdout
-    .clone();
-    let v: serde_json::Value = serde_json::from_slice(&json).expect("JSON");
+    ));
     assert_eq!(v["ciphertext_len"], ct.len());
     assert_eq!(v["plaintext_len"], p.len());
 }
