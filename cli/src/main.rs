@@ -226,7 +226,7 @@ struct VerifyArgs {
     input: Option<PathBuf>,
     #[command(flatten)]
     stream: StreamArgs,
-    /// No progress bar
+    /// No progress bar, and no report when the stream is authentic
     #[arg(short, long)]
     quiet: bool,
 }
