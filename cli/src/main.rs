@@ -611,10 +611,11 @@ fn cat(a: &CatArgs) -> Result<()> {
         threads: 1,
     }
     .associated_data()?;
-    let Input { mut file, name, .. } = Input::open(Some(&a.input))?;
+    let input = Input::open(Some(&a.input))?;
+    let mut out = Output::open(None, &input, Contents::Plaintext, false)?;
+    let Input { mut file, name, .. } = input;
     file.stream_position()
         .with_context(|| format!("{name}: cannot seek: cat reads a file (decrypt reads a pipe)"))?;
-    let mut stdout = files::stdout()?;
     let key = if keys.candidates.len() > 1 {
         let probe = keys
             .candidates
@@ -660,7 +661,7 @@ fn cat(a: &CatArgs) -> Result<()> {
         if n == 0 {
             return Err(stream_error(cipherio::Error::Truncated.into(), &name));
         }
-        stdout
+        out.file()
             .write_all(&buf[..n])
             .context("<stdout>: cannot write")?;
         left -= n as u64;

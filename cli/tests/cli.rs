@@ -582,6 +582,13 @@ fn the_input_is_never_the_output() {
     assert_eq!(out.status.code(), Some(USAGE));
     assert!(String::from_utf8_lossy(&out.stderr).contains("input file"));
     assert_eq!(s.read("plain"), b"precious");
+    // cat's standard output appended to the stream it reads.
+    let ct = fs::read(s.encrypt(b"precious", "ct", &[])).expect("ct");
+    sh(s.dir.path(), r#"exec "$0" cat -k key --range 0.. ct >> ct"#)
+        .assert()
+        .code(USAGE)
+        .stderr(contains("input file"));
+    assert!(s.read("ct") == ct);
 }
 
 #[test]
