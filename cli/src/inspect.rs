@@ -1,12 +1,12 @@
 //! `cipherio inspect`: what a stream's header says, without a key.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 
 use anyhow::{Context, Result};
 use cipherio::format::{HEADER_LEN, Header, MAGIC, TAG_LEN};
 use serde_json::json;
 
-use crate::files::Input;
+use crate::files::{Contents, Input, Output};
 
 /// Plaintext length implied by a native v1 layout: `ciphertext_len` bytes
 /// with a header and segments of `segment_size` plaintext bytes, each
@@ -25,6 +25,7 @@ pub fn implied_plaintext_len(ciphertext_len: u64, segment_size: u64) -> Option<(
 }
 
 pub fn run(mut input: Input, as_json: bool) -> Result<()> {
+    let mut out = Output::open(None, &input, Contents::Plaintext, false)?;
     let start = input.file.stream_position().ok();
     let mut head = Vec::with_capacity(HEADER_LEN);
     (&mut input.file)
@@ -61,7 +62,9 @@ pub fn run(mut input: Input, as_json: bool) -> Result<()> {
             .map(|(k, v, _)| format!("{:<15} {v}\n", format!("{}:", k.replace('_', " "))))
             .collect()
     };
-    crate::files::write_stdout(text.as_bytes())
+    out.file()
+        .write_all(text.as_bytes())
+        .context("<stdout>: cannot write")
 }
 
 type Line = (&'static str, String, Option<serde_json::Value>);

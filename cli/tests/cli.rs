@@ -582,13 +582,15 @@ fn the_input_is_never_the_output() {
     assert_eq!(out.status.code(), Some(USAGE));
     assert!(String::from_utf8_lossy(&out.stderr).contains("input file"));
     assert_eq!(s.read("plain"), b"precious");
-    // cat's standard output appended to the stream it reads.
+    // cat's and inspect's standard output appended to the stream read.
     let ct = fs::read(s.encrypt(b"precious", "ct", &[])).expect("ct");
-    sh(s.dir.path(), r#"exec "$0" cat -k key --range 0.. ct >> ct"#)
-        .assert()
-        .code(USAGE)
-        .stderr(contains("input file"));
-    assert!(s.read("ct") == ct);
+    for command in ["cat -k key --range 0.. ct", "inspect ct", "inspect"] {
+        sh(s.dir.path(), &format!(r#"exec "$0" {command} < ct >> ct"#))
+            .assert()
+            .code(USAGE)
+            .stderr(contains("input file"));
+        assert!(s.read("ct") == ct, "{command}");
+    }
 }
 
 #[test]
