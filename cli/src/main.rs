@@ -114,7 +114,7 @@ struct KeyArgs {
     key_env: Option<String>,
     /// Read the key (the key file's text) from an open file descriptor
     #[arg(long, value_name = "N")]
-    key_fd: Option<u32>,
+    key_fd: Option<String>,
     /// Use a Tink keyset (cleartext JSON or binary, as tinkey writes it)
     /// with streaming AEAD keys: Tink's format, readable by Tink in any
     /// language
@@ -127,12 +127,12 @@ impl KeyArgs {
         match (
             &self.key_file,
             &self.key_env,
-            self.key_fd,
+            &self.key_fd,
             &self.tink_keyset,
         ) {
             (Some(p), ..) => KeySource::File(p.clone()),
             (_, Some(v), ..) => KeySource::Env(v.clone()),
-            (_, _, Some(fd), _) => KeySource::Fd(fd),
+            (_, _, Some(fd), _) => KeySource::Fd(fd.clone()),
             (.., Some(p)) => KeySource::TinkKeyset(p.clone()),
             _ => unreachable!("clap requires one key source"),
         }
