@@ -5,7 +5,7 @@
 
 use std::fs::{self, File, Permissions};
 use std::io::{self, IsTerminal, Seek, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -71,27 +71,29 @@ impl Input {
     }
 }
 
+/// Standard input, as a file of its own; an error if the command was
+/// started with it closed (see [`stdout`]): that is no empty input.
 fn dup_stdin() -> Result<File> {
-    let fd = io::stdin()
-        .as_fd()
-        .try_clone_to_owned()
-        .context("<stdin>: cannot use standard input")?;
-    Ok(File::from(fd))
+    standard(io::stdin().as_fd(), 0, "<stdin>", "standard input")
 }
 
 /// Standard output, as a file of its own; an error if the command was
 /// started with it closed. (The Rust runtime then opens `/dev/null` for
 /// reading and writing in its place, which a redirection `> /dev/null`
-/// never does: it opens for writing only.)
+/// or `< /dev/null` never does: it opens for writing or reading only.)
 pub fn stdout() -> Result<File> {
+    standard(io::stdout().as_fd(), 1, "<stdout>", "standard output")
+}
+
+/// Standard descriptor `n`, `fd`, as a file of its own, unless it was
+/// closed when the command started.
+fn standard(fd: BorrowedFd<'_>, n: u8, name: &str, what: &str) -> Result<File> {
     let file = File::from(
-        io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .context("<stdout>: cannot use standard output")?,
+        fd.try_clone_to_owned()
+            .with_context(|| format!("{name}: cannot use {what}"))?,
     );
-    if is_null_read_write(&file) {
-        bail!("<stdout>: standard output is closed");
+    if is_null_read_write(n, &file) {
+        bail!("{name}: {what} is closed");
     }
     Ok(file)
 }
@@ -102,9 +104,9 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     stdout()?.write_all(bytes).context("<stdout>: cannot write")
 }
 
-/// Whether standard output, `file`, is `/dev/null` opened for reading and
-/// writing, by the flags its descriptor's `fdinfo` shows.
-fn is_null_read_write(file: &File) -> bool {
+/// Whether standard descriptor `fd`, `file`, is `/dev/null` opened for
+/// reading and writing, by the flags its descriptor's `fdinfo` shows.
+fn is_null_read_write(fd: u8, file: &File) -> bool {
     const O_ACCMODE: u32 = 3;
     const O_RDWR: u32 = 2;
     let (Ok(meta), Ok(null)) = (file.metadata(), fs::metadata("/dev/null")) else {
@@ -113,7 +115,7 @@ fn is_null_read_write(file: &File) -> bool {
     if !meta.file_type().is_char_device() || meta.rdev() != null.rdev() {
         return false;
     }
-    fs::read_to_string("/proc/self/fdinfo/1")
+    fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
         .ok()
         .and_then(|t| {
             let flags = t.lines().find_map(|l| l.strip_prefix("flags:"))?;

@@ -230,6 +230,30 @@ fn help_and_version_that_cannot_be_written_are_errors() {
 }
 
 #[test]
+fn a_closed_standard_input_is_an_error() {
+    let s = Scratch::new();
+    let dir = s.dir.path();
+    for command in [
+        "encrypt -k key",
+        "decrypt -k key",
+        "verify -k key",
+        "inspect",
+        "cat -k key --range 0.. -",
+    ] {
+        // Not an empty input: encrypting it would seal nothing and
+        // succeed, decrypting it would call it truncated (status 3).
+        sh(dir, &format!(r#"exec "$0" {command} <&- >/dev/null"#))
+            .assert()
+            .code(ERROR)
+            .stderr(contains("standard input is closed"));
+    }
+    // An empty input given on purpose is one.
+    sh(dir, r#"exec "$0" encrypt -k key </dev/null >/dev/null"#)
+        .assert()
+        .code(OK);
+}
+
+#[test]
 fn output_errors_end_with_status_1_never_a_panic() {
     let s = Scratch::new();
     s.encrypt(&data(1000, 16), "ct", &[]);
