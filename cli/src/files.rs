@@ -4,8 +4,8 @@
 //! `--force`).
 
 use std::fs::{self, File, Permissions};
-use std::io::{self, IsTerminal, Write};
-use std::os::fd::AsFd;
+use std::io::{self, IsTerminal, Seek, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -35,7 +35,8 @@ pub struct Input {
     pub file: File,
     /// For messages: the path, or `<stdin>`.
     pub name: String,
-    /// The length, for a regular file.
+    /// The bytes left from where the file stands (standard input may
+    /// stand past its start), for a regular file.
     pub len: Option<u64>,
     id: Option<(u64, u64)>,
 }
@@ -53,8 +54,16 @@ impl Input {
             .metadata()
             .with_context(|| format!("{name}: cannot stat"))?;
         let regular = meta.file_type().is_file();
+        let len = regular
+            .then(|| {
+                (&file)
+                    .stream_position()
+                    .map(|at| meta.len().saturating_sub(at))
+            })
+            .transpose()
+            .with_context(|| format!("{name}: cannot seek"))?;
         Ok(Input {
-            len: regular.then_some(meta.len()),
+            len,
             id: regular.then_some((meta.dev(), meta.ino())),
             file,
             name,
@@ -62,27 +71,29 @@ impl Input {
     }
 }
 
+/// Standard input, as a file of its own; an error if the command was
+/// started with it closed (see [`stdout`]): that is no empty input.
 fn dup_stdin() -> Result<File> {
-    let fd = io::stdin()
-        .as_fd()
-        .try_clone_to_owned()
-        .context("<stdin>: cannot use standard input")?;
-    Ok(File::from(fd))
+    standard(io::stdin().as_fd(), 0, "<stdin>", "standard input")
 }
 
 /// Standard output, as a file of its own; an error if the command was
 /// started with it closed. (The Rust runtime then opens `/dev/null` for
 /// reading and writing in its place, which a redirection `> /dev/null`
-/// never does: it opens for writing only.)
+/// or `< /dev/null` never does: it opens for writing or reading only.)
 pub fn stdout() -> Result<File> {
+    standard(io::stdout().as_fd(), 1, "<stdout>", "standard output")
+}
+
+/// Standard descriptor `n`, `fd`, as a file of its own, unless it was
+/// closed when the command started.
+fn standard(fd: BorrowedFd<'_>, n: u8, name: &str, what: &str) -> Result<File> {
     let file = File::from(
-        io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .context("<stdout>: cannot use standard output")?,
+        fd.try_clone_to_owned()
+            .with_context(|| format!("{name}: cannot use {what}"))?,
     );
-    if is_null_read_write(&file) {
-        bail!("<stdout>: standard output is closed");
+    if is_null_read_write(n, &file) {
+        bail!("{name}: {what} is closed");
     }
     Ok(file)
 }
@@ -93,9 +104,9 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     stdout()?.write_all(bytes).context("<stdout>: cannot write")
 }
 
-/// Whether standard output, `file`, is `/dev/null` opened for reading and
-/// writing, by the flags its descriptor's `fdinfo` shows.
-fn is_null_read_write(file: &File) -> bool {
+/// Whether standard descriptor `fd`, `file`, is `/dev/null` opened for
+/// reading and writing, by the flags its descriptor's `fdinfo` shows.
+fn is_null_read_write(fd: u8, file: &File) -> bool {
     const O_ACCMODE: u32 = 3;
     const O_RDWR: u32 = 2;
     let (Ok(meta), Ok(null)) = (file.metadata(), fs::metadata("/dev/null")) else {
@@ -104,7 +115,7 @@ fn is_null_read_write(file: &File) -> bool {
     if !meta.file_type().is_char_device() || meta.rdev() != null.rdev() {
         return false;
     }
-    fs::read_to_string("/proc/self/fdinfo/1")
+    fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
         .ok()
         .and_then(|t| {
             let flags = t.lines().find_map(|l| l.strip_prefix("flags:"))?;
@@ -137,11 +148,11 @@ pub enum Output {
     /// Standard output, a device, a FIFO or a descriptor's name, written as
     /// the bytes come.
     Direct { file: File, name: String },
-    /// A file, put in place whole by [`Output::commit`], with the mode of
-    /// the file it replaces, if any.
+    /// A file, put in place whole by [`Output::commit`], with the owner,
+    /// group and mode of the file it replaces, if any.
     Atomic {
         temp: AtomicFile,
-        replaced: Option<Permissions>,
+        replaced: Option<Owner>,
         overwrite: bool,
         name: String,
     },
@@ -183,7 +194,11 @@ impl Output {
                         "{name}: already exists (--force to replace it)"
                     )));
                 }
-                replaced = Some(Permissions::from_mode(meta.mode() & 0o777));
+                replaced = Some(Owner {
+                    uid: meta.uid(),
+                    gid: meta.gid(),
+                    mode: meta.mode() & 0o777,
+                });
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(anyhow::Error::new(e).context(format!("{name}: cannot stat"))),
@@ -226,9 +241,9 @@ impl Output {
         }
     }
 
-    /// Makes the output final: a file gets the replaced file's mode, is
-    /// synced and put in place (never over a file that appeared
-    /// meanwhile, unless `--force`).
+    /// Makes the output final: a file gets the replaced file's owner,
+    /// group and mode, is synced and put in place (never over a file that
+    /// appeared meanwhile, unless `--force`).
     pub fn commit(self) -> Result<()> {
         match self {
             Output::Direct { .. } => Ok(()),
@@ -238,9 +253,8 @@ impl Output {
                 overwrite,
                 name,
             } => {
-                if let Some(mode) = replaced {
-                    temp.file()
-                        .set_permissions(mode)
+                if let Some(old) = replaced {
+                    keep_access(temp.file(), &old)
                         .with_context(|| format!("{name}: cannot set the mode"))?;
                 }
                 temp.commit(overwrite)
@@ -248,6 +262,24 @@ impl Output {
             }
         }
     }
+}
+
+/// Who may read a file: its owner, group and permission bits.
+pub struct Owner {
+    uid: u32,
+    gid: u32,
+    mode: u32,
+}
+
+/// Gives `file` the owner, group and mode of `old`, the file it replaces,
+/// so that the same users can read it. Where the owner or group cannot be
+/// given (only root gives files away, and only to a group it is in does a
+/// user), the mode keeps the owner's bits alone: the group and others of
+/// the new file are not those the old mode was meant for.
+fn keep_access(file: &File, old: &Owner) -> io::Result<()> {
+    let kept = std::os::unix::fs::fchown(file, Some(old.uid), Some(old.gid)).is_ok();
+    let mode = old.mode & if kept { 0o777 } else { 0o700 };
+    file.set_permissions(Permissions::from_mode(mode))
 }
 
 /// An output written as the bytes come, after the refusals that apply to

@@ -1,12 +1,12 @@
 //! `cipherio inspect`: what a stream's header says, without a key.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 
 use anyhow::{Context, Result};
 use cipherio::format::{HEADER_LEN, Header, MAGIC, TAG_LEN};
 use serde_json::json;
 
-use crate::files::Input;
+use crate::files::{Contents, Input, Output};
 
 /// Plaintext length implied by a native v1 layout: `ciphertext_len` bytes
 /// with a header and segments of `segment_size` plaintext bytes, each
@@ -25,16 +25,18 @@ pub fn implied_plaintext_len(ciphertext_len: u64, segment_size: u64) -> Option<(
 }
 
 pub fn run(mut input: Input, as_json: bool) -> Result<()> {
+    let mut out = Output::open(None, &input, Contents::Plaintext, false)?;
+    let start = input.file.stream_position().ok();
     let mut head = Vec::with_capacity(HEADER_LEN);
     (&mut input.file)
         .take(HEADER_LEN as u64)
         .read_to_end(&mut head)
         .with_context(|| format!("{}: cannot read", input.name))?;
     // The length of a regular file, or of anything else that seeks (a
-    // block device), measured from the start.
+    // block device), from where the stream starts.
     let len = input.len.or_else(|| {
         let end = input.file.seek(SeekFrom::End(0)).ok()?;
-        (end >= head.len() as u64).then_some(end)
+        end.checked_sub(start?).filter(|&n| n >= head.len() as u64)
     });
     let report = if head.starts_with(&MAGIC) || MAGIC.starts_with(&head) && !head.is_empty() {
         let h = Header::parse(&head)
@@ -60,7 +62,9 @@ pub fn run(mut input: Input, as_json: bool) -> Result<()> {
             .map(|(k, v, _)| format!("{:<15} {v}\n", format!("{}:", k.replace('_', " "))))
             .collect()
     };
-    crate::files::write_stdout(text.as_bytes())
+    out.file()
+        .write_all(text.as_bytes())
+        .context("<stdout>: cannot write")
 }
 
 type Line = (&'static str, String, Option<serde_json::Value>);

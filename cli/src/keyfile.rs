@@ -175,7 +175,9 @@ impl Keys {
 pub enum KeySource {
     File(PathBuf),
     Env(String),
-    Fd(u32),
+    /// A descriptor's number, as given: checked when read, so that a key
+    /// given here by mistake is not quoted in the usage error.
+    Fd(String),
     TinkKeyset(PathBuf),
 }
 
@@ -194,40 +196,68 @@ pub fn load(source: &KeySource) -> Result<Keys> {
     };
     match source {
         KeySource::File(path) => {
-            let text = read_secret(path)
-                .with_context(|| format!("{}: cannot read the key file", path.display()))?;
-            native(&text, &path.display().to_string())
+            let name = shown(path);
+            let text = read_secret(path, &name)
+                .with_context(|| format!("{name}: cannot read the key file"))?;
+            native(&text, &name)
         }
         KeySource::Env(var) => {
+            let name = format!("${}", shown(Path::new(var)));
             let value = std::env::var_os(var)
-                .ok_or_else(|| anyhow!("${var}: the environment variable is not set"))?;
+                .ok_or_else(|| anyhow!("{name}: the environment variable is not set"))?;
             let text = Zeroizing::new(
                 value
                     .into_string()
-                    .map_err(|_| anyhow!("${var}: not valid UTF-8"))?,
+                    .map_err(|_| anyhow!("{name}: not valid UTF-8"))?,
             );
-            native(&text, &format!("${var}"))
+            native(&text, &name)
         }
         KeySource::Fd(fd) => {
+            let fd: u32 = fd.parse().map_err(|_| {
+                anyhow::Error::new(crate::files::Refused(
+                    "--key-fd: not a descriptor number".to_string(),
+                ))
+            })?;
             // Opening /dev/fd/N duplicates the descriptor without unsafe code.
             let path = PathBuf::from(format!("/dev/fd/{fd}"));
-            let text = read_secret(&path)
-                .with_context(|| format!("file descriptor {fd}: cannot read a key from it"))?;
-            native(&text, &format!("file descriptor {fd}"))
+            let name = format!("file descriptor {fd}");
+            let text = read_secret(&path, &name)
+                .with_context(|| format!("{name}: cannot read a key from it"))?;
+            native(&text, &name)
         }
         KeySource::TinkKeyset(path) => {
-            let bytes = read_secret_bytes(path)
-                .with_context(|| format!("{}: cannot read the Tink keyset", path.display()))?;
-            let candidates = keyset::parse(&bytes)
-                .with_context(|| format!("{}: bad Tink keyset", path.display()))?;
+            let name = shown(path);
+            let bytes = read_secret_bytes(path, &name)
+                .with_context(|| format!("{name}: cannot read the Tink keyset"))?;
+            let candidates =
+                keyset::parse(&bytes).with_context(|| format!("{name}: bad Tink keyset"))?;
             Ok(Keys { candidates })
         }
     }
 }
 
-fn read_secret_bytes(path: &Path) -> io::Result<Zeroizing<Vec<u8>>> {
+/// A key source's name (a file, a variable) as messages show it: as
+/// given, unless it holds what may be a key itself (its line's tag, or 32
+/// hex digits in a row, a 16-byte key's), as when `--key-env "$KEY"` was
+/// meant as `--key-env KEY`.
+fn shown(name: &Path) -> String {
+    let name = name.display().to_string();
+    let mut run = 0;
+    let key_like = name.contains(KEY_LINE_TAG)
+        || name.chars().any(|c| {
+            run = if c.is_ascii_hexdigit() { run + 1 } else { 0 };
+            run >= 32
+        });
+    if key_like {
+        "(a name that may be a key, not shown)".to_string()
+    } else {
+        name
+    }
+}
+
+fn read_secret_bytes(path: &Path, name: &str) -> io::Result<Zeroizing<Vec<u8>>> {
     let mut f = File::open(path)?;
-    warn_if_open_to_others(&f, path);
+    warn_if_open_to_others(&f, name);
     let mut buf = Zeroizing::new(Vec::with_capacity(4096));
     // Read in place so that no unwiped copy is left by a reallocation.
     let mut chunk = Zeroizing::new([0u8; 4096]);
@@ -253,21 +283,20 @@ fn read_secret_bytes(path: &Path) -> io::Result<Zeroizing<Vec<u8>>> {
 }
 
 /// Warns (and goes on) when other users may read or change a key file.
-fn warn_if_open_to_others(f: &File, path: &Path) {
+fn warn_if_open_to_others(f: &File, name: &str) {
     if let Ok(meta) = f.metadata()
         && meta.is_file()
         && meta.permissions().mode() & 0o077 != 0
     {
-        eprintln!(
-            "cipherio: warning: {}: other users may read this key (mode {:04o}; chmod 600 it)",
-            path.display(),
+        crate::say(format_args!(
+            "cipherio: warning: {name}: other users may read this key (mode {:04o}; chmod 600 it)",
             meta.permissions().mode() & 0o7777
-        );
+        ));
     }
 }
 
-fn read_secret(path: &Path) -> io::Result<Zeroizing<String>> {
-    let bytes = read_secret_bytes(path)?;
+fn read_secret(path: &Path, name: &str) -> io::Result<Zeroizing<String>> {
+    let bytes = read_secret_bytes(path, name)?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))?;
     Ok(Zeroizing::new(text.to_string()))

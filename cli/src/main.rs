@@ -8,7 +8,7 @@ mod keyfile;
 mod keyset;
 mod progress;
 
-use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
+use std::io::{self, Cursor, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -114,7 +114,7 @@ struct KeyArgs {
     key_env: Option<String>,
     /// Read the key (the key file's text) from an open file descriptor
     #[arg(long, value_name = "N")]
-    key_fd: Option<u32>,
+    key_fd: Option<String>,
     /// Use a Tink keyset (cleartext JSON or binary, as tinkey writes it)
     /// with streaming AEAD keys: Tink's format, readable by Tink in any
     /// language
@@ -127,12 +127,12 @@ impl KeyArgs {
         match (
             &self.key_file,
             &self.key_env,
-            self.key_fd,
+            &self.key_fd,
             &self.tink_keyset,
         ) {
             (Some(p), ..) => KeySource::File(p.clone()),
             (_, Some(v), ..) => KeySource::Env(v.clone()),
-            (_, _, Some(fd), _) => KeySource::Fd(fd),
+            (_, _, Some(fd), _) => KeySource::Fd(fd.clone()),
             (.., Some(p)) => KeySource::TinkKeyset(p.clone()),
             _ => unreachable!("clap requires one key source"),
         }
@@ -184,8 +184,8 @@ struct IoArgs {
     /// directly; a symbolic link is written through
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// Replace an existing output file, keeping its mode (encrypting: also
-    /// write ciphertext to a terminal)
+    /// Replace an existing output file, keeping its owner, group and mode
+    /// (encrypting: also write ciphertext to a terminal)
     #[arg(short, long)]
     force: bool,
     /// No progress bar
@@ -203,7 +203,7 @@ struct EncryptArgs {
     stream: StreamArgs,
     /// Plaintext bytes per segment, e.g. 65536, 64K, 1M (native format;
     /// at most 16M). A Tink key sets its own.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_segment_size)]
     segment_size: Option<usize>,
 }
 
@@ -226,7 +226,7 @@ struct VerifyArgs {
     input: Option<PathBuf>,
     #[command(flatten)]
     stream: StreamArgs,
-    /// No progress bar
+    /// No progress bar, and no report when the stream is authentic
     #[arg(short, long)]
     quiet: bool,
 }
@@ -262,17 +262,43 @@ struct CatArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    let parsed = Cli::try_parse().or_else(|e| match e.kind() {
+        // Help and version are the command's output: written as any
+        // other, a failure to write them is an error. Styled for a
+        // terminal unless NO_COLOR is set.
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+            let plain = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+            let text = if io::stdout().is_terminal() && !plain {
+                e.render().ansi().to_string()
+            } else {
+                e.render().to_string()
+            };
+            Err(files::write_stdout(text.as_bytes()))
+        }
+        _ => e.exit(),
+    });
+    let result = match parsed {
+        Ok(cli) => run(cli),
+        Err(Ok(())) => return ExitCode::SUCCESS,
+        Err(Err(e)) => Err(e),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let code = exit_code(&e);
             if let Some(msg) = message(&e) {
-                eprintln!("cipherio: {msg}");
+                say(format_args!("cipherio: {msg}"));
             }
             ExitCode::from(code)
         }
     }
+}
+
+/// Writes a line to standard error. One that cannot be written (a full
+/// device, a reader gone) is lost, never a panic: the exit status still
+/// says how the command went.
+fn say(line: std::fmt::Arguments) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
 }
 
 /// The error's chain on one line, without the library's own prefix; `None`
@@ -570,7 +596,9 @@ fn verify(a: &VerifyArgs) -> Result<()> {
     let threads = (a.stream.threads(), regular);
     let (len, label) = open_stream(&keys, src, &in_name, &aad, threads, None)?;
     if !a.quiet {
-        eprintln!("{in_name}: authentic: {len} bytes of plaintext, sealed with the {label}");
+        say(format_args!(
+            "{in_name}: authentic: {len} bytes of plaintext, sealed with the {label}"
+        ));
     }
     Ok(())
 }
@@ -583,10 +611,11 @@ fn cat(a: &CatArgs) -> Result<()> {
         threads: 1,
     }
     .associated_data()?;
-    let Input { mut file, name, .. } = Input::open(Some(&a.input))?;
+    let input = Input::open(Some(&a.input))?;
+    let mut out = Output::open(None, &input, Contents::Plaintext, false)?;
+    let Input { mut file, name, .. } = input;
     file.stream_position()
         .with_context(|| format!("{name}: cannot seek: cat reads a file (decrypt reads a pipe)"))?;
-    let mut stdout = files::stdout()?;
     let key = if keys.candidates.len() > 1 {
         let probe = keys
             .candidates
@@ -632,7 +661,7 @@ fn cat(a: &CatArgs) -> Result<()> {
         if n == 0 {
             return Err(stream_error(cipherio::Error::Truncated.into(), &name));
         }
-        stdout
+        out.file()
             .write_all(&buf[..n])
             .context("<stdout>: cannot write")?;
         left -= n as u64;
@@ -673,6 +702,16 @@ fn parse_size(s: &str) -> Result<usize, String> {
         .map_err(|_| format!("`{s}` is not a byte count"))?;
     n.checked_mul(mult)
         .ok_or_else(|| format!("`{s}` is too large"))
+}
+
+/// A segment size: a byte count from 1 to the largest a writer takes,
+/// refused with the command line, before any input is read.
+fn parse_segment_size(s: &str) -> Result<usize, String> {
+    let max = cipherio::format::MAX_WRITER_CAPACITY;
+    match parse_size(s)? {
+        n @ 1.. if n <= max => Ok(n),
+        _ => Err(format!("`{s}`: from 1 byte to {}M", max >> 20)),
+    }
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {

@@ -1,14 +1,17 @@
 //! The size of the blocks the data moves in, counted by the kernel: the
 //! read and write calls of a finished `cipherio` process, from its
-//! `/proc/PID/io` before it is reaped. A block is at most 128 KiB, so what
+//! `/proc/PID/io` before it is reaped (opened while the process runs: an
+//! exited process's file belongs to root, but what was opened stays
+//! readable, so the test runs as any user). A block is at most 128 KiB, so what
 //! a read copied is still in the core's L2 cache when it is sealed or
 //! opened, and more than 64 KiB, so the calls stay few.
 
 mod common;
 
 use std::fs::{self, File};
+use std::io::{self, Read};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::Duration;
 
@@ -23,19 +26,22 @@ const BLOCKS: u64 = (INPUT / BLOCK) as u64;
 /// alone would take this many more than `BLOCKS`.
 const OTHER: u64 = BLOCKS;
 
-/// Runs `cipherio COMMAND -q -k KEY INPUT` with standard output on
-/// `/dev/null` (opened for writing only, as a shell's `> /dev/null`) and
-/// returns its read and write calls (`syscr`, `syscw`), after checking
+/// Runs `cipherio COMMAND -q -k KEY INPUT` with standard output on a pipe
+/// and returns its read and write calls (`syscr`, `syscw`), after checking
 /// that it succeeded.
 fn calls(command: &str, key: &Path, input: &Path) -> (u64, u64) {
     let mut child = Command::new(bin_path())
         .args([command, "-q", "-k"])
         .arg(key)
         .arg(input)
-        .stdout(File::create("/dev/null").expect("/dev/null"))
+        .stdout(Stdio::piped())
         .spawn()
         .expect("spawn cipherio");
     let proc = format!("/proc/{}", child.id());
+    // The process cannot end before its output is read: it is running.
+    let mut counts = File::open(format!("{proc}/io")).expect("its io counts");
+    let mut stdout = child.stdout.take().expect("stdout");
+    io::copy(&mut stdout, &mut io::sink()).expect("its output");
     // Until reaped, an exited process is a zombie whose counts stay readable.
     let mut polls = 0;
     loop {
@@ -51,7 +57,8 @@ fn calls(command: &str, key: &Path, input: &Path) -> (u64, u64) {
         assert!(polls < 60_000, "cipherio did not finish");
         sleep(Duration::from_millis(1));
     }
-    let io = fs::read_to_string(format!("{proc}/io")).expect("its io counts");
+    let mut io = String::new();
+    counts.read_to_string(&mut io).expect("its io counts");
     let count = |field: &str| -> u64 {
         io.lines()
             .find_map(|l| l.strip_prefix(field))

@@ -233,6 +233,27 @@ fn bad_or_missing_keys_and_inputs_exit_1_naming_the_file() {
 }
 
 #[test]
+fn a_bad_segment_size_is_refused_before_the_input_is_read() {
+    use std::io::Seek;
+    let s = Scratch::new();
+    let input = s.write("in", &data(300_000, 19));
+    for bad in ["0", "17M", "16777217"] {
+        // Standard input shares its offset with this file: what the
+        // command read from it moved the offset.
+        let mut stdin = std::fs::File::open(&input).expect("in");
+        let out = std::process::Command::new(bin_path())
+            .args(["encrypt", "--segment-size", bad, "-k"])
+            .arg(s.key())
+            .stdin(stdin.try_clone().expect("dup"))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(USAGE), "{bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--segment-size"));
+        assert_eq!(stdin.stream_position().expect("offset"), 0, "{bad}");
+    }
+}
+
+#[test]
 fn usage_errors_exit_2() {
     cipherio().assert().code(USAGE);
     cipherio().args(["frobnicate"]).assert().code(USAGE);
@@ -561,6 +582,15 @@ fn the_input_is_never_the_output() {
     assert_eq!(out.status.code(), Some(USAGE));
     assert!(String::from_utf8_lossy(&out.stderr).contains("input file"));
     assert_eq!(s.read("plain"), b"precious");
+    // cat's and inspect's standard output appended to the stream read.
+    let ct = fs::read(s.encrypt(b"precious", "ct", &[])).expect("ct");
+    for command in ["cat -k key --range 0.. ct", "inspect ct", "inspect"] {
+        sh(s.dir.path(), &format!(r#"exec "$0" {command} < ct >> ct"#))
+            .assert()
+            .code(USAGE)
+            .stderr(contains("input file"));
+        assert!(s.read("ct") == ct, "{command}");
+    }
 }
 
 #[test]
@@ -587,6 +617,12 @@ fn verify_authenticates_and_writes_nothing() {
     assert_eq!(s.names(), ["ct", "key"]);
 }
 
+/// What a command that succeeds prints, as JSON.
+fn json_of(cmd: &mut assert_cmd::Command) -> serde_json::Value {
+    let out = cmd.assert().code(OK).get_output().stdout.clone();
+    serde_json::from_slice(&out).expect("JSON")
+}
+
 #[test]
 fn inspect_reads_the_header_without_a_key() {
     let s = Scratch::with_algorithm("aes128gcm");
@@ -609,15 +645,7 @@ fn inspect_reads_the_header_without_a_key() {
                 )))
                 .and(contains("segments:       3")),
         );
-    let json = cipherio()
-        .args(["inspect", "--json"])
-        .arg(&ct)
-        .assert()
-        .code(OK)
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&json).expect("JSON");
+    let v = json_of(cipherio().args(["inspect", "--json"]).arg(&ct));
     assert_eq!(v["plaintext_len"], p.len());
     assert_eq!(v["ciphertext_len"], len);
     assert_eq!(v["segment_size"], SEG);
@@ -660,6 +688,25 @@ fn inspect_reads_the_header_without_a_key() {
         .assert()
         .code(UNAUTHENTIC)
         .stderr(contains("version 9"));
+}
+
+#[test]
+fn standard_input_is_measured_from_where_it_stands() {
+    // A stream after 5 bytes of something else, standard input moved past
+    // them by the shell before the command starts: its length is what
+    // is left.
+    let s = Scratch::new();
+    let p = data(SEG + 7, 20);
+    let ct = fs::read(s.encrypt(&p, "ct", &[])).expect("ct");
+    let mut after = b"JUNK!".to_vec();
+    after.extend_from_slice(&ct);
+    s.write("after", &after);
+    let v = json_of(&mut sh(
+        s.dir.path(),
+        r#"{ dd bs=5 count=1 of=/dev/null status=none; exec "$0" inspect --json; } < after"#,
+    ));
+    assert_eq!(v["ciphertext_len"], ct.len());
+    assert_eq!(v["plaintext_len"], p.len());
 }
 
 #[test]

@@ -39,12 +39,55 @@ fn no_message_about_a_bad_key_line_shows_the_key() {
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(err.contains("bad key"), "{line}: {err}");
             // Not the key, nor any 8 hex digits of it.
-            for part in hex.as_bytes().windows(8) {
-                let part = std::str::from_utf8(part).expect("hex");
-                assert!(!err.contains(part), "{line}: {err}");
-            }
+            assert!(!shows_some_of(&err, &hex), "{line}: {err}");
         }
     }
+}
+
+/// Whether `err` holds 8 hex digits in a row of `hex`.
+fn shows_some_of(err: &str, hex: &str) -> bool {
+    hex.as_bytes()
+        .windows(8)
+        .any(|part| err.contains(std::str::from_utf8(part).expect("hex")))
+}
+
+#[test]
+fn a_key_given_where_its_name_belongs_is_not_shown() {
+    // `--key-env "$KEY"` for `--key-env KEY`, `-k "$(cat my.key)"`: the
+    // name the message would quote is the key.
+    let s = Scratch::new();
+    let ct = s.encrypt(b"secret", "ct", &[]);
+    let (alg, hex) = key_parts(&s.key());
+    let line = format!("cipherio-key-v1 {alg} {hex}");
+    let text = fs::read_to_string(s.key()).expect("key");
+    let digits: String = hex.chars().filter(char::is_ascii_digit).collect();
+    for value in [line.as_str(), text.as_str(), hex.as_str()] {
+        for (option, code) in [
+            ("--key-env", ERROR),
+            ("-k", ERROR),
+            ("--tink-keyset", ERROR),
+            ("--key-fd", USAGE),
+        ] {
+            let out = cipherio()
+                .args(["decrypt", option, value])
+                .arg(&ct)
+                .assert()
+                .code(code)
+                .get_output()
+                .clone();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!shows_some_of(&err, &hex), "{option}: {err}");
+        }
+    }
+    // A descriptor number made of the key's digits alone.
+    let out = cipherio()
+        .args(["decrypt", "--key-fd", &digits])
+        .arg(&ct)
+        .assert()
+        .code(USAGE)
+        .get_output()
+        .clone();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(&digits[..8]));
 }
 
 #[test]

@@ -207,6 +207,53 @@ fn a_closed_standard_output_is_an_error() {
 }
 
 #[test]
+fn help_and_version_that_cannot_be_written_are_errors() {
+    let s = Scratch::new();
+    let dir = s.dir.path();
+    for args in ["--help", "--version", "decrypt --help", "help cat", "-V"] {
+        let full = run_into(
+            dir,
+            &args.split(' ').collect::<Vec<_>>(),
+            File::create("/dev/full").expect("/dev/full"),
+        );
+        assert_eq!(full.status.code(), Some(ERROR), "{args}");
+        assert!(String::from_utf8_lossy(&full.stderr).contains("<stdout>: cannot write"));
+        sh(dir, &format!(r#"exec "$0" {args} >&-"#))
+            .assert()
+            .code(ERROR)
+            .stderr(contains("standard output is closed"));
+        sh(dir, &format!(r#"exec "$0" {args}"#))
+            .assert()
+            .code(OK)
+            .stdout(contains("cipherio"));
+    }
+}
+
+#[test]
+fn a_closed_standard_input_is_an_error() {
+    let s = Scratch::new();
+    let dir = s.dir.path();
+    for command in [
+        "encrypt -k key",
+        "decrypt -k key",
+        "verify -k key",
+        "inspect",
+        "cat -k key --range 0.. -",
+    ] {
+        // Not an empty input: encrypting it would seal nothing and
+        // succeed, decrypting it would call it truncated (status 3).
+        sh(dir, &format!(r#"exec "$0" {command} <&- >/dev/null"#))
+            .assert()
+            .code(ERROR)
+            .stderr(contains("standard input is closed"));
+    }
+    // An empty input given on purpose is one.
+    sh(dir, r#"exec "$0" encrypt -k key </dev/null >/dev/null"#)
+        .assert()
+        .code(OK);
+}
+
+#[test]
 fn output_errors_end_with_status_1_never_a_panic() {
     let s = Scratch::new();
     s.encrypt(&data(1000, 16), "ct", &[]);
@@ -231,4 +278,80 @@ fn output_errors_end_with_status_1_never_a_panic() {
         assert_eq!(gone.status.code(), Some(ERROR), "{args:?}");
         assert_eq!(String::from_utf8_lossy(&gone.stderr), "", "{args:?}");
     }
+}
+
+#[test]
+fn a_failing_standard_error_never_panics() {
+    let s = Scratch::new();
+    s.encrypt(&data(1000, 17), "ct", &[]);
+    s.write("open.key", &fs::read(s.key()).expect("key"));
+    fs::set_permissions(s.path("open.key"), Permissions::from_mode(0o644)).expect("chmod");
+    let dir = s.dir.path();
+    // What the command has to say (a result, a warning, an error) is lost
+    // on a full device; the status is still the command's own.
+    let commands: [(&[&str], i32); 3] = [
+        (&["verify", "-k", "key", "ct"], OK),
+        (&["decrypt", "-k", "open.key", "-o", "/dev/null", "ct"], OK),
+        (&["decrypt", "-k", "no-such-key", "ct"], ERROR),
+    ];
+    for (args, code) in commands {
+        let out = Command::new(bin_path())
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create("/dev/full").expect("/dev/full"))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+    }
+}
+
+/// The groups the tests' user may give its files: its own, and with it
+/// any other it is a member of (every group, as root).
+fn own_groups() -> Vec<u32> {
+    let out = Command::new("id").arg("-G").output().expect("id -G");
+    let mut groups: Vec<u32> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|g| g.parse().ok())
+        .collect();
+    if fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0) {
+        groups.push(65534);
+    }
+    groups
+}
+
+#[test]
+fn a_replaced_file_keeps_its_owner_and_group() {
+    use std::os::unix::fs::MetadataExt;
+    let groups = own_groups();
+    let root = fs::metadata("/proc/self").expect("/proc/self").uid() == 0;
+    let [primary, other, ..] = groups[..] else {
+        eprintln!("skipped: the tests' user is in one group only, so no file can change group");
+        return;
+    };
+    let s = Scratch::new();
+    let p = data(30_000, 18);
+    s.encrypt(&p, "ct", &[]);
+    let dir = s.dir.path();
+    // A file of the user's other group, readable by that group: a new
+    // file would be of the primary group, whose members must not gain
+    // the plaintext through the kept mode.
+    let out = s.write("out", b"old");
+    // As root, of another owner too: root replacing a user's file leaves
+    // it the user's.
+    let owner = root.then_some(65534);
+    std::os::unix::fs::chown(&out, owner, Some(other)).expect("chown");
+    let uid = fs::metadata(&out).expect("out").uid();
+    fs::set_permissions(&out, Permissions::from_mode(0o640)).expect("chmod");
+    assert_ne!(primary, other);
+    sh(dir, r#"exec "$0" decrypt -k key -f -o out ct"#)
+        .assert()
+        .code(OK);
+    let meta = fs::metadata(&out).expect("out");
+    assert_eq!(
+        (meta.uid(), meta.gid(), meta.mode() & 0o777),
+        (uid, other, 0o640)
+    );
+    assert!(s.read("out") == p);
 }
