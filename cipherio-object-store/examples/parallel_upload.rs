@@ -145,7 +145,7 @@ async fn coordinator(args: &[String]) {
         s3.abort_multipart(&path, &plan.upload_id).await.unwrap();
         panic!("a worker failed: upload aborted");
     }
-    complete_plan(&*s3, &plan, done).await.unwrap();
+    complete_plan(&*s3, &key, &plan, done).await.unwrap();
 
     let store = EncryptedStore::new(s3, key);
     let back = store.get(&path).await.unwrap().bytes().await.unwrap();

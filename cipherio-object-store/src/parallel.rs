@@ -391,14 +391,22 @@ fn seal_part(sealer: &SegmentSealer, spec: &PartSpec, source: &dyn ReadAt) -> Re
 /// Completes `plan` with the parts `done` (from every worker, any order):
 /// every planned part exactly once, listed in order.
 ///
+/// The plan is checked first, as [`upload_share`] checks it: a plan
+/// edited on its way (a part dropped, another path or upload) would
+/// publish another object than the one planned, so it is refused before
+/// the store sees the list.
+///
 /// # Errors
 ///
-/// A part missing or sent twice; the store's.
+/// A plan that does not authenticate under `key` or whose parts are not
+/// its layout's; a part missing or sent twice; the store's.
 pub async fn complete_plan(
     store: &dyn MultipartStore,
+    key: &Key,
     plan: &UploadPlan,
     mut done: Vec<PartDone>,
 ) -> Result<PutResult> {
+    plan.sealer(key)?;
     done.sort_by_key(|d| d.number);
     let numbers: Vec<u32> = done.iter().map(|d| d.number).collect();
     let planned: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
@@ -449,7 +457,7 @@ pub async fn upload_parallel(
     )
     .await
     {
-        Ok(done) => complete_plan(&*store, &plan, done).await,
+        Ok(done) => complete_plan(&*store, key, &plan, done).await,
         Err(e) => Err(e),
     };
     if result.is_err() {

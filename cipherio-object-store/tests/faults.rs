@@ -89,7 +89,7 @@ async fn every_part_but_the_last_is_one_size() {
     )
     .await
     .unwrap();
-    complete_plan(&*faulty, &plan, done).await.unwrap();
+    complete_plan(&*faulty, &key(), &plan, done).await.unwrap();
     let back = store.get(&path).await.unwrap().bytes().await.unwrap();
     assert_eq!(back, data(len, 4));
     one_size(&faulty.sent.part_sizes(&plan.upload_id));
@@ -249,7 +249,7 @@ async fn parts_lost_once_and_resent_seal_the_same_bytes() {
             let again = upload_share(faulty.clone(), &key, &plan, &share, source.clone(), 2);
             done.extend(again.await.unwrap());
         }
-        complete_plan(&*faulty, &plan, done).await.unwrap();
+        complete_plan(&*faulty, &key, &plan, done).await.unwrap();
         let back = fresh(&faulty)
             .get(&path)
             .await
@@ -344,4 +344,40 @@ async fn a_large_copy_is_a_multipart_upload() {
     assert_eq!(store.get(&to).await.unwrap().bytes().await.unwrap(), pt);
     one_size(&faulty.sent.part_sizes(to.as_ref()));
     faulty.sent.assert_no_reuse();
+}
+
+/// `complete_plan` completes only a plan that authenticates: a plan with
+/// its last part dropped (and that part's answer with it) would publish a
+/// truncated object in place of the one planned, so it is refused, and
+/// the plan as made then completes.
+#[tokio::test]
+async fn an_edited_plan_is_not_completed() {
+    let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
+    let path = Path::from("plans/complete-edited");
+    let len = 23 * SEG as usize + 17;
+    let plan = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
+        .await
+        .unwrap();
+    let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
+    let source: Source = Arc::new(data(len, 12));
+    let done = upload_share(faulty.clone(), &key(), &plan, &all, source, 2)
+        .await
+        .unwrap();
+    let mut edited = plan.clone();
+    edited.parts.pop();
+    let fewer = done[..done.len() - 1].to_vec();
+    let err = complete_plan(&*faulty, &key(), &edited, fewer)
+        .await
+        .expect_err("a plan with its last part dropped");
+    assert!(err.to_string().contains("does not authenticate"), "{err}");
+    assert!(faulty.head(&path).await.is_err(), "no object completed");
+    complete_plan(&*faulty, &key(), &plan, done).await.unwrap();
+    let back = fresh(&faulty)
+        .get(&path)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(back, data(len, 12));
 }

@@ -316,8 +316,12 @@ async fn a_plan_shared_by_workers_completes_as_one_object() {
     }
     // A part missing is refused before the store sees the list.
     let missing = done[1..].to_vec();
-    assert!(complete_plan(&*inner, &plan, missing).await.is_err());
-    complete_plan(&*inner, &plan, done).await.unwrap();
+    assert!(
+        complete_plan(&*inner, &key(), &plan, missing)
+            .await
+            .is_err()
+    );
+    complete_plan(&*inner, &key(), &plan, done).await.unwrap();
     let stored = raw(inner.as_ref(), &path).await;
     assert_eq!(reader(&key(), path.as_ref(), &stored).unwrap(), pt);
 }
