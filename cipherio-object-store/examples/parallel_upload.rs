@@ -94,7 +94,7 @@ async fn coordinator(args: &[String]) {
         &*s3,
         &key,
         &path,
-        plaintext.len() as u64,
+        Arc::new(std::fs::File::open(&source).unwrap()),
         &UploadOptions::default(),
     )
     .await

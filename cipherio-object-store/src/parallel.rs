@@ -75,7 +75,10 @@ impl Default for UploadOptions {
 /// Every part but the last is the plan's part size; the first holds the
 /// header in its share, so a part's bytes need not start or end on a
 /// segment boundary: a segment that two parts share is sealed by both,
-/// from the same plaintext, and each sends its own side of it.
+/// from the same plaintext, and each sends its own side of it. The
+/// plaintext's MAC, taken when the plan was made, is checked before the
+/// part is sealed, so that no segment is sealed from bytes that changed
+/// since.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartSpec {
     /// The part's place in the upload, from 0.
@@ -92,6 +95,9 @@ pub struct PartSpec {
     pub plaintext_end: u64,
     /// It ends with the stream's final segment.
     pub last: bool,
+    /// HMAC-SHA256 (hex) of the plaintext bytes it seals, under a key
+    /// derived from the upload's key.
+    pub plaintext_mac: String,
 }
 
 /// A multipart upload in flight, serialisable (JSON) so that worker
@@ -161,18 +167,42 @@ fn parts_of(layout: Layout, plaintext_len: u64, part_size: u64) -> Result<Vec<Pa
                 plaintext_start: first * u64::from(layout.segment_size()),
                 plaintext_end: (past * u64::from(layout.segment_size())).min(plaintext_len),
                 last: past == segments,
+                plaintext_mac: String::new(),
             })
         })
         .collect()
 }
 
-/// The key of a plan's MAC, derived from the upload's key.
-fn mac_key(key: &Key) -> Zeroizing<[u8; 32]> {
+/// The HKDF info of the key of a plan's MAC.
+const PLAN_MAC: &[u8] = b"cipherio-object-store upload plan MAC";
+/// The HKDF info of the key of a part's plaintext MAC.
+const PLAINTEXT_MAC: &[u8] = b"cipherio-object-store part plaintext MAC";
+
+/// An HMAC-SHA256 under a key derived from the upload's key for `info`.
+fn mac(key: &Key, info: &[u8]) -> Hmac<Sha256> {
     let mut okm = Zeroizing::new([0; 32]);
     Hkdf::<Sha256>::new(None, key.as_bytes())
-        .expand(b"cipherio-object-store upload plan MAC", &mut *okm)
+        .expand(info, &mut *okm)
         .unwrap_or_else(|_| unreachable!("32 bytes of HKDF-SHA256 output"));
-    okm
+    <Hmac<Sha256> as KeyInit>::new_from_slice(&*okm)
+        .unwrap_or_else(|_| unreachable!("HMAC takes any key length"))
+}
+
+/// Fills in each part's plaintext MAC, reading `source` a MiB at a time.
+fn mac_parts(parts: &mut [PartSpec], key: &Key, source: &dyn ReadAt) -> Result<()> {
+    let mut buf = Zeroizing::new(vec![0; 1 << 20]);
+    for part in parts {
+        let mut mac = mac(key, PLAINTEXT_MAC);
+        let mut at = part.plaintext_start;
+        while at < part.plaintext_end {
+            let n = (part.plaintext_end - at).min(buf.len() as u64) as usize;
+            read_exact_at(source, &mut buf[..n], at).map_err(generic)?;
+            mac.update(&buf[..n]);
+            at += n as u64;
+        }
+        part.plaintext_mac = hex::encode(mac.finalize().into_bytes());
+    }
+    Ok(())
 }
 
 impl UploadPlan {
@@ -196,8 +226,7 @@ impl UploadPlan {
             ..self.clone()
         })
         .map_err(generic)?;
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&*mac_key(key))
-            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        let mut mac = mac(key, PLAN_MAC);
         mac.update(&fields);
         Ok(mac)
     }
@@ -215,7 +244,11 @@ impl UploadPlan {
         }
         let header = hex::decode(&self.header).map_err(generic)?;
         let sealer = SegmentSealer::from_header(key, &header, self.aad()).map_err(store_error)?;
-        if self.parts != parts_of(sealer.layout(), self.plaintext_len, self.part_size)? {
+        let mut laid = parts_of(sealer.layout(), self.plaintext_len, self.part_size)?;
+        for (l, p) in laid.iter_mut().zip(&self.parts) {
+            l.plaintext_mac.clone_from(&p.plaintext_mac);
+        }
+        if self.parts != laid {
             return Err(generic(
                 "the upload plan's parts are not its layout's (contiguous, in order, \
                  within its length): nothing was sealed or sent",
@@ -225,24 +258,27 @@ impl UploadPlan {
     }
 }
 
-/// Plans an upload of `plaintext_len` bytes to `path` and starts it: a
-/// fresh stream header, parts of one size within `options.limits` (the
-/// size [`cipherio::segments::Layout::plan_parts`] gives its first part,
-/// the header counted in it), the store's multipart upload, and the
-/// plan's MAC under `key`.
+/// Plans an upload of `source` (all of it: [`ReadAt::source_len`]) to
+/// `path` and starts it: a fresh stream header, parts of one size within
+/// `options.limits` (the size
+/// [`cipherio::segments::Layout::plan_parts`] gives its first part, the
+/// header counted in it), each part's plaintext MAC (`source` is read
+/// once, whole), the store's multipart upload, and the plan's MAC under
+/// `key`.
 ///
 /// # Errors
 ///
-/// The store's; a plan that cannot meet the limits (as a
-/// [`object_store::Error::Generic`] with the
+/// The source's and the store's; a plan that cannot meet the limits (as
+/// a [`object_store::Error::Generic`] with the
 /// [`cipherio::segments::PlanError`] as its source).
 pub async fn create_plan(
     store: &dyn MultipartStore,
     key: &Key,
     path: &Path,
-    plaintext_len: u64,
+    source: Source,
     options: &UploadOptions,
 ) -> Result<UploadPlan> {
+    let plaintext_len = source.source_len().map_err(generic)?;
     let aad = if options.bind_path {
         path.as_ref().as_bytes()
     } else {
@@ -254,7 +290,13 @@ pub async fn create_plan(
         .plan_parts(plaintext_len, options.part_size, &options.limits)
         .map_err(generic)?;
     let part_size = planned[0].segments * layout.sealed_segment_len();
-    let parts = parts_of(layout, plaintext_len, part_size)?;
+    let mut parts = parts_of(layout, plaintext_len, part_size)?;
+    let mac_key = key.clone();
+    let parts = tokio::task::spawn_blocking(move || {
+        mac_parts(&mut parts, &mac_key, &*source).map(|()| parts)
+    })
+    .await
+    .map_err(generic)??;
     // A copy of the header in the object's metadata, where the store keeps
     // it, makes a ranged read of an uncached object one GET.
     let attributes = object_store::Attributes::from_iter([(
@@ -290,22 +332,20 @@ pub async fn create_plan(
 /// and its parts must be the ones its layout gives; else nothing is
 /// sealed or sent.
 ///
-/// A part is sealed from the same plaintext however often it is retried,
-/// so its nonces never seal two different plaintexts, as long as the
-/// source does not change while the upload runs. If it does change
-/// between two reads of one segment (a part retried, or the two workers
-/// of two parts that share a segment), that segment is sealed twice
-/// under one nonce from two plaintexts: a part retried then leaves two
-/// ciphertexts of it at the store until the upload is completed or
-/// aborted, and the completed object may fail to authenticate there.
-/// Keep the source still until the upload is complete, or start over
-/// with a new plan (a new header).
+/// A part is sealed only from the plaintext the plan was made from: each
+/// part's plaintext is checked against its MAC in the plan before it is
+/// sealed, so a part retried, or the two workers of two parts that share
+/// a segment, never seal one nonce with two plaintexts. If the source
+/// changed since the plan was made, the parts read after the change are
+/// refused (nothing of them sealed or sent), and the upload cannot be
+/// completed: abort it and start over with a new plan (a new header).
 ///
 /// # Errors
 ///
 /// A plan that does not authenticate or whose parts are not its
-/// layout's; the first of the store's, the source's and the sealer's
-/// errors; the parts not yet sent are then not sent.
+/// layout's; a part whose plaintext changed since the plan was made;
+/// the first of the store's, the source's and the sealer's errors; the
+/// parts not yet sent are then not sent.
 pub async fn upload_share(
     store: Arc<dyn MultipartStore>,
     key: &Key,
@@ -331,14 +371,16 @@ pub async fn upload_share(
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers.max(1).min(specs.len().max(1)) {
         let (store, sealer, source) = (Arc::clone(&store), sealer.clone(), Arc::clone(&source));
+        let key = key.clone();
         let (specs, next, path) = (Arc::clone(&specs), Arc::clone(&next), path.clone());
         let id = plan.upload_id.clone();
         tasks.spawn(async move {
             let mut done = Vec::new();
             while let Some(spec) = specs.get(next.fetch_add(1, Ordering::Relaxed)) {
                 let (sealer, source, spec2) = (sealer.clone(), Arc::clone(&source), spec.clone());
+                let key = key.clone();
                 let sealed =
-                    tokio::task::spawn_blocking(move || seal_part(&sealer, &spec2, &*source))
+                    tokio::task::spawn_blocking(move || seal_part(&sealer, &key, &spec2, &*source))
                         .await
                         .map_err(generic)??;
                 let part = store
@@ -366,12 +408,29 @@ pub async fn upload_share(
     Ok(all)
 }
 
-/// Reads part `spec`'s plaintext from `source` and seals its segments
-/// (after the header for the first), then keeps the part's own bytes.
-fn seal_part(sealer: &SegmentSealer, spec: &PartSpec, source: &dyn ReadAt) -> Result<PutPayload> {
+/// Reads part `spec`'s plaintext from `source`, checks it against its
+/// MAC, and seals its segments (after the header for the first), then
+/// keeps the part's own bytes.
+fn seal_part(
+    sealer: &SegmentSealer,
+    key: &Key,
+    spec: &PartSpec,
+    source: &dyn ReadAt,
+) -> Result<PutPayload> {
     let len = usize::try_from(spec.plaintext_end - spec.plaintext_start).map_err(generic)?;
     let mut plaintext = Zeroizing::new(vec![0; len]);
     read_exact_at(source, &mut plaintext, spec.plaintext_start).map_err(generic)?;
+    let mut mac = mac(key, PLAINTEXT_MAC);
+    mac.update(&plaintext);
+    let expected = hex::decode(&spec.plaintext_mac).unwrap_or_default();
+    if mac.verify_slice(&expected).is_err() {
+        return Err(generic(format!(
+            "part {}'s plaintext changed since the upload was planned: nothing of it was \
+             sealed or sent (its segments' nonces are the plan's); abort the upload and \
+             plan it again, under a new header, with the source kept still",
+            spec.number
+        )));
+    }
     let layout = sealer.layout();
     let (mut out, at) = if spec.first_segment == 0 {
         (sealer.header().to_vec(), 0)
@@ -444,8 +503,7 @@ pub async fn upload_parallel(
     source: Source,
     options: &UploadOptions,
 ) -> Result<PutResult> {
-    let plaintext_len = source.source_len().map_err(generic)?;
-    let plan = create_plan(&*store, key, path, plaintext_len, options).await?;
+    let plan = create_plan(&*store, key, path, Arc::clone(&source), options).await?;
     let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
     let result = match upload_share(
         Arc::clone(&store),

@@ -75,20 +75,12 @@ async fn every_part_but_the_last_is_one_size() {
 
     let path = Path::from("sizes/planned");
     let len = 23 * SEG as usize + 17;
-    let plan = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
+    let source: Source = Arc::new(data(len, 4));
+    let plan = planned(&faulty, &path, source.clone()).await;
+    let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
+    let done = upload_share(faulty.clone(), &key(), &plan, &all, source, 3)
         .await
         .unwrap();
-    let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
-    let done = upload_share(
-        faulty.clone(),
-        &key(),
-        &plan,
-        &all,
-        Arc::new(data(len, 4)),
-        3,
-    )
-    .await
-    .unwrap();
     complete_plan(&*faulty, &key(), &plan, done).await.unwrap();
     let back = store.get(&path).await.unwrap().bytes().await.unwrap();
     assert_eq!(back, data(len, 4));
@@ -103,6 +95,14 @@ fn one_size(sizes: &[(usize, usize)]) {
     for (n, size) in &sizes[..sizes.len() - 1] {
         assert_eq!(*size, first, "part {n} of {sizes:?}");
     }
+}
+
+/// A plan under the test key of `source` to `path`, in parts of a few
+/// segments.
+async fn planned(faulty: &Arc<Faulty<InMemory>>, path: &Path, source: Source) -> UploadPlan {
+    create_plan(&**faulty, &key(), path, source, &small_limits())
+        .await
+        .unwrap()
 }
 
 fn small_limits() -> UploadOptions {
@@ -121,12 +121,8 @@ async fn an_edited_plan_is_refused_and_nothing_is_sent() {
     let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
     let path = Path::from("plans/edited");
     let len = 23 * SEG as usize + 17;
-    let plan = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
-        .await
-        .unwrap();
-    let other = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
-        .await
-        .unwrap();
+    let plan = planned(&faulty, &path, Arc::new(data(len, 6))).await;
+    let other = planned(&faulty, &path, Arc::new(data(len, 6))).await;
     type Edit = (&'static str, fn(&mut UploadPlan, &UploadPlan));
     let edits: Vec<Edit> = vec![
         ("two parts seal one segment", |p, _| {
@@ -237,9 +233,7 @@ async fn parts_lost_once_and_resent_seal_the_same_bytes() {
     let (key, source): (_, Source) = (key(), Arc::new(data(len, 10)));
     for fault in [Fault::LosePart, Fault::LoseAnswer] {
         let path = Path::from(format!("lost/{fault:?}"));
-        let plan = create_plan(&*faulty, &key, &path, len as u64, &small_limits())
-            .await
-            .unwrap();
+        let plan = planned(&faulty, &path, source.clone()).await;
         let mut done = Vec::new();
         for worker in 0..2u32 {
             let share = common::share(&plan, worker, 2);
@@ -355,9 +349,7 @@ async fn an_edited_plan_is_not_completed() {
     let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
     let path = Path::from("plans/complete-edited");
     let len = 23 * SEG as usize + 17;
-    let plan = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
-        .await
-        .unwrap();
+    let plan = planned(&faulty, &path, Arc::new(data(len, 12))).await;
     let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
     let source: Source = Arc::new(data(len, 12));
     let done = upload_share(faulty.clone(), &key(), &plan, &all, source, 2)
@@ -380,4 +372,33 @@ async fn an_edited_plan_is_not_completed() {
         .await
         .unwrap();
     assert_eq!(back, data(len, 12));
+}
+
+/// A source file rewritten while a planned upload runs: part 1 is stored
+/// but its answer lost, the file changes, and the worker sends part 1
+/// again; part 2 (which shares a segment with part 1) is sealed after the
+/// change too. Neither is sealed from the new bytes (that would send one
+/// segment's nonce two plaintexts): both are refused, and nothing is sent
+/// twice differently.
+#[tokio::test]
+async fn a_source_changed_mid_upload_is_refused() {
+    let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
+    let path = Path::from("plans/source-changed");
+    let len = 23 * SEG as usize + 17;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), data(len, 13)).unwrap();
+    let source: Source = Arc::new(std::fs::File::open(file.path()).unwrap());
+    let plan = planned(&faulty, &path, source.clone()).await;
+    faulty.arm(Fault::LoseAnswer);
+    upload_share(faulty.clone(), &key(), &plan, &[1], source.clone(), 1)
+        .await
+        .unwrap_err();
+    std::fs::write(file.path(), data(len, 14)).unwrap();
+    for part in [1, 2] {
+        let err = upload_share(faulty.clone(), &key(), &plan, &[part], source.clone(), 1)
+            .await
+            .expect_err("a part sealed from changed bytes");
+        assert!(err.to_string().contains("changed"), "part {part}: {err}");
+    }
+    faulty.sent.assert_no_reuse();
 }

@@ -276,9 +276,15 @@ async fn a_failed_parallel_upload_is_aborted_and_leaves_no_object() {
     let plan_len = 30u64 << 20;
     let mp: Arc<dyn MultipartStore> = s3.clone();
     // The fourth part's plaintext cannot be read.
-    let probe = create_plan(&*s3, &key(), &path, plan_len, &options)
-        .await
-        .unwrap();
+    let probe = create_plan(
+        &*s3,
+        &key(),
+        &path,
+        Arc::new(FailsAt(u64::MAX, plan_len)),
+        &options,
+    )
+    .await
+    .unwrap();
     s3.abort_multipart(&path, &probe.upload_id).await.unwrap();
     let at = probe.parts[3].plaintext_start;
     let err = upload_parallel(mp, &key(), &path, Arc::new(FailsAt(at, plan_len)), &options)
@@ -297,9 +303,15 @@ async fn a_plan_shared_by_workers_completes_as_one_object() {
     let path = Path::from("planned");
     let len = 23 * SEG + 17;
     let pt = data(len, 5);
-    let plan = create_plan(&*inner, &key(), &path, len as u64, &small_limits())
-        .await
-        .unwrap();
+    let plan = create_plan(
+        &*inner,
+        &key(),
+        &path,
+        Arc::new(pt.clone()),
+        &small_limits(),
+    )
+    .await
+    .unwrap();
     assert!(plan.parts.len() >= 4);
     // The plan travels as JSON; each of three workers takes every third part.
     let json = serde_json::to_string(&plan).unwrap();
