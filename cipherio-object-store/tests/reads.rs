@@ -16,7 +16,7 @@ use futures::StreamExt;
 use object_store::memory::InMemory;
 use object_store::multipart::MultipartStore;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, WriteMultipart};
 
 const SEG: usize = 1000;
 
@@ -403,6 +403,23 @@ async fn an_impossible_length_is_named_without_downloading_the_object() {
         s.bytes_fetched()
     );
     let err = s.get(&path).await.unwrap_err();
+    assert!(
+        matches!(cipher_error(&err), Some(cipherio::Error::Truncated)),
+        "{err}"
+    );
+    assert!(
+        s.bytes_fetched() < stream.len() as u64 / 4,
+        "{}",
+        s.bytes_fetched()
+    );
+    // A read from an offset, its header not cached: the first GET asks
+    // for the rest of the object, but only its first chunk is read.
+    let s = store(inner.clone());
+    let from = GetOptions {
+        range: Some(GetRange::Offset(100)),
+        ..GetOptions::default()
+    };
+    let err = s.get_opts(&path, from).await.unwrap_err();
     assert!(
         matches!(cipher_error(&err), Some(cipherio::Error::Truncated)),
         "{err}"
