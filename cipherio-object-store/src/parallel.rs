@@ -141,18 +141,14 @@ pub struct PartDone {
 }
 
 /// The parts of a stream of `plaintext_len` bytes laid out as `layout`,
-/// every part but the last `part_size` bytes of the stream (the last at
-/// most `part_size` and the header's length).
+/// every part but the last `part_size` bytes of the stream, the last at
+/// most that.
 fn parts_of(layout: Layout, plaintext_len: u64, part_size: u64) -> Result<Vec<PartSpec>> {
     let (header, full) = (layout.header_len(), layout.sealed_segment_len());
     let total = layout.ciphertext_len(plaintext_len);
     let segments = layout.segment_count(plaintext_len);
     let size = part_size.max(1);
-    let mut count = total.div_ceil(size);
-    // A last part of the header's length or less joins the one before.
-    if count > 1 && total - (count - 1) * size <= header {
-        count -= 1;
-    }
+    let count = total.div_ceil(size);
     (0..count)
         .map(|k| {
             let start = k * size;
@@ -289,7 +285,22 @@ pub async fn create_plan(
     let planned = layout
         .plan_parts(plaintext_len, options.part_size, &options.limits)
         .map_err(generic)?;
-    let part_size = planned[0].segments * layout.sealed_segment_len();
+    let limits = &options.limits;
+    let mut part_size = planned[0].segments * layout.sealed_segment_len();
+    // Parts of one size end a header's length later in the stream than
+    // the planned parts of whole segments: a stream that ends within that
+    // length past a part takes one part more, and where that is one too
+    // many, every part takes one segment more.
+    let total = layout.ciphertext_len(plaintext_len);
+    if total.div_ceil(part_size) > u64::from(limits.max_parts) {
+        part_size += layout.sealed_segment_len();
+    }
+    if total.div_ceil(part_size) > u64::from(limits.max_parts) || part_size > limits.max_part {
+        return Err(generic(format!(
+            "{plaintext_len} bytes fit no parts of one size within the store's limits \
+             ({limits:?}): ask for a larger part size"
+        )));
+    }
     let mut parts = parts_of(layout, plaintext_len, part_size)?;
     let mac_key = key.clone();
     let parts = tokio::task::spawn_blocking(move || {

@@ -73,28 +73,29 @@ async fn every_part_but_the_last_is_one_size() {
     assert_eq!(back, data(10 * SEG as usize + 7, 3));
     one_size(&faulty.sent.part_sizes(path.as_ref()));
 
-    let path = Path::from("sizes/planned");
-    let len = 23 * SEG as usize + 17;
-    let source: Source = Arc::new(data(len, 4));
-    let plan = planned(&faulty, &path, source.clone()).await;
-    let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
-    let done = upload_share(faulty.clone(), &key(), &plan, &all, source, 3)
-        .await
-        .unwrap();
-    complete_plan(&*faulty, &key(), &plan, done).await.unwrap();
-    let back = store.get(&path).await.unwrap().bytes().await.unwrap();
-    assert_eq!(back, data(len, 4));
-    one_size(&faulty.sent.part_sizes(&plan.upload_id));
+    // The second length is whole parts of whole segments (parts of 2 or
+    // 3 segments): the stream then ends a header's length past the last
+    // full part.
+    for len in [23 * SEG as usize + 17, 12 * SEG as usize] {
+        let path = Path::from(format!("sizes/planned-{len}"));
+        let source: Source = Arc::new(data(len, 4));
+        let plan = planned(&faulty, &path, source.clone()).await;
+        assert_eq!(upload_all(&faulty, &plan, source).await, data(len, 4));
+        one_size(&faulty.sent.part_sizes(&plan.upload_id));
+    }
     faulty.sent.assert_no_reuse();
 }
 
-/// `sizes` (number, size) has several parts, all but the last one size.
+/// `sizes` (number, size) has several parts, all but the last one size
+/// and the last no larger (as R2 requires).
 fn one_size(sizes: &[(usize, usize)]) {
     assert!(sizes.len() >= 3, "{sizes:?}");
     let (_, first) = sizes[0];
     for (n, size) in &sizes[..sizes.len() - 1] {
         assert_eq!(*size, first, "part {n} of {sizes:?}");
     }
+    let (n, last) = sizes[sizes.len() - 1];
+    assert!(last <= first, "part {n}, the last, of {sizes:?}");
 }
 
 /// A plan under the test key of `source` to `path`, in parts of a few
@@ -401,4 +402,41 @@ async fn a_source_changed_mid_upload_is_refused() {
         assert!(err.to_string().contains("changed"), "part {part}: {err}");
     }
     faulty.sent.assert_no_reuse();
+}
+
+/// A plan the layout cuts into exactly the most parts the store allows,
+/// whose stream ends a header's length past a full part: its parts of one
+/// size stay within the limit (each takes a segment more), the last no
+/// larger than the others.
+#[tokio::test]
+async fn a_plan_at_the_most_parts_stays_within_them() {
+    let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
+    let options = UploadOptions {
+        segment_size: SEG,
+        part_size: 2 * SEG as u64,
+        limits: PartLimits::new(2 * SEG as u64, 10 * SEG as u64, 6),
+        ..UploadOptions::default()
+    };
+    let path = Path::from("sizes/most-parts");
+    let source: Source = Arc::new(data(12 * SEG as usize, 15));
+    let plan = create_plan(&*faulty, &key(), &path, source.clone(), &options)
+        .await
+        .unwrap();
+    assert!(plan.parts.len() <= 6, "{:?}", plan.parts);
+    let back = upload_all(&faulty, &plan, source).await;
+    assert_eq!(back, data(12 * SEG as usize, 15));
+    one_size(&faulty.sent.part_sizes(&plan.upload_id));
+}
+
+/// Sends every part of `plan` from `source`, completes the upload and
+/// reads the object back.
+async fn upload_all(faulty: &Arc<Faulty<InMemory>>, plan: &UploadPlan, source: Source) -> Vec<u8> {
+    let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
+    let done = upload_share(faulty.clone(), &key(), plan, &all, source, 3)
+        .await
+        .unwrap();
+    complete_plan(&**faulty, &key(), plan, done).await.unwrap();
+    let path = Path::from(plan.path.as_str());
+    let back = fresh(faulty).get(&path).await.unwrap().bytes().await;
+    back.unwrap().to_vec()
 }
