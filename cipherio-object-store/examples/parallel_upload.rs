@@ -1,6 +1,8 @@
 //! One encrypted upload shared by worker processes: the coordinator plans
-//! the upload (a fresh header, parts of one size within S3's limits, a
-//! MAC that the workers check) and starts the multipart upload; each worker process (this
+//! the upload (a fresh header, parts of one size within S3's limits, each
+//! part's plaintext MAC, read from the source file, and a MAC over the
+//! plan, all of which the workers check) and starts the multipart upload;
+//! each worker process (this
 //! program with the `worker` argument) reads the plan (JSON), seals and
 //! sends its share of the parts and prints the part ids (JSON); the
 //! coordinator completes with the ordered list and reads the object back
