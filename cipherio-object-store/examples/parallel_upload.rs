@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 use cipherio::{Algorithm, Key};
 use cipherio_object_store::{
-    EncryptedStore, PartDone, Source, UploadOptions, UploadPlan, complete_plan, create_plan,
-    upload_share,
+    EncryptedStore, PartDone, Source, UploadOptions, UploadPlan, complete_plan_checked,
+    create_plan, upload_share,
 };
 use object_store::ObjectStoreExt;
 use object_store::multipart::MultipartStore;
@@ -147,7 +147,9 @@ async fn coordinator(args: &[String]) {
         s3.abort_multipart(&path, &plan.upload_id).await.unwrap();
         panic!("a worker failed: upload aborted");
     }
-    complete_plan(&*s3, &key, &plan, done).await.unwrap();
+    complete_plan_checked(&*s3, &key, &plan, done)
+        .await
+        .unwrap();
 
     let store = EncryptedStore::new(s3, key);
     let back = store.get(&path).await.unwrap().bytes().await.unwrap();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cipherio::segments::{Layout, PartLimits, SegmentSealer};
-use cipherio::{Key, ReadAt};
+use cipherio::{Algorithm, Key, ReadAt};
 use hkdf::Hkdf;
 use hmac::{Hmac, KeyInit, Mac};
 use object_store::multipart::{MultipartStore, PartId};
@@ -22,6 +22,52 @@ use crate::{generic, store_error};
 /// A positional source shared by the upload's tasks: cipherio's
 /// [`ReadAt`] (a `File`, a `Vec<u8>`, a slice), from any thread.
 pub type Source = Arc<dyn ReadAt + Send + Sync>;
+
+/// What [`create_plan`] plans from: the source itself (safe), or only its
+/// length.
+///
+/// From the source, the plan carries each part's plaintext MAC, and a
+/// worker refuses a part whose plaintext changed since. From a length
+/// alone it cannot: a source that changes between a part's first send and
+/// a resend (or between the two parts that share a segment) has a segment
+/// sealed twice under one nonce, from two plaintexts, and the store sees
+/// both ciphertexts. Plan from the source ([`upload_parallel`] does).
+///
+/// Made from a `u64`, a [`Source`], or an `Arc` of any [`ReadAt`].
+#[derive(Clone)]
+pub enum PlanSource {
+    /// Only the plaintext's length: the parts carry no plaintext MAC.
+    Length(u64),
+    /// The source, read once, whole, for each part's plaintext MAC.
+    Source(Source),
+}
+
+impl From<u64> for PlanSource {
+    fn from(len: u64) -> Self {
+        PlanSource::Length(len)
+    }
+}
+
+impl From<Source> for PlanSource {
+    fn from(source: Source) -> Self {
+        PlanSource::Source(source)
+    }
+}
+
+impl<T: ReadAt + Send + Sync + 'static> From<Arc<T>> for PlanSource {
+    fn from(source: Arc<T>) -> Self {
+        PlanSource::Source(source)
+    }
+}
+
+impl std::fmt::Debug for PlanSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanSource::Length(len) => f.debug_tuple("Length").field(len).finish(),
+            PlanSource::Source(_) => f.debug_tuple("Source").finish_non_exhaustive(),
+        }
+    }
+}
 
 /// Fills `buf` from `source` at `offset`.
 fn read_exact_at(source: &dyn ReadAt, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
@@ -78,7 +124,7 @@ impl Default for UploadOptions {
 /// from the same plaintext, and each sends its own side of it. The
 /// plaintext's MAC, taken when the plan was made, is checked before the
 /// part is sealed, so that no segment is sealed from bytes that changed
-/// since.
+/// since (a plan made from a length alone has none: see [`PlanSource`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartSpec {
     /// The part's place in the upload, from 0.
@@ -96,8 +142,10 @@ pub struct PartSpec {
     /// It ends with the stream's final segment.
     pub last: bool,
     /// HMAC-SHA256 (hex) of the plaintext bytes it seals, under a key
-    /// derived from the upload's key.
-    pub plaintext_mac: String,
+    /// derived from the upload's key; none in a plan made from a length
+    /// alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plaintext_mac: Option<String>,
 }
 
 /// A multipart upload in flight, serialisable (JSON) so that worker
@@ -163,7 +211,7 @@ fn parts_of(layout: Layout, plaintext_len: u64, part_size: u64) -> Result<Vec<Pa
                 plaintext_start: first * u64::from(layout.segment_size()),
                 plaintext_end: (past * u64::from(layout.segment_size())).min(plaintext_len),
                 last: past == segments,
-                plaintext_mac: String::new(),
+                plaintext_mac: None,
             })
         })
         .collect()
@@ -196,7 +244,7 @@ fn mac_parts(parts: &mut [PartSpec], key: &Key, source: &dyn ReadAt) -> Result<(
             mac.update(&buf[..n]);
             at += n as u64;
         }
-        part.plaintext_mac = hex::encode(mac.finalize().into_bytes());
+        part.plaintext_mac = Some(hex::encode(mac.finalize().into_bytes()));
     }
     Ok(())
 }
@@ -240,27 +288,55 @@ impl UploadPlan {
         }
         let header = hex::decode(&self.header).map_err(generic)?;
         let sealer = SegmentSealer::from_header(key, &header, self.aad()).map_err(store_error)?;
-        let mut laid = parts_of(sealer.layout(), self.plaintext_len, self.part_size)?;
+        self.check_parts(sealer.layout())?;
+        Ok(sealer)
+    }
+
+    /// The layout its header gives, read without the upload's key: the
+    /// layout depends on the header alone, so a key of the header's
+    /// algorithm, of any bytes, reads it.
+    fn layout(&self) -> Result<Layout> {
+        let header = hex::decode(&self.header).map_err(generic)?;
+        Algorithm::ALL
+            .iter()
+            .find_map(|&alg| {
+                let any = Key::new(alg, &vec![0; alg.key_len()]).ok()?;
+                SegmentSealer::from_header(&any, &header, self.aad()).ok()
+            })
+            .map(|sealer| sealer.layout())
+            .ok_or_else(|| generic("the upload plan's header is not a stream header"))
+    }
+
+    /// An error unless the parts are the ones `layout` gives for the
+    /// plan's length and part size (their plaintext MACs aside).
+    fn check_parts(&self, layout: Layout) -> Result<()> {
+        let mut laid = parts_of(layout, self.plaintext_len, self.part_size)?;
         for (l, p) in laid.iter_mut().zip(&self.parts) {
             l.plaintext_mac.clone_from(&p.plaintext_mac);
         }
         if self.parts != laid {
             return Err(generic(
                 "the upload plan's parts are not its layout's (contiguous, in order, \
-                 within its length): nothing was sealed or sent",
+                 covering its length): nothing was sealed, sent or completed",
             ));
         }
-        Ok(sealer)
+        Ok(())
     }
 }
 
-/// Plans an upload of `source` (all of it: [`ReadAt::source_len`]) to
-/// `path` and starts it: a fresh stream header, parts of one size within
-/// `options.limits` (the size
+/// Plans an upload to `path` and starts it: a fresh stream header, parts
+/// of one size within `options.limits` (the size
 /// [`cipherio::segments::Layout::plan_parts`] gives its first part, the
-/// header counted in it), each part's plaintext MAC (`source` is read
-/// once, whole), the store's multipart upload, and the plan's MAC under
-/// `key`.
+/// header counted in it), the store's multipart upload, and the plan's MAC
+/// under `key`.
+///
+/// `source` is a [`Source`] (all of it: [`ReadAt::source_len`]), read
+/// once, whole, to put each part's plaintext MAC in the plan, or only the
+/// plaintext's length (a `u64`), for a plan whose parts carry no
+/// plaintext MAC. A plan made from a length alone cannot detect a source
+/// that changes between a part's first send and a resend: the store then
+/// sees two ciphertexts under one nonce. Planning from the source is the
+/// safe way, and the way [`upload_parallel`] plans.
 ///
 /// # Errors
 ///
@@ -271,10 +347,14 @@ pub async fn create_plan(
     store: &dyn MultipartStore,
     key: &Key,
     path: &Path,
-    source: Source,
+    source: impl Into<PlanSource>,
     options: &UploadOptions,
 ) -> Result<UploadPlan> {
-    let plaintext_len = source.source_len().map_err(generic)?;
+    let source = source.into();
+    let plaintext_len = match &source {
+        PlanSource::Length(len) => *len,
+        PlanSource::Source(source) => source.source_len().map_err(generic)?,
+    };
     let aad = if options.bind_path {
         path.as_ref().as_bytes()
     } else {
@@ -302,12 +382,14 @@ pub async fn create_plan(
         )));
     }
     let mut parts = parts_of(layout, plaintext_len, part_size)?;
-    let mac_key = key.clone();
-    let parts = tokio::task::spawn_blocking(move || {
-        mac_parts(&mut parts, &mac_key, &*source).map(|()| parts)
-    })
-    .await
-    .map_err(generic)??;
+    if let PlanSource::Source(source) = source {
+        let mac_key = key.clone();
+        parts = tokio::task::spawn_blocking(move || {
+            mac_parts(&mut parts, &mac_key, &*source).map(|()| parts)
+        })
+        .await
+        .map_err(generic)??;
+    }
     // A copy of the header in the object's metadata, where the store keeps
     // it, makes a ranged read of an uncached object one GET.
     let attributes = object_store::Attributes::from_iter([(
@@ -337,14 +419,15 @@ pub async fn create_plan(
 /// Seals and sends the parts of `plan` numbered in `share` (all of them
 /// for one worker), `workers` at a time, reading each part's plaintext
 /// from `source`; returns the parts sent, for
-/// [`complete_plan`].
+/// [`complete_plan_checked`].
 ///
 /// The plan is checked first: it must authenticate under `key` (its MAC)
 /// and its parts must be the ones its layout gives; else nothing is
 /// sealed or sent.
 ///
 /// A part is sealed only from the plaintext the plan was made from: each
-/// part's plaintext is checked against its MAC in the plan before it is
+/// part's plaintext is checked against its MAC in the plan (where the
+/// plan was made from the source: see [`PlanSource`]) before it is
 /// sealed, so a part retried, or the two workers of two parts that share
 /// a segment, never seal one nonce with two plaintexts. If the source
 /// changed since the plan was made, the parts read after the change are
@@ -431,16 +514,21 @@ fn seal_part(
     let len = usize::try_from(spec.plaintext_end - spec.plaintext_start).map_err(generic)?;
     let mut plaintext = Zeroizing::new(vec![0; len]);
     read_exact_at(source, &mut plaintext, spec.plaintext_start).map_err(generic)?;
-    let mut mac = mac(key, PLAINTEXT_MAC);
-    mac.update(&plaintext);
-    let expected = hex::decode(&spec.plaintext_mac).unwrap_or_default();
-    if mac.verify_slice(&expected).is_err() {
-        return Err(generic(format!(
-            "part {}'s plaintext changed since the upload was planned: nothing of it was \
-             sealed or sent (its segments' nonces are the plan's); abort the upload and \
-             plan it again, under a new header, with the source kept still",
-            spec.number
-        )));
+    // A plan made from a length alone has no plaintext MAC to check.
+    if let Some(expected) = &spec.plaintext_mac {
+        let mut mac = mac(key, PLAINTEXT_MAC);
+        mac.update(&plaintext);
+        if mac
+            .verify_slice(&hex::decode(expected).unwrap_or_default())
+            .is_err()
+        {
+            return Err(generic(format!(
+                "part {}'s plaintext changed since the upload was planned: nothing of it \
+                 was sealed or sent (its segments' nonces are the plan's); abort the \
+                 upload and plan it again, under a new header, with the source kept still",
+                spec.number
+            )));
+        }
     }
     let layout = sealer.layout();
     let (mut out, at) = if spec.first_segment == 0 {
@@ -461,22 +549,23 @@ fn seal_part(
 /// Completes `plan` with the parts `done` (from every worker, any order):
 /// every planned part exactly once, listed in order.
 ///
-/// The plan is checked first, as [`upload_share`] checks it: a plan
-/// edited on its way (a part dropped, another path or upload) would
-/// publish another object than the one planned, so it is refused before
-/// the store sees the list.
+/// Without the key it checks what it can: the plan's parts must be the
+/// ones its header's layout gives for its length and part size
+/// (contiguous, in order, covering the stream), so a plan with a part
+/// dropped is refused before the store sees the list. A plan edited
+/// together with its length, or with another path or upload, passes:
+/// [`complete_plan_checked`] also checks the plan's MAC under the key.
 ///
 /// # Errors
 ///
-/// A plan that does not authenticate under `key` or whose parts are not
-/// its layout's; a part missing or sent twice; the store's.
+/// A plan whose parts are not its layout's; a part missing or sent twice;
+/// the store's.
 pub async fn complete_plan(
     store: &dyn MultipartStore,
-    key: &Key,
     plan: &UploadPlan,
     mut done: Vec<PartDone>,
 ) -> Result<PutResult> {
-    plan.sealer(key)?;
+    plan.check_parts(plan.layout()?)?;
     done.sort_by_key(|d| d.number);
     let numbers: Vec<u32> = done.iter().map(|d| d.number).collect();
     let planned: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
@@ -496,6 +585,25 @@ pub async fn complete_plan(
         .await
 }
 
+/// [`complete_plan`] of a plan that authenticates under `key` too, as
+/// [`upload_share`] checks it: a plan edited on its way (a part dropped,
+/// its length with it, another path or upload) would publish another
+/// object than the one planned, so it is refused before the store sees
+/// the list.
+///
+/// # Errors
+///
+/// A plan that does not authenticate under `key`; as [`complete_plan`].
+pub async fn complete_plan_checked(
+    store: &dyn MultipartStore,
+    key: &Key,
+    plan: &UploadPlan,
+    done: Vec<PartDone>,
+) -> Result<PutResult> {
+    plan.sealer(key)?;
+    complete_plan(store, plan, done).await
+}
+
 /// Uploads `source` (all of it: [`ReadAt::source_len`]) to `path` as one
 /// encrypted object, `options.workers` parts at a time: plans, seals and sends every
 /// part, completes with the ordered part list, and aborts the upload on
@@ -505,7 +613,7 @@ pub async fn complete_plan(
 ///
 /// # Errors
 ///
-/// As [`create_plan`], [`upload_share`] and [`complete_plan`]; the upload
+/// As [`create_plan`], [`upload_share`] and [`complete_plan_checked`]; the upload
 /// is then aborted.
 pub async fn upload_parallel(
     store: Arc<dyn MultipartStore>,
@@ -526,7 +634,7 @@ pub async fn upload_parallel(
     )
     .await
     {
-        Ok(done) => complete_plan(&*store, key, &plan, done).await,
+        Ok(done) => complete_plan_checked(&*store, key, &plan, done).await,
         Err(e) => Err(e),
     };
     if result.is_err() {

@@ -11,7 +11,8 @@ use std::sync::atomic::Ordering;
 
 use cipherio::segments::PartLimits;
 use cipherio_object_store::{
-    EncryptedStore, Source, UploadOptions, UploadPlan, complete_plan, create_plan, upload_share,
+    EncryptedStore, Source, UploadOptions, UploadPlan, complete_plan, complete_plan_checked,
+    create_plan, upload_share,
 };
 use common::faults::{Fault, Faulty};
 use common::{data, key};
@@ -244,7 +245,9 @@ async fn parts_lost_once_and_resent_seal_the_same_bytes() {
             let again = upload_share(faulty.clone(), &key, &plan, &share, source.clone(), 2);
             done.extend(again.await.unwrap());
         }
-        complete_plan(&*faulty, &key, &plan, done).await.unwrap();
+        complete_plan_checked(&*faulty, &key, &plan, done)
+            .await
+            .unwrap();
         let back = fresh(&faulty)
             .get(&path)
             .await
@@ -341,10 +344,13 @@ async fn a_large_copy_is_a_multipart_upload() {
     faulty.sent.assert_no_reuse();
 }
 
-/// `complete_plan` completes only a plan that authenticates: a plan with
-/// its last part dropped (and that part's answer with it) would publish a
-/// truncated object in place of the one planned, so it is refused, and
-/// the plan as made then completes.
+/// A plan edited to complete a truncated object in place of the one
+/// planned is refused before the store sees the list. Without the key,
+/// `complete_plan` refuses a plan with its last part dropped and its
+/// length kept (its parts are not its layout's); a plan cut to a shorter
+/// length, its parts that length's layout, passes that check, and only
+/// the MAC `complete_plan_checked` checks refuses it. The plan as made
+/// then completes.
 #[tokio::test]
 async fn an_edited_plan_is_not_completed() {
     let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
@@ -356,15 +362,34 @@ async fn an_edited_plan_is_not_completed() {
     let done = upload_share(faulty.clone(), &key(), &plan, &all, source, 2)
         .await
         .unwrap();
-    let mut edited = plan.clone();
-    edited.parts.pop();
     let fewer = done[..done.len() - 1].to_vec();
-    let err = complete_plan(&*faulty, &key(), &edited, fewer)
+    let mut dropped = plan.clone();
+    dropped.parts.pop();
+    let err = complete_plan(&*faulty, &dropped, fewer.clone())
         .await
-        .expect_err("a plan with its last part dropped");
+        .expect_err("a plan with its last part dropped, its length kept");
+    assert!(err.to_string().contains("not its layout's"), "{err}");
+    // The parts the layout gives a stream a part's size shorter (a part
+    // here is two sealed segments): one part fewer, of the same size.
+    let shorter_len = (len - 2 * SEG as usize) as u64;
+    let shorter = create_plan(&*faulty, &key(), &path, shorter_len, &small_limits())
+        .await
+        .unwrap();
+    assert_eq!(shorter.parts.len(), plan.parts.len() - 1);
+    assert_eq!(shorter.part_size, plan.part_size);
+    let cut = UploadPlan {
+        plaintext_len: shorter.plaintext_len,
+        parts: shorter.parts,
+        ..plan.clone()
+    };
+    let err = complete_plan_checked(&*faulty, &key(), &cut, fewer)
+        .await
+        .expect_err("a plan cut to a shorter length");
     assert!(err.to_string().contains("does not authenticate"), "{err}");
     assert!(faulty.head(&path).await.is_err(), "no object completed");
-    complete_plan(&*faulty, &key(), &plan, done).await.unwrap();
+    complete_plan_checked(&*faulty, &key(), &plan, done)
+        .await
+        .unwrap();
     let back = fresh(&faulty)
         .get(&path)
         .await
@@ -435,7 +460,9 @@ async fn upload_all(faulty: &Arc<Faulty<InMemory>>, plan: &UploadPlan, source: S
     let done = upload_share(faulty.clone(), &key(), plan, &all, source, 3)
         .await
         .unwrap();
-    complete_plan(&**faulty, &key(), plan, done).await.unwrap();
+    complete_plan_checked(&**faulty, &key(), plan, done)
+        .await
+        .unwrap();
     let path = Path::from(plan.path.as_str());
     let back = fresh(faulty).get(&path).await.unwrap().bytes().await;
     back.unwrap().to_vec()

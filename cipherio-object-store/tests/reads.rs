@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cipherio::segments::PartLimits;
 use cipherio_object_store::{
     EncryptedStore, PartDone, Source, UploadOptions, UploadPlan, cipher_error, complete_plan,
-    create_plan, upload_parallel, upload_share,
+    complete_plan_checked, create_plan, upload_parallel, upload_share,
 };
 use common::{data, key, raw, reader};
 use futures::StreamExt;
@@ -329,13 +329,53 @@ async fn a_plan_shared_by_workers_completes_as_one_object() {
     // A part missing is refused before the store sees the list.
     let missing = done[1..].to_vec();
     assert!(
-        complete_plan(&*inner, &key(), &plan, missing)
+        complete_plan_checked(&*inner, &key(), &plan, missing)
             .await
             .is_err()
     );
-    complete_plan(&*inner, &key(), &plan, done).await.unwrap();
+    complete_plan_checked(&*inner, &key(), &plan, done)
+        .await
+        .unwrap();
     let stored = raw(inner.as_ref(), &path).await;
     assert_eq!(reader(&key(), path.as_ref(), &stored).unwrap(), pt);
+}
+
+/// `create_plan` and `complete_plan` take the arguments they took before
+/// plans carried plaintext MACs: a plan made from a `u64` length carries
+/// none (nor its JSON the field), one made from a `Source` carries each
+/// part's; both travel as JSON, upload, complete without the key and read
+/// back.
+#[tokio::test]
+async fn a_plan_is_made_from_a_length_or_from_the_source() {
+    let inner = Arc::new(InMemory::new());
+    let store: Arc<dyn MultipartStore> = inner.clone();
+    let (key, opts) = (key(), small_limits());
+    let pt = data(23 * SEG + 17, 9);
+    for from_source in [false, true] {
+        let path = Path::from(format!("compat/{from_source}"));
+        let source: Source = Arc::new(pt.clone());
+        let plan = if from_source {
+            create_plan(&*store, &key, &path, Arc::clone(&source), &opts).await
+        } else {
+            let len = pt.len() as u64;
+            create_plan(&*store, &key, &path, len, &opts).await
+        }
+        .unwrap();
+        assert!(plan.parts.len() >= 4);
+        for part in &plan.parts {
+            assert_eq!(part.plaintext_mac.is_some(), from_source, "{part:?}");
+        }
+        let json = serde_json::to_string(&plan).unwrap();
+        assert_eq!(json.contains("plaintext_mac"), from_source);
+        let plan: UploadPlan = serde_json::from_str(&json).unwrap();
+        let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
+        let done = upload_share(Arc::clone(&store), &key, &plan, &all, source, 2)
+            .await
+            .unwrap();
+        complete_plan(&*store, &plan, done).await.unwrap();
+        let stored = raw(inner.as_ref(), &path).await;
+        assert_eq!(reader(&key, path.as_ref(), &stored).unwrap(), pt);
+    }
 }
 
 /// `copy(a, a)` and `rename(a, a)` leave the object byte for byte as it
