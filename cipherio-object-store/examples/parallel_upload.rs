@@ -1,6 +1,8 @@
 //! One encrypted upload shared by worker processes: the coordinator plans
-//! the upload (a fresh header, parts of one size within S3's limits, a
-//! MAC that the workers check) and starts the multipart upload; each worker process (this
+//! the upload (a fresh header, parts of one size within S3's limits, each
+//! part's plaintext MAC, read from the source file, and a MAC over the
+//! plan, all of which the workers check) and starts the multipart upload;
+//! each worker process (this
 //! program with the `worker` argument) reads the plan (JSON), seals and
 //! sends its share of the parts and prints the part ids (JSON); the
 //! coordinator completes with the ordered list and reads the object back
@@ -24,8 +26,8 @@ use std::sync::Arc;
 
 use cipherio::{Algorithm, Key};
 use cipherio_object_store::{
-    EncryptedStore, PartDone, Source, UploadOptions, UploadPlan, complete_plan, create_plan,
-    upload_share,
+    EncryptedStore, PartDone, Source, UploadOptions, UploadPlan, complete_plan_checked,
+    create_plan, upload_share,
 };
 use object_store::ObjectStoreExt;
 use object_store::multipart::MultipartStore;
@@ -94,7 +96,7 @@ async fn coordinator(args: &[String]) {
         &*s3,
         &key,
         &path,
-        plaintext.len() as u64,
+        Arc::new(std::fs::File::open(&source).unwrap()),
         &UploadOptions::default(),
     )
     .await
@@ -145,7 +147,9 @@ async fn coordinator(args: &[String]) {
         s3.abort_multipart(&path, &plan.upload_id).await.unwrap();
         panic!("a worker failed: upload aborted");
     }
-    complete_plan(&*s3, &plan, done).await.unwrap();
+    complete_plan_checked(&*s3, &key, &plan, done)
+        .await
+        .unwrap();
 
     let store = EncryptedStore::new(s3, key);
     let back = store.get(&path).await.unwrap().bytes().await.unwrap();

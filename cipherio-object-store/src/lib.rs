@@ -9,8 +9,8 @@ mod store;
 mod upload;
 
 pub use parallel::{
-    PartDone, PartSpec, Source, UploadOptions, UploadPlan, complete_plan, create_plan,
-    upload_parallel, upload_share,
+    PartDone, PartSpec, PlanSource, Source, UploadOptions, UploadPlan, complete_plan,
+    complete_plan_checked, create_plan, upload_parallel, upload_share,
 };
 pub use store::EncryptedStore;
 pub use upload::EncryptedUpload;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cipherio::segments::{Layout, PartLimits, SegmentSealer};
-use cipherio::{Key, ReadAt};
+use cipherio::{Algorithm, Key, ReadAt};
 use hkdf::Hkdf;
 use hmac::{Hmac, KeyInit, Mac};
 use object_store::multipart::{MultipartStore, PartId};
@@ -22,6 +22,52 @@ use crate::{generic, store_error};
 /// A positional source shared by the upload's tasks: cipherio's
 /// [`ReadAt`] (a `File`, a `Vec<u8>`, a slice), from any thread.
 pub type Source = Arc<dyn ReadAt + Send + Sync>;
+
+/// What [`create_plan`] plans from: the source itself (safe), or only its
+/// length.
+///
+/// From the source, the plan carries each part's plaintext MAC, and a
+/// worker refuses a part whose plaintext changed since. From a length
+/// alone it cannot: a source that changes between a part's first send and
+/// a resend (or between the two parts that share a segment) has a segment
+/// sealed twice under one nonce, from two plaintexts, and the store sees
+/// both ciphertexts. Plan from the source ([`upload_parallel`] does).
+///
+/// Made from a `u64`, a [`Source`], or an `Arc` of any [`ReadAt`].
+#[derive(Clone)]
+pub enum PlanSource {
+    /// Only the plaintext's length: the parts carry no plaintext MAC.
+    Length(u64),
+    /// The source, read once, whole, for each part's plaintext MAC.
+    Source(Source),
+}
+
+impl From<u64> for PlanSource {
+    fn from(len: u64) -> Self {
+        PlanSource::Length(len)
+    }
+}
+
+impl From<Source> for PlanSource {
+    fn from(source: Source) -> Self {
+        PlanSource::Source(source)
+    }
+}
+
+impl<T: ReadAt + Send + Sync + 'static> From<Arc<T>> for PlanSource {
+    fn from(source: Arc<T>) -> Self {
+        PlanSource::Source(source)
+    }
+}
+
+impl std::fmt::Debug for PlanSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanSource::Length(len) => f.debug_tuple("Length").field(len).finish(),
+            PlanSource::Source(_) => f.debug_tuple("Source").finish_non_exhaustive(),
+        }
+    }
+}
 
 /// Fills `buf` from `source` at `offset`.
 fn read_exact_at(source: &dyn ReadAt, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
@@ -75,7 +121,10 @@ impl Default for UploadOptions {
 /// Every part but the last is the plan's part size; the first holds the
 /// header in its share, so a part's bytes need not start or end on a
 /// segment boundary: a segment that two parts share is sealed by both,
-/// from the same plaintext, and each sends its own side of it.
+/// from the same plaintext, and each sends its own side of it. The
+/// plaintext's MAC, taken when the plan was made, is checked before the
+/// part is sealed, so that no segment is sealed from bytes that changed
+/// since (a plan made from a length alone has none: see [`PlanSource`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartSpec {
     /// The part's place in the upload, from 0.
@@ -92,6 +141,11 @@ pub struct PartSpec {
     pub plaintext_end: u64,
     /// It ends with the stream's final segment.
     pub last: bool,
+    /// HMAC-SHA256 (hex) of the plaintext bytes it seals, under a key
+    /// derived from the upload's key; none in a plan made from a length
+    /// alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plaintext_mac: Option<String>,
 }
 
 /// A multipart upload in flight, serialisable (JSON) so that worker
@@ -135,18 +189,14 @@ pub struct PartDone {
 }
 
 /// The parts of a stream of `plaintext_len` bytes laid out as `layout`,
-/// every part but the last `part_size` bytes of the stream (the last at
-/// most `part_size` and the header's length).
+/// every part but the last `part_size` bytes of the stream, the last at
+/// most that.
 fn parts_of(layout: Layout, plaintext_len: u64, part_size: u64) -> Result<Vec<PartSpec>> {
     let (header, full) = (layout.header_len(), layout.sealed_segment_len());
     let total = layout.ciphertext_len(plaintext_len);
     let segments = layout.segment_count(plaintext_len);
     let size = part_size.max(1);
-    let mut count = total.div_ceil(size);
-    // A last part of the header's length or less joins the one before.
-    if count > 1 && total - (count - 1) * size <= header {
-        count -= 1;
-    }
+    let count = total.div_ceil(size);
     (0..count)
         .map(|k| {
             let start = k * size;
@@ -161,18 +211,42 @@ fn parts_of(layout: Layout, plaintext_len: u64, part_size: u64) -> Result<Vec<Pa
                 plaintext_start: first * u64::from(layout.segment_size()),
                 plaintext_end: (past * u64::from(layout.segment_size())).min(plaintext_len),
                 last: past == segments,
+                plaintext_mac: None,
             })
         })
         .collect()
 }
 
-/// The key of a plan's MAC, derived from the upload's key.
-fn mac_key(key: &Key) -> Zeroizing<[u8; 32]> {
+/// The HKDF info of the key of a plan's MAC.
+const PLAN_MAC: &[u8] = b"cipherio-object-store upload plan MAC";
+/// The HKDF info of the key of a part's plaintext MAC.
+const PLAINTEXT_MAC: &[u8] = b"cipherio-object-store part plaintext MAC";
+
+/// An HMAC-SHA256 under a key derived from the upload's key for `info`.
+fn mac(key: &Key, info: &[u8]) -> Hmac<Sha256> {
     let mut okm = Zeroizing::new([0; 32]);
     Hkdf::<Sha256>::new(None, key.as_bytes())
-        .expand(b"cipherio-object-store upload plan MAC", &mut *okm)
+        .expand(info, &mut *okm)
         .unwrap_or_else(|_| unreachable!("32 bytes of HKDF-SHA256 output"));
-    okm
+    <Hmac<Sha256> as KeyInit>::new_from_slice(&*okm)
+        .unwrap_or_else(|_| unreachable!("HMAC takes any key length"))
+}
+
+/// Fills in each part's plaintext MAC, reading `source` a MiB at a time.
+fn mac_parts(parts: &mut [PartSpec], key: &Key, source: &dyn ReadAt) -> Result<()> {
+    let mut buf = Zeroizing::new(vec![0; 1 << 20]);
+    for part in parts {
+        let mut mac = mac(key, PLAINTEXT_MAC);
+        let mut at = part.plaintext_start;
+        while at < part.plaintext_end {
+            let n = (part.plaintext_end - at).min(buf.len() as u64) as usize;
+            read_exact_at(source, &mut buf[..n], at).map_err(generic)?;
+            mac.update(&buf[..n]);
+            at += n as u64;
+        }
+        part.plaintext_mac = Some(hex::encode(mac.finalize().into_bytes()));
+    }
+    Ok(())
 }
 
 impl UploadPlan {
@@ -196,8 +270,7 @@ impl UploadPlan {
             ..self.clone()
         })
         .map_err(generic)?;
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&*mac_key(key))
-            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        let mut mac = mac(key, PLAN_MAC);
         mac.update(&fields);
         Ok(mac)
     }
@@ -215,34 +288,73 @@ impl UploadPlan {
         }
         let header = hex::decode(&self.header).map_err(generic)?;
         let sealer = SegmentSealer::from_header(key, &header, self.aad()).map_err(store_error)?;
-        if self.parts != parts_of(sealer.layout(), self.plaintext_len, self.part_size)? {
+        self.check_parts(sealer.layout())?;
+        Ok(sealer)
+    }
+
+    /// The layout its header gives, read without the upload's key: the
+    /// layout depends on the header alone, so a key of the header's
+    /// algorithm, of any bytes, reads it.
+    fn layout(&self) -> Result<Layout> {
+        let header = hex::decode(&self.header).map_err(generic)?;
+        Algorithm::ALL
+            .iter()
+            .find_map(|&alg| {
+                let any = Key::new(alg, &vec![0; alg.key_len()]).ok()?;
+                SegmentSealer::from_header(&any, &header, self.aad()).ok()
+            })
+            .map(|sealer| sealer.layout())
+            .ok_or_else(|| generic("the upload plan's header is not a stream header"))
+    }
+
+    /// An error unless the parts are the ones `layout` gives for the
+    /// plan's length and part size (their plaintext MACs aside).
+    fn check_parts(&self, layout: Layout) -> Result<()> {
+        let mut laid = parts_of(layout, self.plaintext_len, self.part_size)?;
+        for (l, p) in laid.iter_mut().zip(&self.parts) {
+            l.plaintext_mac.clone_from(&p.plaintext_mac);
+        }
+        if self.parts != laid {
             return Err(generic(
                 "the upload plan's parts are not its layout's (contiguous, in order, \
-                 within its length): nothing was sealed or sent",
+                 covering its length): nothing was sealed, sent or completed",
             ));
         }
-        Ok(sealer)
+        Ok(())
     }
 }
 
-/// Plans an upload of `plaintext_len` bytes to `path` and starts it: a
-/// fresh stream header, parts of one size within `options.limits` (the
-/// size [`cipherio::segments::Layout::plan_parts`] gives its first part,
-/// the header counted in it), the store's multipart upload, and the
-/// plan's MAC under `key`.
+/// Plans an upload to `path` and starts it: a fresh stream header, parts
+/// of one size within `options.limits` (the size
+/// [`cipherio::segments::Layout::plan_parts`] gives its first part, the
+/// header counted in it), the store's multipart upload, and the plan's MAC
+/// under `key`.
+///
+/// `source` is a [`Source`] (all of it: [`ReadAt::source_len`]), read
+/// once, whole, to put each part's plaintext MAC in the plan, or only the
+/// plaintext's length (a `u64`), for a plan whose parts carry no
+/// plaintext MAC. A plan made from a length alone cannot detect a source
+/// that changes between a part's first send and a resend: the store then
+/// sees two ciphertexts under one nonce. Planning from the source is the
+/// safe way, and the way [`upload_parallel`] plans.
 ///
 /// # Errors
 ///
-/// The store's; a plan that cannot meet the limits (as a
-/// [`object_store::Error::Generic`] with the
+/// The source's and the store's; a plan that cannot meet the limits (as
+/// a [`object_store::Error::Generic`] with the
 /// [`cipherio::segments::PlanError`] as its source).
 pub async fn create_plan(
     store: &dyn MultipartStore,
     key: &Key,
     path: &Path,
-    plaintext_len: u64,
+    source: impl Into<PlanSource>,
     options: &UploadOptions,
 ) -> Result<UploadPlan> {
+    let source = source.into();
+    let plaintext_len = match &source {
+        PlanSource::Length(len) => *len,
+        PlanSource::Source(source) => source.source_len().map_err(generic)?,
+    };
     let aad = if options.bind_path {
         path.as_ref().as_bytes()
     } else {
@@ -253,8 +365,31 @@ pub async fn create_plan(
     let planned = layout
         .plan_parts(plaintext_len, options.part_size, &options.limits)
         .map_err(generic)?;
-    let part_size = planned[0].segments * layout.sealed_segment_len();
-    let parts = parts_of(layout, plaintext_len, part_size)?;
+    let limits = &options.limits;
+    let mut part_size = planned[0].segments * layout.sealed_segment_len();
+    // Parts of one size end a header's length later in the stream than
+    // the planned parts of whole segments: a stream that ends within that
+    // length past a part takes one part more, and where that is one too
+    // many, every part takes one segment more.
+    let total = layout.ciphertext_len(plaintext_len);
+    if total.div_ceil(part_size) > u64::from(limits.max_parts) {
+        part_size += layout.sealed_segment_len();
+    }
+    if total.div_ceil(part_size) > u64::from(limits.max_parts) || part_size > limits.max_part {
+        return Err(generic(format!(
+            "{plaintext_len} bytes fit no parts of one size within the store's limits \
+             ({limits:?}): ask for a larger part size"
+        )));
+    }
+    let mut parts = parts_of(layout, plaintext_len, part_size)?;
+    if let PlanSource::Source(source) = source {
+        let mac_key = key.clone();
+        parts = tokio::task::spawn_blocking(move || {
+            mac_parts(&mut parts, &mac_key, &*source).map(|()| parts)
+        })
+        .await
+        .map_err(generic)??;
+    }
     // A copy of the header in the object's metadata, where the store keeps
     // it, makes a ranged read of an uncached object one GET.
     let attributes = object_store::Attributes::from_iter([(
@@ -284,28 +419,27 @@ pub async fn create_plan(
 /// Seals and sends the parts of `plan` numbered in `share` (all of them
 /// for one worker), `workers` at a time, reading each part's plaintext
 /// from `source`; returns the parts sent, for
-/// [`complete_plan`].
+/// [`complete_plan_checked`].
 ///
 /// The plan is checked first: it must authenticate under `key` (its MAC)
 /// and its parts must be the ones its layout gives; else nothing is
 /// sealed or sent.
 ///
-/// A part is sealed from the same plaintext however often it is retried,
-/// so its nonces never seal two different plaintexts, as long as the
-/// source does not change while the upload runs. If it does change
-/// between two reads of one segment (a part retried, or the two workers
-/// of two parts that share a segment), that segment is sealed twice
-/// under one nonce from two plaintexts: a part retried then leaves two
-/// ciphertexts of it at the store until the upload is completed or
-/// aborted, and the completed object may fail to authenticate there.
-/// Keep the source still until the upload is complete, or start over
-/// with a new plan (a new header).
+/// A part is sealed only from the plaintext the plan was made from: each
+/// part's plaintext is checked against its MAC in the plan (where the
+/// plan was made from the source: see [`PlanSource`]) before it is
+/// sealed, so a part retried, or the two workers of two parts that share
+/// a segment, never seal one nonce with two plaintexts. If the source
+/// changed since the plan was made, the parts read after the change are
+/// refused (nothing of them sealed or sent), and the upload cannot be
+/// completed: abort it and start over with a new plan (a new header).
 ///
 /// # Errors
 ///
 /// A plan that does not authenticate or whose parts are not its
-/// layout's; the first of the store's, the source's and the sealer's
-/// errors; the parts not yet sent are then not sent.
+/// layout's; a part whose plaintext changed since the plan was made;
+/// the first of the store's, the source's and the sealer's errors; the
+/// parts not yet sent are then not sent.
 pub async fn upload_share(
     store: Arc<dyn MultipartStore>,
     key: &Key,
@@ -331,14 +465,16 @@ pub async fn upload_share(
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers.max(1).min(specs.len().max(1)) {
         let (store, sealer, source) = (Arc::clone(&store), sealer.clone(), Arc::clone(&source));
+        let key = key.clone();
         let (specs, next, path) = (Arc::clone(&specs), Arc::clone(&next), path.clone());
         let id = plan.upload_id.clone();
         tasks.spawn(async move {
             let mut done = Vec::new();
             while let Some(spec) = specs.get(next.fetch_add(1, Ordering::Relaxed)) {
                 let (sealer, source, spec2) = (sealer.clone(), Arc::clone(&source), spec.clone());
+                let key = key.clone();
                 let sealed =
-                    tokio::task::spawn_blocking(move || seal_part(&sealer, &spec2, &*source))
+                    tokio::task::spawn_blocking(move || seal_part(&sealer, &key, &spec2, &*source))
                         .await
                         .map_err(generic)??;
                 let part = store
@@ -366,12 +502,34 @@ pub async fn upload_share(
     Ok(all)
 }
 
-/// Reads part `spec`'s plaintext from `source` and seals its segments
-/// (after the header for the first), then keeps the part's own bytes.
-fn seal_part(sealer: &SegmentSealer, spec: &PartSpec, source: &dyn ReadAt) -> Result<PutPayload> {
+/// Reads part `spec`'s plaintext from `source`, checks it against its
+/// MAC, and seals its segments (after the header for the first), then
+/// keeps the part's own bytes.
+fn seal_part(
+    sealer: &SegmentSealer,
+    key: &Key,
+    spec: &PartSpec,
+    source: &dyn ReadAt,
+) -> Result<PutPayload> {
     let len = usize::try_from(spec.plaintext_end - spec.plaintext_start).map_err(generic)?;
     let mut plaintext = Zeroizing::new(vec![0; len]);
     read_exact_at(source, &mut plaintext, spec.plaintext_start).map_err(generic)?;
+    // A plan made from a length alone has no plaintext MAC to check.
+    if let Some(expected) = &spec.plaintext_mac {
+        let mut mac = mac(key, PLAINTEXT_MAC);
+        mac.update(&plaintext);
+        if mac
+            .verify_slice(&hex::decode(expected).unwrap_or_default())
+            .is_err()
+        {
+            return Err(generic(format!(
+                "part {}'s plaintext changed since the upload was planned: nothing of it \
+                 was sealed or sent (its segments' nonces are the plan's); abort the \
+                 upload and plan it again, under a new header, with the source kept still",
+                spec.number
+            )));
+        }
+    }
     let layout = sealer.layout();
     let (mut out, at) = if spec.first_segment == 0 {
         (sealer.header().to_vec(), 0)
@@ -391,14 +549,23 @@ fn seal_part(sealer: &SegmentSealer, spec: &PartSpec, source: &dyn ReadAt) -> Re
 /// Completes `plan` with the parts `done` (from every worker, any order):
 /// every planned part exactly once, listed in order.
 ///
+/// Without the key it checks what it can: the plan's parts must be the
+/// ones its header's layout gives for its length and part size
+/// (contiguous, in order, covering the stream), so a plan with a part
+/// dropped is refused before the store sees the list. A plan edited
+/// together with its length, or with another path or upload, passes:
+/// [`complete_plan_checked`] also checks the plan's MAC under the key.
+///
 /// # Errors
 ///
-/// A part missing or sent twice; the store's.
+/// A plan whose parts are not its layout's; a part missing or sent twice;
+/// the store's.
 pub async fn complete_plan(
     store: &dyn MultipartStore,
     plan: &UploadPlan,
     mut done: Vec<PartDone>,
 ) -> Result<PutResult> {
+    plan.check_parts(plan.layout()?)?;
     done.sort_by_key(|d| d.number);
     let numbers: Vec<u32> = done.iter().map(|d| d.number).collect();
     let planned: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
@@ -418,6 +585,25 @@ pub async fn complete_plan(
         .await
 }
 
+/// [`complete_plan`] of a plan that authenticates under `key` too, as
+/// [`upload_share`] checks it: a plan edited on its way (a part dropped,
+/// its length with it, another path or upload) would publish another
+/// object than the one planned, so it is refused before the store sees
+/// the list.
+///
+/// # Errors
+///
+/// A plan that does not authenticate under `key`; as [`complete_plan`].
+pub async fn complete_plan_checked(
+    store: &dyn MultipartStore,
+    key: &Key,
+    plan: &UploadPlan,
+    done: Vec<PartDone>,
+) -> Result<PutResult> {
+    plan.sealer(key)?;
+    complete_plan(store, plan, done).await
+}
+
 /// Uploads `source` (all of it: [`ReadAt::source_len`]) to `path` as one
 /// encrypted object, `options.workers` parts at a time: plans, seals and sends every
 /// part, completes with the ordered part list, and aborts the upload on
@@ -427,7 +613,7 @@ pub async fn complete_plan(
 ///
 /// # Errors
 ///
-/// As [`create_plan`], [`upload_share`] and [`complete_plan`]; the upload
+/// As [`create_plan`], [`upload_share`] and [`complete_plan_checked`]; the upload
 /// is then aborted.
 pub async fn upload_parallel(
     store: Arc<dyn MultipartStore>,
@@ -436,8 +622,7 @@ pub async fn upload_parallel(
     source: Source,
     options: &UploadOptions,
 ) -> Result<PutResult> {
-    let plaintext_len = source.source_len().map_err(generic)?;
-    let plan = create_plan(&*store, key, path, plaintext_len, options).await?;
+    let plan = create_plan(&*store, key, path, Arc::clone(&source), options).await?;
     let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
     let result = match upload_share(
         Arc::clone(&store),
@@ -449,7 +634,7 @@ pub async fn upload_parallel(
     )
     .await
     {
-        Ok(done) => complete_plan(&*store, &plan, done).await,
+        Ok(done) => complete_plan_checked(&*store, key, &plan, done).await,
         Err(e) => Err(e),
     };
     if result.is_err() {

@@ -295,7 +295,9 @@ impl EncryptedStore {
     }
 
     /// A ranged GET and its bytes, counted: exactly the bytes asked for
-    /// (cut at the object's end), else an error.
+    /// (cut at the object's end), else an error. An answer from byte 0
+    /// of an object whose length no stream of its header has is refused
+    /// once the header is in, before the rest is downloaded.
     async fn ranged_get(&self, location: &Path, opts: GetOptions) -> Result<(Response, Bytes)> {
         let asked = opts.range.clone();
         let result = self.inner_get(location, opts).await?;
@@ -304,10 +306,25 @@ impl EncryptedStore {
             attributes: result.attributes.clone(),
             extensions: result.extensions.clone(),
         };
-        let bytes = result.bytes().await?;
-        self.received()
-            .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let size = response.meta.size;
+        let header_len = self.layout().header_len() as usize;
+        let mut unchecked = matches!(&asked, Some(GetRange::Bounded(r)) if r.start == 0);
+        let mut body = result.into_stream();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.try_next().await? {
+            self.received()
+                .fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            bytes.extend_from_slice(&chunk);
+            if unchecked && bytes.len() >= header_len {
+                unchecked = false;
+                let opener =
+                    SegmentOpener::new(self.key(), &bytes[..header_len], &self.aad(location));
+                if opener.is_ok_and(|o| o.layout().plaintext_len(size).is_none()) {
+                    return Err(impossible());
+                }
+            }
+        }
+        let bytes = Bytes::from(bytes);
         if let Some(asked) = asked {
             let want = asked.as_range(size).map_err(range_error)?;
             if bytes.len() as u64 != want.end - want.start {

@@ -95,7 +95,7 @@ fn options() -> UploadOptions {
 
 /// A plan to upload `LEN` bytes to `path` under the test key.
 async fn plan_of(s3: &dyn MultipartStore, path: &Path) -> UploadPlan {
-    create_plan(s3, &key(), path, LEN as u64, &options())
+    create_plan(s3, &key(), path, Arc::new(vec![0u8; LEN]), &options())
         .await
         .unwrap()
 }

@@ -11,7 +11,8 @@ use std::sync::atomic::Ordering;
 
 use cipherio::segments::PartLimits;
 use cipherio_object_store::{
-    EncryptedStore, Source, UploadOptions, UploadPlan, complete_plan, create_plan, upload_share,
+    EncryptedStore, Source, UploadOptions, UploadPlan, complete_plan, complete_plan_checked,
+    create_plan, upload_share,
 };
 use common::faults::{Fault, Faulty};
 use common::{data, key};
@@ -73,36 +74,37 @@ async fn every_part_but_the_last_is_one_size() {
     assert_eq!(back, data(10 * SEG as usize + 7, 3));
     one_size(&faulty.sent.part_sizes(path.as_ref()));
 
-    let path = Path::from("sizes/planned");
-    let len = 23 * SEG as usize + 17;
-    let plan = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
-        .await
-        .unwrap();
-    let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
-    let done = upload_share(
-        faulty.clone(),
-        &key(),
-        &plan,
-        &all,
-        Arc::new(data(len, 4)),
-        3,
-    )
-    .await
-    .unwrap();
-    complete_plan(&*faulty, &plan, done).await.unwrap();
-    let back = store.get(&path).await.unwrap().bytes().await.unwrap();
-    assert_eq!(back, data(len, 4));
-    one_size(&faulty.sent.part_sizes(&plan.upload_id));
+    // The second length is whole parts of whole segments (parts of 2 or
+    // 3 segments): the stream then ends a header's length past the last
+    // full part.
+    for len in [23 * SEG as usize + 17, 12 * SEG as usize] {
+        let path = Path::from(format!("sizes/planned-{len}"));
+        let source: Source = Arc::new(data(len, 4));
+        let plan = planned(&faulty, &path, source.clone()).await;
+        assert_eq!(upload_all(&faulty, &plan, source).await, data(len, 4));
+        one_size(&faulty.sent.part_sizes(&plan.upload_id));
+    }
     faulty.sent.assert_no_reuse();
 }
 
-/// `sizes` (number, size) has several parts, all but the last one size.
+/// `sizes` (number, size) has several parts, all but the last one size
+/// and the last no larger (as R2 requires).
 fn one_size(sizes: &[(usize, usize)]) {
     assert!(sizes.len() >= 3, "{sizes:?}");
     let (_, first) = sizes[0];
     for (n, size) in &sizes[..sizes.len() - 1] {
         assert_eq!(*size, first, "part {n} of {sizes:?}");
     }
+    let (n, last) = sizes[sizes.len() - 1];
+    assert!(last <= first, "part {n}, the last, of {sizes:?}");
+}
+
+/// A plan under the test key of `source` to `path`, in parts of a few
+/// segments.
+async fn planned(faulty: &Arc<Faulty<InMemory>>, path: &Path, source: Source) -> UploadPlan {
+    create_plan(&**faulty, &key(), path, source, &small_limits())
+        .await
+        .unwrap()
 }
 
 fn small_limits() -> UploadOptions {
@@ -121,12 +123,8 @@ async fn an_edited_plan_is_refused_and_nothing_is_sent() {
     let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
     let path = Path::from("plans/edited");
     let len = 23 * SEG as usize + 17;
-    let plan = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
-        .await
-        .unwrap();
-    let other = create_plan(&*faulty, &key(), &path, len as u64, &small_limits())
-        .await
-        .unwrap();
+    let plan = planned(&faulty, &path, Arc::new(data(len, 6))).await;
+    let other = planned(&faulty, &path, Arc::new(data(len, 6))).await;
     type Edit = (&'static str, fn(&mut UploadPlan, &UploadPlan));
     let edits: Vec<Edit> = vec![
         ("two parts seal one segment", |p, _| {
@@ -237,9 +235,7 @@ async fn parts_lost_once_and_resent_seal_the_same_bytes() {
     let (key, source): (_, Source) = (key(), Arc::new(data(len, 10)));
     for fault in [Fault::LosePart, Fault::LoseAnswer] {
         let path = Path::from(format!("lost/{fault:?}"));
-        let plan = create_plan(&*faulty, &key, &path, len as u64, &small_limits())
-            .await
-            .unwrap();
+        let plan = planned(&faulty, &path, source.clone()).await;
         let mut done = Vec::new();
         for worker in 0..2u32 {
             let share = common::share(&plan, worker, 2);
@@ -249,7 +245,9 @@ async fn parts_lost_once_and_resent_seal_the_same_bytes() {
             let again = upload_share(faulty.clone(), &key, &plan, &share, source.clone(), 2);
             done.extend(again.await.unwrap());
         }
-        complete_plan(&*faulty, &plan, done).await.unwrap();
+        complete_plan_checked(&*faulty, &key, &plan, done)
+            .await
+            .unwrap();
         let back = fresh(&faulty)
             .get(&path)
             .await
@@ -344,4 +342,128 @@ async fn a_large_copy_is_a_multipart_upload() {
     assert_eq!(store.get(&to).await.unwrap().bytes().await.unwrap(), pt);
     one_size(&faulty.sent.part_sizes(to.as_ref()));
     faulty.sent.assert_no_reuse();
+}
+
+/// A plan edited to complete a truncated object in place of the one
+/// planned is refused before the store sees the list. Without the key,
+/// `complete_plan` refuses a plan with its last part dropped and its
+/// length kept (its parts are not its layout's); a plan cut to a shorter
+/// length, its parts that length's layout, passes that check, and only
+/// the MAC `complete_plan_checked` checks refuses it. The plan as made
+/// then completes.
+#[tokio::test]
+async fn an_edited_plan_is_not_completed() {
+    let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
+    let path = Path::from("plans/complete-edited");
+    let len = 23 * SEG as usize + 17;
+    let plan = planned(&faulty, &path, Arc::new(data(len, 12))).await;
+    let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
+    let source: Source = Arc::new(data(len, 12));
+    let done = upload_share(faulty.clone(), &key(), &plan, &all, source, 2)
+        .await
+        .unwrap();
+    let fewer = done[..done.len() - 1].to_vec();
+    let mut dropped = plan.clone();
+    dropped.parts.pop();
+    let err = complete_plan(&*faulty, &dropped, fewer.clone())
+        .await
+        .expect_err("a plan with its last part dropped, its length kept");
+    assert!(err.to_string().contains("not its layout's"), "{err}");
+    // The parts the layout gives a stream a part's size shorter (a part
+    // here is two sealed segments): one part fewer, of the same size.
+    let shorter_len = (len - 2 * SEG as usize) as u64;
+    let shorter = create_plan(&*faulty, &key(), &path, shorter_len, &small_limits())
+        .await
+        .unwrap();
+    assert_eq!(shorter.parts.len(), plan.parts.len() - 1);
+    assert_eq!(shorter.part_size, plan.part_size);
+    let cut = UploadPlan {
+        plaintext_len: shorter.plaintext_len,
+        parts: shorter.parts,
+        ..plan.clone()
+    };
+    let err = complete_plan_checked(&*faulty, &key(), &cut, fewer)
+        .await
+        .expect_err("a plan cut to a shorter length");
+    assert!(err.to_string().contains("does not authenticate"), "{err}");
+    assert!(faulty.head(&path).await.is_err(), "no object completed");
+    complete_plan_checked(&*faulty, &key(), &plan, done)
+        .await
+        .unwrap();
+    let back = fresh(&faulty)
+        .get(&path)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(back, data(len, 12));
+}
+
+/// A source file rewritten while a planned upload runs: part 1 is stored
+/// but its answer lost, the file changes, and the worker sends part 1
+/// again; part 2 (which shares a segment with part 1) is sealed after the
+/// change too. Neither is sealed from the new bytes (that would send one
+/// segment's nonce two plaintexts): both are refused, and nothing is sent
+/// twice differently.
+#[tokio::test]
+async fn a_source_changed_mid_upload_is_refused() {
+    let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
+    let path = Path::from("plans/source-changed");
+    let len = 23 * SEG as usize + 17;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), data(len, 13)).unwrap();
+    let source: Source = Arc::new(std::fs::File::open(file.path()).unwrap());
+    let plan = planned(&faulty, &path, source.clone()).await;
+    faulty.arm(Fault::LoseAnswer);
+    upload_share(faulty.clone(), &key(), &plan, &[1], source.clone(), 1)
+        .await
+        .unwrap_err();
+    std::fs::write(file.path(), data(len, 14)).unwrap();
+    for part in [1, 2] {
+        let err = upload_share(faulty.clone(), &key(), &plan, &[part], source.clone(), 1)
+            .await
+            .expect_err("a part sealed from changed bytes");
+        assert!(err.to_string().contains("changed"), "part {part}: {err}");
+    }
+    faulty.sent.assert_no_reuse();
+}
+
+/// A plan the layout cuts into exactly the most parts the store allows,
+/// whose stream ends a header's length past a full part: its parts of one
+/// size stay within the limit (each takes a segment more), the last no
+/// larger than the others.
+#[tokio::test]
+async fn a_plan_at_the_most_parts_stays_within_them() {
+    let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
+    let options = UploadOptions {
+        segment_size: SEG,
+        part_size: 2 * SEG as u64,
+        limits: PartLimits::new(2 * SEG as u64, 10 * SEG as u64, 6),
+        ..UploadOptions::default()
+    };
+    let path = Path::from("sizes/most-parts");
+    let source: Source = Arc::new(data(12 * SEG as usize, 15));
+    let plan = create_plan(&*faulty, &key(), &path, source.clone(), &options)
+        .await
+        .unwrap();
+    assert!(plan.parts.len() <= 6, "{:?}", plan.parts);
+    let back = upload_all(&faulty, &plan, source).await;
+    assert_eq!(back, data(12 * SEG as usize, 15));
+    one_size(&faulty.sent.part_sizes(&plan.upload_id));
+}
+
+/// Sends every part of `plan` from `source`, completes the upload and
+/// reads the object back.
+async fn upload_all(faulty: &Arc<Faulty<InMemory>>, plan: &UploadPlan, source: Source) -> Vec<u8> {
+    let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
+    let done = upload_share(faulty.clone(), &key(), plan, &all, source, 3)
+        .await
+        .unwrap();
+    complete_plan_checked(&**faulty, &key(), plan, done)
+        .await
+        .unwrap();
+    let path = Path::from(plan.path.as_str());
+    let back = fresh(faulty).get(&path).await.unwrap().bytes().await;
+    back.unwrap().to_vec()
 }

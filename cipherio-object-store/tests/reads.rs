@@ -9,14 +9,14 @@ use std::sync::Arc;
 use cipherio::segments::PartLimits;
 use cipherio_object_store::{
     EncryptedStore, PartDone, Source, UploadOptions, UploadPlan, cipher_error, complete_plan,
-    create_plan, upload_parallel, upload_share,
+    complete_plan_checked, create_plan, upload_parallel, upload_share,
 };
 use common::{data, key, raw, reader};
 use futures::StreamExt;
 use object_store::memory::InMemory;
 use object_store::multipart::MultipartStore;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, WriteMultipart};
 
 const SEG: usize = 1000;
 
@@ -276,9 +276,15 @@ async fn a_failed_parallel_upload_is_aborted_and_leaves_no_object() {
     let plan_len = 30u64 << 20;
     let mp: Arc<dyn MultipartStore> = s3.clone();
     // The fourth part's plaintext cannot be read.
-    let probe = create_plan(&*s3, &key(), &path, plan_len, &options)
-        .await
-        .unwrap();
+    let probe = create_plan(
+        &*s3,
+        &key(),
+        &path,
+        Arc::new(FailsAt(u64::MAX, plan_len)),
+        &options,
+    )
+    .await
+    .unwrap();
     s3.abort_multipart(&path, &probe.upload_id).await.unwrap();
     let at = probe.parts[3].plaintext_start;
     let err = upload_parallel(mp, &key(), &path, Arc::new(FailsAt(at, plan_len)), &options)
@@ -297,9 +303,15 @@ async fn a_plan_shared_by_workers_completes_as_one_object() {
     let path = Path::from("planned");
     let len = 23 * SEG + 17;
     let pt = data(len, 5);
-    let plan = create_plan(&*inner, &key(), &path, len as u64, &small_limits())
-        .await
-        .unwrap();
+    let plan = create_plan(
+        &*inner,
+        &key(),
+        &path,
+        Arc::new(pt.clone()),
+        &small_limits(),
+    )
+    .await
+    .unwrap();
     assert!(plan.parts.len() >= 4);
     // The plan travels as JSON; each of three workers takes every third part.
     let json = serde_json::to_string(&plan).unwrap();
@@ -316,10 +328,54 @@ async fn a_plan_shared_by_workers_completes_as_one_object() {
     }
     // A part missing is refused before the store sees the list.
     let missing = done[1..].to_vec();
-    assert!(complete_plan(&*inner, &plan, missing).await.is_err());
-    complete_plan(&*inner, &plan, done).await.unwrap();
+    assert!(
+        complete_plan_checked(&*inner, &key(), &plan, missing)
+            .await
+            .is_err()
+    );
+    complete_plan_checked(&*inner, &key(), &plan, done)
+        .await
+        .unwrap();
     let stored = raw(inner.as_ref(), &path).await;
     assert_eq!(reader(&key(), path.as_ref(), &stored).unwrap(), pt);
+}
+
+/// `create_plan` and `complete_plan` take the arguments they took before
+/// plans carried plaintext MACs: a plan made from a `u64` length carries
+/// none (nor its JSON the field), one made from a `Source` carries each
+/// part's; both travel as JSON, upload, complete without the key and read
+/// back.
+#[tokio::test]
+async fn a_plan_is_made_from_a_length_or_from_the_source() {
+    let inner = Arc::new(InMemory::new());
+    let store: Arc<dyn MultipartStore> = inner.clone();
+    let (key, opts) = (key(), small_limits());
+    let pt = data(23 * SEG + 17, 9);
+    for from_source in [false, true] {
+        let path = Path::from(format!("compat/{from_source}"));
+        let source: Source = Arc::new(pt.clone());
+        let plan = if from_source {
+            create_plan(&*store, &key, &path, Arc::clone(&source), &opts).await
+        } else {
+            let len = pt.len() as u64;
+            create_plan(&*store, &key, &path, len, &opts).await
+        }
+        .unwrap();
+        assert!(plan.parts.len() >= 4);
+        for part in &plan.parts {
+            assert_eq!(part.plaintext_mac.is_some(), from_source, "{part:?}");
+        }
+        let json = serde_json::to_string(&plan).unwrap();
+        assert_eq!(json.contains("plaintext_mac"), from_source);
+        let plan: UploadPlan = serde_json::from_str(&json).unwrap();
+        let all: Vec<u32> = plan.parts.iter().map(|p| p.number).collect();
+        let done = upload_share(Arc::clone(&store), &key, &plan, &all, source, 2)
+            .await
+            .unwrap();
+        complete_plan(&*store, &plan, done).await.unwrap();
+        let stored = raw(inner.as_ref(), &path).await;
+        assert_eq!(reader(&key, path.as_ref(), &stored).unwrap(), pt);
+    }
 }
 
 /// `copy(a, a)` and `rename(a, a)` leave the object byte for byte as it
@@ -374,28 +430,30 @@ async fn an_impossible_length_is_named_without_downloading_the_object() {
         Err(cipherio::Error::Truncated)
     );
 
+    // `read` is refused as truncated, having fetched at most `most` bytes.
+    let refused = |s: &EncryptedStore, read: object_store::Result<()>, most: u64| {
+        let err = read.unwrap_err();
+        assert!(
+            matches!(cipher_error(&err), Some(cipherio::Error::Truncated)),
+            "{err}"
+        );
+        assert!(s.bytes_fetched() <= most, "{}", s.bytes_fetched());
+    };
     let s = store(inner.clone());
-    let err = s.get_range(&path, 0..SEG as u64).await.unwrap_err();
-    assert!(
-        matches!(cipher_error(&err), Some(cipherio::Error::Truncated)),
-        "{err}"
-    );
     // One segment and the header asked for, whatever the object's size.
-    assert!(
-        s.bytes_fetched() <= 2 * (SEG as u64 + 16) + 53,
-        "{}",
-        s.bytes_fetched()
-    );
-    let err = s.get(&path).await.unwrap_err();
-    assert!(
-        matches!(cipher_error(&err), Some(cipherio::Error::Truncated)),
-        "{err}"
-    );
-    assert!(
-        s.bytes_fetched() < stream.len() as u64 / 4,
-        "{}",
-        s.bytes_fetched()
-    );
+    let read = s.get_range(&path, 0..SEG as u64).await.map(drop);
+    refused(&s, read, 2 * (SEG as u64 + 16) + 53);
+    let read = s.get(&path).await.map(drop);
+    refused(&s, read, stream.len() as u64 / 4);
+    // A read from an offset, its header not cached: the first GET asks
+    // for the rest of the object, but only its first chunk is read.
+    let s = store(inner.clone());
+    let from = GetOptions {
+        range: Some(GetRange::Offset(100)),
+        ..GetOptions::default()
+    };
+    let read = s.get_opts(&path, from).await.map(drop);
+    refused(&s, read, stream.len() as u64 / 4);
 }
 
 /// Listings never fail because of one object that is not a cipherio
