@@ -43,10 +43,10 @@
 //! - **Key commitment first.** A reader derives the commitment from its
 //!   key, the salt and the context and compares it (in constant time) with
 //!   the stream's before it opens any chunk: a wrong key or context fails
-//!   with [`Error::Authentication`](crate::Error::Authentication) and
+//!   with [`Error::Authentication`] and
 //!   releases nothing. One ciphertext never opens under two keys.
 //! - **The last chunk is short.** A stream that ends after a full chunk is
-//!   truncated ([`Error::Truncated`](crate::Error::Truncated), an
+//!   truncated ([`Error::Truncated`], an
 //!   `UnexpectedEof`); an empty final chunk is valid. There is no final
 //!   flag, so the writer seals a full chunk as soon as it is full, and the
 //!   reader releases a full chunk as soon as it authenticates, without
