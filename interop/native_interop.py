@@ -73,8 +73,9 @@ def pinned() -> dict[str, str]:
     return out
 
 
-def enter_venv() -> None:
-    """Re-runs this script in the venv, creating it first if need be."""
+def enter_venv(script: str = os.path.abspath(__file__)) -> None:
+    """Re-runs `script` (this one by default) in the venv, creating it
+    first if need be."""
     py = os.path.join(VENV, "bin", "python")
     want = pinned()["cryptography"]
     probe = "import cryptography; print(cryptography.__version__)"
@@ -84,7 +85,7 @@ def enter_venv() -> None:
         subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
         subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
                         "-r", REQUIREMENTS], check=True)
-    os.execve(py, [py, os.path.abspath(__file__), *sys.argv[1:]], dict(os.environ, **{IN_VENV: "1"}))
+    os.execve(py, [py, script, *sys.argv[1:]], dict(os.environ, **{IN_VENV: "1"}))
 
 
 class Tally:
@@ -104,6 +105,29 @@ class Tally:
     def totals(self) -> tuple[int, int]:
         return (sum(c[0] for c in self.sections.values()),
                 sum(c[1] for c in self.sections.values()))
+
+    def report(self) -> int:
+        """Prints the sections, the first failures and the closing line;
+        the exit status."""
+        for section, (ok, bad) in self.sections.items():
+            print(f"  {section:45} {ok:5} passed {bad:3} failed")
+        if self.failures:
+            print(f"{len(self.failures)} FAILURES (first 30):")
+            for f in self.failures[:30]:
+                print("  " + f)
+        passed, failed = self.totals()
+        print(f"{passed} passed, {failed} failed")
+        return 1 if failed else 0
+
+
+def cargo_features() -> list[str]:
+    """`--features X` from the command line, as cargo takes it."""
+    if "--features" not in sys.argv:
+        return []
+    i = sys.argv.index("--features")
+    if i + 1 >= len(sys.argv):
+        sys.exit("--features needs a value")
+    return ["--features", sys.argv[i + 1]]
 
 
 def key_bytes(alg: str) -> bytes:
@@ -350,12 +374,7 @@ def main() -> int:
     if os.environ.get(IN_VENV) != "1":
         enter_venv()
     quick = "--quick" in sys.argv
-    features: list[str] = []
-    if "--features" in sys.argv:
-        i = sys.argv.index("--features")
-        if i + 1 >= len(sys.argv):
-            sys.exit("--features needs a value")
-        features = ["--features", sys.argv[i + 1]]
+    features = cargo_features()
     sys.path.insert(0, os.path.join(ROOT, "interop"))
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     import pycipherio as pc
@@ -373,15 +392,7 @@ def main() -> int:
     cases = sweep(quick)
     cipherio_to_python(pc, cases, t)
     python_to_cipherio(pc, cases, t)
-    for section, (ok, bad) in t.sections.items():
-        print(f"  {section:45} {ok:5} passed {bad:3} failed")
-    if t.failures:
-        print(f"{len(t.failures)} FAILURES (first 30):")
-        for f in t.failures[:30]:
-            print("  " + f)
-    passed, failed = t.totals()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return t.report()
 
 
 if __name__ == "__main__":

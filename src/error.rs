@@ -191,6 +191,10 @@ pub enum Error {
         /// The length given.
         actual: u64,
     },
+    /// A writer asked to write the framed variant with a Cobblestone key:
+    /// framing is a native-format option, and a Cobblestone key writes
+    /// C2SP chunked encryption.
+    FramedCobblestoneKey,
 }
 
 impl Error {
@@ -222,6 +226,7 @@ impl Error {
             | Error::SourceMovedBack
             | Error::PartialSegment
             | Error::PartLength { .. }
+            | Error::FramedCobblestoneKey
             | Error::InvalidCapacity(_)
             | Error::CapacityForKey { .. } => io::ErrorKind::InvalidInput,
             Error::Finished => io::ErrorKind::InvalidInput,
@@ -319,6 +324,9 @@ impl fmt::Display for Error {
             Error::PartialSegment => f.write_str(
                 "cipherio: only the run of segments that ends the stream may end with a short segment",
             ),
+            Error::FramedCobblestoneKey => f.write_str(
+                "cipherio: framing is a native-format option; a Cobblestone key writes C2SP chunked encryption",
+            ),
             Error::PartLength { expected, actual } => write!(
                 f,
                 "cipherio: a part of {expected} plaintext bytes was given {actual}"
@@ -381,6 +389,7 @@ mod tests {
             Error::Random => 30,
             Error::PartialSegment => 31,
             Error::PartLength { .. } => 32,
+            Error::FramedCobblestoneKey => 33,
         }
     }
 
@@ -472,6 +481,7 @@ mod tests {
                 },
                 InvalidInput,
             ),
+            (Error::FramedCobblestoneKey, InvalidInput),
         ];
         let rows: Vec<usize> = cases.iter().map(|(e, _)| ordinal(e)).collect();
         assert_eq!(rows, (0..cases.len()).collect::<Vec<_>>(), "one row each");

@@ -5,6 +5,7 @@ use std::fmt;
 use zeroize::Zeroizing;
 
 use crate::Error;
+use crate::cobblestone::CobblestoneKey;
 use crate::tink::{AesCtrHmacKey, AesGcmHkdfKey};
 
 /// The AEAD that seals each segment.
@@ -157,13 +158,15 @@ impl fmt::Debug for Key {
 /// A key that [`CipherWriter`](crate::CipherWriter) and
 /// [`CipherReader`](crate::CipherReader) can be built with; it chooses the
 /// wire format. Implemented by [`Key`] (the native format), [`AesGcmHkdfKey`]
-/// (Tink's AES-GCM-HKDF streaming format) and [`AesCtrHmacKey`] (Tink's
-/// AES-CTR-HMAC streaming format); sealed.
+/// (Tink's AES-GCM-HKDF streaming format), [`AesCtrHmacKey`] (Tink's
+/// AES-CTR-HMAC streaming format) and [`CobblestoneKey`] (C2SP chunked
+/// encryption); sealed.
 pub trait StreamKey: sealed::Sealed {}
 
 impl StreamKey for Key {}
 impl StreamKey for AesGcmHkdfKey {}
 impl StreamKey for AesCtrHmacKey {}
+impl StreamKey for CobblestoneKey {}
 impl<K: StreamKey + ?Sized> StreamKey for &K {}
 impl<K: StreamKey + ?Sized> StreamKey for Box<K> {}
 impl<K: StreamKey + ?Sized> StreamKey for std::rc::Rc<K> {}
@@ -172,7 +175,7 @@ impl<K: StreamKey + ?Sized> StreamKey for std::sync::Arc<K> {}
 pub(crate) mod sealed {
     pub use crate::profile::Profile;
 
-    use super::{AesCtrHmacKey, AesGcmHkdfKey, Key};
+    use super::{AesCtrHmacKey, AesGcmHkdfKey, CobblestoneKey, Key};
 
     /// Which wire format a stream uses, with its key.
     pub trait Sealed {
@@ -194,6 +197,12 @@ pub(crate) mod sealed {
     impl Sealed for AesCtrHmacKey {
         fn profile(&self) -> Profile {
             Profile::TinkCtrHmac(self.clone())
+        }
+    }
+
+    impl Sealed for CobblestoneKey {
+        fn profile(&self) -> Profile {
+            Profile::Cobblestone(self.clone())
         }
     }
 

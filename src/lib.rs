@@ -162,6 +162,7 @@
 // so it is no part of the API (hidden, not covered by semver).
 #[doc(hidden)]
 pub mod backend;
+pub mod cobblestone;
 mod core;
 mod drive;
 mod error;
@@ -206,6 +207,7 @@ mod assertions {
         send_sync::<ReaderBuilder>();
         send_sync::<tink::AesGcmHkdfKey>();
         send_sync::<tink::AesGcmHkdfParams>();
+        send_sync::<cobblestone::CobblestoneKey>();
         send_sync::<Provider>();
         send_sync::<segments::SegmentSealer>();
         send_sync::<segments::SegmentOpener>();

@@ -331,14 +331,14 @@ fn key_bytes(raw: &[u8], minimum: usize) -> Result<Zeroizing<Vec<u8>>, Error> {
 }
 
 /// Key bytes from hex (wiped on drop).
-fn hex_bytes(hex: &str) -> Result<Zeroizing<Vec<u8>>, Error> {
+pub(crate) fn hex_bytes(hex: &str) -> Result<Zeroizing<Vec<u8>>, Error> {
     Ok(Zeroizing::new(
         hex::decode(hex.trim()).map_err(|_| Error::InvalidHex)?,
     ))
 }
 
 /// `len` fresh random key bytes.
-fn random_bytes(len: usize) -> Result<Zeroizing<Vec<u8>>, Error> {
+pub(crate) fn random_bytes(len: usize) -> Result<Zeroizing<Vec<u8>>, Error> {
     let mut ikm = Zeroizing::new(vec![0u8; len]);
     getrandom::fill(&mut ikm).map_err(|_| Error::Random)?;
     Ok(ikm)

@@ -9,6 +9,7 @@ use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use cipherio::cobblestone::{CHUNK_SIZE, CobblestoneKey, Instantiation};
 use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider, StreamKey};
 use common::data;
@@ -102,6 +103,39 @@ async fn seeks_and_reads_agree_with_the_std_reader() {
         }
         let tink = AesGcmHkdfKey::generate(AesGcmHkdfParams::AES256_GCM_HKDF_4KB);
         walk(&tink, None, 20_000, p).await;
+        for &inst in Instantiation::ALL {
+            let key = CobblestoneKey::generate(inst);
+            for len in [
+                0,
+                1,
+                CHUNK_SIZE - 1,
+                CHUNK_SIZE,
+                CHUNK_SIZE + 1,
+                3 * CHUNK_SIZE + 9,
+            ] {
+                walk(&key, None, len, p).await;
+            }
+        }
+    }
+}
+
+/// A Cobblestone stream cut after a full chunk (its short final chunk
+/// gone) fails the length query on both fronts alike: the last chunk of
+/// that length is full, so it cannot be the final one.
+#[tokio::test]
+async fn a_cobblestone_stream_cut_after_a_full_chunk_has_no_length() {
+    for &inst in Instantiation::ALL {
+        let key = CobblestoneKey::generate(inst);
+        let ct = sealed(&key, None, &data(2 * CHUNK_SIZE + 5, 3));
+        for chunks in 0..=2 {
+            let cut = ct[..56 + chunks * (CHUNK_SIZE + 16)].to_vec();
+            let mut s = CipherReader::new(&key, Cursor::new(cut.clone()));
+            let mut a = CipherReader::builder(&key).build_async(Cursor::new(cut));
+            let es = s.seek(SeekFrom::End(0)).unwrap_err();
+            let ea = a.plaintext_len().await.unwrap_err();
+            assert_eq!(Error::from_io(&es), Some(&Error::Truncated), "{chunks}");
+            assert_eq!(Error::from_io(&ea), Some(&Error::Truncated), "{chunks}");
+        }
     }
 }
 

@@ -112,6 +112,8 @@ fn main() {
         d
     };
 
+    open_cobblestone(&dir("open_cobblestone"));
+
     // header: each algorithm, and the first bytes of the error paths.
     let h = dir("header");
     for &alg in Algorithm::ALL {
@@ -881,6 +883,43 @@ fn seek_faults(dir: &Path) {
         assert_eq!(input.plaintext.len(), len, "{name}");
         assert_eq!(fc.asynchronous, name.contains("async"), "{name}");
         assert_eq!(input.ops().len(), ops.len(), "{name}");
+        write(dir, name, &data);
+    }
+}
+
+/// `open_cobblestone`: streams of the `cobblestone` crate under the fixed
+/// key, both instantiations, around the chunk boundary, and one cut after
+/// a full chunk. (Its salts are random: rerunning rewrites these seeds with
+/// other bytes, equally valid.)
+fn open_cobblestone(dir: &Path) {
+    use cipherio_fuzz::open_cobblestone::{context, fixed_key, instantiation};
+    // (name, configuration byte 0, read size - 1, plaintext length, bytes cut)
+    let seeds: [(&str, u8, u16, usize, usize); 6] = [
+        ("128-empty", 0x00, 99, 0, 0),
+        ("256-short-ctx", 0x11, 6, 40, 0),
+        ("128-full-and-empty", 0x02, 4095, 16384, 0),
+        ("256-two-chunks-threads", 0x05, 16383, 16400, 0),
+        ("128-bufread", 0x18, 1000, 20000, 0),
+        ("128-cut-after-a-full-chunk", 0x00, 500, 16500, 116 + 16),
+    ];
+    for (name, flags, size, len, cut) in seeds {
+        let pt: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(29)).collect();
+        let key = fixed_key(instantiation(flags), false);
+        let ctx = context(flags);
+        let ct = match key.instantiation() {
+            cipherio::cobblestone::Instantiation::Cobblestone128 => {
+                let k = cobblestone::Key::try_from(key.as_bytes()).expect("16 bytes");
+                cobblestone::encrypt(&k, ctx, &pt)
+            }
+            _ => {
+                let k = cobblestone::Key256::try_from(key.as_bytes()).expect("32 bytes");
+                cobblestone::encrypt(&k, ctx, &pt)
+            }
+        }
+        .expect("a short message");
+        let mut data = vec![flags];
+        data.extend_from_slice(&size.to_le_bytes());
+        data.extend_from_slice(&ct[..ct.len() - cut]);
         write(dir, name, &data);
     }
 }

@@ -6,6 +6,7 @@ pub mod alloc;
 pub mod drive;
 pub mod header;
 pub mod open;
+pub mod open_cobblestone;
 pub mod oracle;
 pub mod oracle_framed;
 #[cfg(test)]
@@ -71,6 +72,11 @@ mod tests {
     #[test]
     fn open_corpus() {
         corpus("open", crate::open::check);
+    }
+
+    #[test]
+    fn open_cobblestone_corpus() {
+        corpus("open_cobblestone", crate::open_cobblestone::check);
     }
 
     #[test]

@@ -22,14 +22,39 @@ pub(crate) struct Layout {
     pub(crate) rest: usize,
     /// Tag bytes after each segment's ciphertext.
     pub(crate) tag: usize,
-    /// Whether an empty final segment may follow full ones (Tink readers
-    /// accept it; the native format has one encoding per plaintext).
-    pub(crate) empty_final: bool,
+    /// How the final segment is told from the others.
+    pub(crate) ends: Ends,
     /// Records instead of fixed-size segments: each is a
     /// [`RECORD_HEADER_LEN`]-byte record header (final flag and plaintext
     /// length, authenticated as the segment's AAD), then the sealed
     /// plaintext, of any length up to `rest`. No offset arithmetic holds.
     pub(crate) framed: bool,
+}
+
+/// The unit rule of a layout: how a stream's final segment is told from
+/// the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ends {
+    /// By the last flag in its nonce, and it is never empty after full
+    /// segments (the native format: one encoding per plaintext).
+    Flag,
+    /// By the last flag, and it may be empty after full segments (Tink's
+    /// readers accept that).
+    FlagOrEmpty,
+    /// By its length: it is shorter than a full segment (possibly empty),
+    /// every other is full, and the nonce has no flag. A full segment is
+    /// sealed as soon as it is full and released as soon as it opens; a
+    /// stream that ends after one is cut. (Cobblestone.)
+    Short,
+}
+
+impl Ends {
+    /// Plaintext bytes that must follow a full segment before it can be
+    /// sealed: one where a full segment may yet be the final one, none
+    /// where it never is.
+    pub(crate) fn hold_back(self) -> usize {
+        usize::from(self != Ends::Short)
+    }
 }
 
 /// Bytes of record header before each record of a framed stream: a
@@ -249,7 +274,7 @@ mod tests {
         first: 10,
         rest: 10,
         tag: 16,
-        empty_final: false,
+        ends: Ends::Flag,
         framed: false,
     };
     const TINK: Layout = Layout {
@@ -257,7 +282,7 @@ mod tests {
         first: 100 - 24 - 16,
         rest: 100 - 16,
         tag: 16,
-        empty_final: true,
+        ends: Ends::FlagOrEmpty,
         framed: false,
     };
 

@@ -99,7 +99,7 @@ pub(crate) fn plan(input: PipeInput) -> Option<PipePlan> {
     );
     let max_units = MAX_PIPE_UNITS.max(2 * threads + 1);
     let cap = limit.min((max_units * per) as u64);
-    let total = layout.run_len(next, cap, held + rest - 1);
+    let total = layout.run_len(next, cap, held + rest - layout.ends.hold_back());
     if total <= layout.plain(next) || !(total > held || held == batch) {
         // One segment, or a buffer not full with nothing of the write.
         return None;

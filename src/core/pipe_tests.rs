@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::{MAX_PIPE_UNITS, PipeInput, PipePlan, plan};
-use crate::core::layout::Layout;
+use crate::core::layout::{Ends, Layout};
 
 const SEG: usize = 64 * 1024;
 
@@ -13,7 +13,7 @@ fn layout(first: usize, rest: usize, framed: bool) -> Layout {
         first,
         rest,
         tag: 16,
-        empty_final: false,
+        ends: Ends::Flag,
         framed,
     }
 }

@@ -5,6 +5,9 @@
 //! The rules it owns:
 //! - **Hold-back.** A segment is sealed once it is full *and* one more byte
 //!   has arrived: until then it may be the final one, whose nonce differs.
+//!   Where the final segment is told by its length ([`Ends::Short`]), a
+//!   full segment is never the final one: it is sealed as soon as it is
+//!   full, and `finish` seals a shorter (possibly empty) one after it.
 //! - **One seal per step.** [`write`](Sealer::write) takes bytes until it has
 //!   sealed one segment (or taken everything); its output must be drained
 //!   before the next step, so sealed bytes are never overwritten, and a
@@ -40,6 +43,7 @@
 //! | `PipeJob` (`sealer_pipe.rs`) | a pipelined run as a job: planned, run by the drive loop, settled |
 //! | `Counts` (`sealer_probe.rs`) | what the tests count and inject; nothing outside the tests |
 
+use crate::core::layout::Ends;
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
 use crate::threads::{self, Workers};
@@ -132,7 +136,9 @@ impl Sealer {
         let capacity = capacity.unwrap_or_else(|| key.default_capacity());
         // A capacity the profile refuses fails every call, the first one
         // included (a `flush` before any write too).
-        let stage = match key.check_capacity(capacity) {
+        let checked = key.check_capacity(capacity);
+        let capacity = key.segment_capacity(capacity);
+        let stage = match checked {
             Ok(()) if threads == 0 => Stage::Failed(Error::ZeroThreads),
             Ok(()) => Stage::Start { key, aad },
             Err(e) => Stage::Failed(e),
@@ -296,7 +302,8 @@ impl Sealer {
     /// [`write`](Self::write)'s steps, once it has started.
     fn steps(&mut self, buf: &[u8]) -> Result<usize, Error> {
         let mut taken = 0;
-        while taken < buf.len() {
+        // Without a hold-back, a batch the last copy filled is sealed now.
+        while taken < buf.len() || self.full_due() {
             match self.step(&buf[taken..]) {
                 Ok(Step::Copied(n)) => taken += n,
                 Ok(Step::Sealed(n)) => return Ok(taken + n),
@@ -305,7 +312,7 @@ impl Sealer {
                 Err(_) if taken > 0 => return Ok(taken),
                 Err(e) => return Err(e),
             }
-            if self.workers.is_some() {
+            if self.workers.is_some() && !self.full_due() {
                 // The segments after the one begun may be a pipelined run.
                 return Ok(taken);
             }
@@ -324,6 +331,7 @@ impl Sealer {
         };
         let (count, batch) = self.batch(open);
         let held = self.plain.available() == batch;
+        let hold_back = open.layout().ends.hold_back();
         // At the counter's last index the segment can only be the final
         // one: it is buffered for `finish`, never sealed from the slice
         // (which would leave `finish` an empty final segment after full
@@ -343,15 +351,36 @@ impl Sealer {
         // byte after it): a shorter run would seal its segments on fewer
         // threads than the batch has, and leave the rest to be copied
         // anyway.
-        if self.plain.is_empty() && rest.len() > batch && !last_index {
+        if self.plain.is_empty() && rest.len() >= batch + hold_back && !last_index {
             // Zero-copy: as many whole segments of the batch as leave a
-            // byte after them.
-            let direct = open.layout().run_len(open.next(), count, rest.len() - 1);
+            // byte after them (with a hold-back).
+            let direct = open
+                .layout()
+                .run_len(open.next(), count, rest.len() - hold_back);
             self.seal_run(Some(&rest[..direct]), false)?;
             return Ok(Step::Sealed(direct));
         }
-        let upto = self.copy_limit(open, batch);
+        let mut upto = self.copy_limit(open, batch);
+        if last_index && hold_back == 0 {
+            // A full segment at the last index would need a final one
+            // after it, which the counter cannot number.
+            upto = upto.min(batch - 1);
+            if self.plain.available() == upto {
+                return Err(Error::StreamTooLong);
+            }
+        }
         self.copy_in(rest, upto, batch).map(Step::Copied)
+    }
+
+    /// Whether the buffer holds a full batch that is sealed without
+    /// waiting for a byte after it ([`Ends::Short`]).
+    fn full_due(&self) -> bool {
+        let Stage::Open(open) = &self.stage else {
+            return false;
+        };
+        open.layout().ends == Ends::Short
+            && !self.plain.is_empty()
+            && self.plain.available() == self.batch(open).1
     }
 
     /// How full a [`step`](Self::step) fills the buffer: a batch, or with
@@ -451,16 +480,27 @@ impl Sealer {
     }
 
     /// Seals whatever is buffered (possibly nothing, for an empty stream)
-    /// as the final segment. Call it with the output drained; once sealed,
-    /// it does nothing more.
+    /// as the final segment. Call it with the output drained, until
+    /// [`is_sealed`](Self::is_sealed) (where a full segment is never
+    /// final, a buffer of full segments takes two calls); once sealed, it
+    /// does nothing more.
     ///
     /// # Errors
     ///
     /// A sticky error, or a sealing error (which becomes sticky).
     pub(crate) fn finish(&mut self) -> Result<(), Error> {
         self.start()?;
-        if let Stage::Open(_) = self.stage {
+        if let Stage::Open(open) = &self.stage {
             debug_assert!(self.out.is_empty(), "output drained before sealing");
+            let held = self.plain.available();
+            let whole = open.layout().run_len(open.next(), u64::MAX, held);
+            if open.layout().ends == Ends::Short && held > 0 && whole == held {
+                // Full segments are never final here: they go first, and
+                // the next call seals the empty final one.
+                self.seal_run(None, false)?;
+                self.plain.clear();
+                return Ok(());
+            }
             self.seal_run(None, true)?;
             self.plain.clear();
             self.stage = Stage::Sealed;
@@ -483,7 +523,7 @@ impl Sealer {
     /// A sticky error; a sealing error (sticky); [`Error::StreamTooLong`]
     /// when the counter has no number left for a non-final record.
     pub(crate) fn flush_record(&mut self) -> Result<(), Error> {
-        if !self.config.framed && self.workers.is_some() {
+        if !self.config.framed && (self.workers.is_some() || self.full_due()) {
             return self.flush_batch();
         }
         if !self.config.framed || self.plain.is_empty() {
@@ -514,9 +554,10 @@ impl Sealer {
         };
         let held = self.plain.available();
         let (count, _) = self.batch(open);
+        let hold_back = open.layout().ends.hold_back();
         let prefix = open
             .layout()
-            .run_len(open.next(), count, held.saturating_sub(1));
+            .run_len(open.next(), count, held.saturating_sub(hold_back));
         if prefix == 0 {
             return Ok(());
         }

@@ -2,14 +2,14 @@
 //! end, the length query's steps.
 
 use super::*;
-use crate::core::layout::Layout;
+use crate::core::layout::{Ends, Layout};
 
 const LAYOUT: Layout = Layout {
     header: 4,
     first: 10,
     rest: 10,
     tag: 2,
-    empty_final: false,
+    ends: Ends::Flag,
     framed: false,
 };
 

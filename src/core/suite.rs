@@ -1,9 +1,9 @@
 //! The per-segment AEAD of each provider: the only code in the crate that
 //! touches an AEAD.
 //!
-//! A [`Suite`] holds one stream's derived key and nonce prefix and seals or
-//! opens segment *i* with the STREAM nonce prefix ‖ BE32(*i*) ‖ last-flag and
-//! a per-segment AAD, from the key and *i* alone: it keeps no counter, so
+//! A [`Suite`] holds one stream's derived key and nonces and seals or
+//! opens segment *i* with the STREAM nonce prefix ‖ BE32(*i*) ‖ last-flag
+//! (or, for Cobblestone, base nonce XOR *i*) and a per-segment AAD, from the key and *i* alone: it keeps no counter, so
 //! segments can be sealed in any order or on any thread (`&self`). It knows
 //! nothing about headers, buffers or I/O: a profile builds it, the sealer
 //! and opener say which segment.
@@ -27,7 +27,7 @@ use crate::{Algorithm, Error, Provider, probe};
 pub const TAG_LEN: usize = 16;
 /// Bytes of random nonce prefix per stream.
 pub const NONCE_PREFIX_LEN: usize = 7;
-const NONCE_LEN: usize = 12;
+pub(crate) const NONCE_LEN: usize = 12;
 
 /// One algorithm's AEAD instance, keyed with a derived stream key.
 /// Each RustCrypto type wipes its key schedule on drop (`zeroize`
@@ -139,10 +139,23 @@ impl SegmentAead {
     }
 }
 
-/// One stream's per-segment AEAD: derived key, nonce prefix, provider.
+/// How a suite makes segment *i*'s nonce.
+#[derive(Clone, Copy)]
+enum Nonces {
+    /// STREAM: prefix ‖ BE32(*i*) ‖ last-flag; *i* < 2^32.
+    Stream([u8; NONCE_PREFIX_LEN]),
+    /// Base nonce XOR BE96(*i*), no last flag (the final unit is told by
+    /// its length); *i* < 2^38.
+    Xor([u8; NONCE_LEN]),
+}
+
+/// Segments a base-nonce XOR counter numbers: 2^38.
+pub(crate) const XOR_SEGMENTS: u64 = 1 << 38;
+
+/// One stream's per-segment AEAD: derived key, nonces, provider.
 pub(crate) struct Suite {
     aead: SegmentAead,
-    prefix: [u8; NONCE_PREFIX_LEN],
+    nonces: Nonces,
 }
 
 impl Suite {
@@ -162,7 +175,23 @@ impl Suite {
             #[cfg(feature = "aws-lc")]
             (Provider::AwsLc, alg) => SegmentAead::AwsLc(aws_lc_key(alg, derived)),
         };
-        Suite { aead, prefix }
+        Suite {
+            aead,
+            nonces: Nonces::Stream(prefix),
+        }
+    }
+
+    /// The suite of a stream whose nonces are `base` XOR the big-endian
+    /// segment index, with no last flag.
+    pub(crate) fn xor(
+        provider: Provider,
+        alg: Algorithm,
+        derived: &[u8],
+        base: [u8; NONCE_LEN],
+    ) -> Self {
+        let mut s = Suite::new(provider, alg, derived, [0; NONCE_PREFIX_LEN]);
+        s.nonces = Nonces::Xor(base);
+        s
     }
 
     /// The AES-CTR-HMAC suite of one Tink stream: `aes_key` (16 or 32
@@ -179,7 +208,7 @@ impl Suite {
         let c = CtrHmac::new(provider, aes_key, hmac_key, hash, tag_len);
         Suite {
             aead: SegmentAead::CtrHmac(Box::new(c)),
-            prefix,
+            nonces: Nonces::Stream(prefix),
         }
     }
 
@@ -199,14 +228,29 @@ impl Suite {
         Some(iv)
     }
 
-    /// The STREAM nonce of segment `index`; `None` past segment 2^32 − 1.
+    /// The nonce of segment `index`: STREAM's (`None` past segment
+    /// 2^32 − 1), or the XOR of the base nonce and `index` (`None` past
+    /// segment 2^38 − 1; `last` plays no part).
     fn nonce(&self, index: u64, last: bool) -> Option<[u8; NONCE_LEN]> {
-        let counter = u32::try_from(index).ok()?;
-        let mut n = [0u8; NONCE_LEN];
-        n[..NONCE_PREFIX_LEN].copy_from_slice(&self.prefix);
-        n[NONCE_PREFIX_LEN..NONCE_LEN - 1].copy_from_slice(&counter.to_be_bytes());
-        n[NONCE_LEN - 1] = u8::from(last);
-        Some(n)
+        match self.nonces {
+            Nonces::Stream(prefix) => {
+                let counter = u32::try_from(index).ok()?;
+                let mut n = [0u8; NONCE_LEN];
+                n[..NONCE_PREFIX_LEN].copy_from_slice(&prefix);
+                n[NONCE_PREFIX_LEN..NONCE_LEN - 1].copy_from_slice(&counter.to_be_bytes());
+                n[NONCE_LEN - 1] = u8::from(last);
+                Some(n)
+            }
+            Nonces::Xor(mut n) => {
+                if index >= XOR_SEGMENTS {
+                    return None;
+                }
+                for (b, c) in n[NONCE_LEN - 8..].iter_mut().zip(index.to_be_bytes()) {
+                    *b ^= c;
+                }
+                Some(n)
+            }
+        }
     }
 
     /// Seals segment `index` from `plaintext` into `out`, which must be
@@ -386,6 +430,33 @@ mod tests {
             Some([1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 0])
         );
         assert_eq!(c.nonce(1 << 32, false), None);
+    }
+
+    #[test]
+    fn xor_nonce_is_base_xor_index_up_to_2_pow_38() {
+        let base = [0xF0; NONCE_LEN];
+        let c = Suite::xor(Provider::default(), Algorithm::Aes128Gcm, &[7; 16], base);
+        let mut want = base;
+        want[7..].copy_from_slice(&[
+            0xF0 ^ 0x3F,
+            0xF0 ^ 0x01,
+            0xF0 ^ 0x02,
+            0xF0 ^ 0x03,
+            0xF0 ^ 0x04,
+        ]);
+        assert_eq!(c.nonce(0x3F_0102_0304, true), Some(want));
+        assert_eq!(c.nonce(0x3F_0102_0304, false), Some(want));
+        assert_eq!(c.nonce(0, false), Some(base));
+        assert_eq!(c.nonce(XOR_SEGMENTS, false), None);
+        let mut out = [0u8; TAG_LEN];
+        assert!(
+            c.seal_at(XOR_SEGMENTS - 1, true, &[], b"", &mut out)
+                .is_ok()
+        );
+        assert_eq!(
+            c.seal_at(XOR_SEGMENTS, true, &[], b"", &mut out),
+            Err(Error::StreamTooLong)
+        );
     }
 
     #[test]

@@ -15,13 +15,17 @@
 //! - An empty final segment after full ones is refused
 //!   ([`Error::EmptyFinalSegment`]) where the layout has no empty final
 //!   segment but the empty stream's (the native format).
+//! - Where the final segment is told by its length ([`Ends::Short`]), a
+//!   segment is opened once: a full-length one as non-final (it is never
+//!   the last; if it ends the source, the stream was cut,
+//!   [`Error::Truncated`]), a shorter one as the final one.
 //! - No byte of `out` is left unverified when it fails, nor the plaintext
 //!   of a segment that opened under the wrong flag.
 
 use zeroize::Zeroize;
 
 use crate::Error;
-use crate::core::layout::{Fixed, RECORD_HEADER_LEN, Units, record_at};
+use crate::core::layout::{Ends, Fixed, RECORD_HEADER_LEN, Units, record_at};
 use crate::core::suite::Suite;
 
 /// What a stream's header set up to open its units.
@@ -114,6 +118,16 @@ pub(crate) fn open_segment(
         return Err(Error::Truncated);
     };
     let out = &mut out[..len];
+    if layout.ends == Ends::Short {
+        let last = sealed.len() < layout.sealed(index);
+        *tries += 1;
+        suite.open_at(index, last, &[], sealed, out)?;
+        if !last && place == Place::Ends {
+            out.zeroize();
+            return Err(Error::Truncated);
+        }
+        return Ok(Opened { len, last });
+    }
     let first = match place {
         Place::Either { likely_last } => likely_last,
         Place::Ends => true,
@@ -141,7 +155,7 @@ pub(crate) fn open_segment(
             (Place::Ends, Err(e)) => return Err(e),
         }
     };
-    if last && len == 0 && index > 0 && !layout.empty_final {
+    if last && len == 0 && index > 0 && layout.ends == Ends::Flag {
         return Err(Error::EmptyFinalSegment);
     }
     Ok(Opened { len, last })

@@ -134,7 +134,7 @@ pub(crate) fn flush<W: Write>(engine: &mut Sealer, inner: &mut W) -> io::Result<
 /// after an error, it resumes; once done, it only drains.
 pub(crate) fn seal_all<W: Write>(engine: &mut Sealer, inner: &mut W) -> io::Result<()> {
     engine.start()?;
-    if !engine.is_sealed() {
+    while !engine.is_sealed() {
         // A segment left pending by an earlier error goes out first.
         drain(engine, inner)?;
         engine.finish()?;

@@ -127,7 +127,8 @@ pub struct ReaderBuilder {
 impl ReaderBuilder {
     /// Bytes of ciphertext to ask the inner reader for at a time (default
     /// 8 KiB, at least 1). The reader also holds one whole segment,
-    /// whatever this is. Zero makes every call fail (an empty read too) with
+    /// whatever this is. (With every key, a Cobblestone one too, this is
+    /// the I/O buffer: segment sizes come from the stream or the key.) Zero makes every call fail (an empty read too) with
     /// [`Error::InvalidCapacity`](crate::Error::InvalidCapacity) ([`io::ErrorKind::InvalidInput`]), and a
     /// capacity that cannot be allocated with [`Error::Allocation`](crate::Error::Allocation).
     ///

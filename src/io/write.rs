@@ -36,6 +36,12 @@ use crate::{Provider, StreamKey};
 /// only the final segment may be short. (A record framing whose `flush`
 /// seals a short segment is planned for interactive protocols.)
 ///
+/// With a [`CobblestoneKey`](crate::cobblestone::CobblestoneKey) there is no
+/// final flag and nothing is held back: a 16 KiB chunk is sealed and
+/// written out by the write that fills it, so `flush` sends every full
+/// chunk; the bytes of the chunk begun (fewer than 16 KiB: only the last
+/// chunk may be short) wait for more data or `finish`.
+///
 /// A write of more than `capacity` bytes arriving at an empty buffer is
 /// sealed straight from the caller's slice into the output buffer. Smaller
 /// writes, and writes of exactly `capacity` bytes (which must be held back
@@ -97,6 +103,10 @@ impl WriterBuilder {
     /// ([`segment_plaintext`](crate::tink::AesGcmHkdfParams::segment_plaintext)
     /// bytes), the default here, and any other value is
     /// [`Error::CapacityForKey`](crate::Error::CapacityForKey), naming that size.
+    /// With a [`CobblestoneKey`](crate::cobblestone::CobblestoneKey) the
+    /// chunk size is fixed by the format (16 KiB): the capacity is checked
+    /// as above but changes nothing, and
+    /// [`CipherWriter::capacity`] says 16384.
     ///
     /// Memory: the writer holds at most one segment of plaintext and one of
     /// ciphertext, grown as data is written (from 8 KiB, doubling), so a

@@ -10,7 +10,9 @@
 //! | [`native`] v1 | 53 bytes, self-describing | HKDF-SHA256, info = header ‖ AAD | fixed `capacity`-byte segments |
 //! | [`tink`] AES-GCM-HKDF | 24 or 40 bytes | HKDF (key's hash), info = AAD | first segment shorter by the header |
 //! | [`tink`] AES-CTR-HMAC | 24 or 40 bytes | HKDF (key's hash), info = AAD, AES key ‖ HMAC key | the same, with the key's tag size |
+//! | [`cobblestone`] | 56 bytes: salt ‖ key commitment | HKDF-Expand-SHA-512, info = label ‖ AEAD name ‖ salt ‖ AAD | 16 KiB chunks, the last one short |
 
+pub(crate) mod cobblestone;
 pub(crate) mod native;
 pub(crate) mod tink;
 
@@ -31,6 +33,8 @@ pub enum Profile {
     Tink(crate::tink::AesGcmHkdfKey),
     /// Tink's AES-CTR-HMAC streaming format.
     TinkCtrHmac(crate::tink::AesCtrHmacKey),
+    /// C2SP chunked encryption (Cobblestone).
+    Cobblestone(crate::cobblestone::CobblestoneKey),
 }
 
 /// A stream as its profile set it up: the suite and the segment
@@ -54,6 +58,8 @@ pub(crate) fn begin_write(
         Profile::Tink(_) | Profile::TinkCtrHmac(_) if framed => Err(Error::FramedTinkKey),
         Profile::Tink(key) => tink::tink_write(key, aad, capacity, provider),
         Profile::TinkCtrHmac(key) => tink::tink_write(key, aad, capacity, provider),
+        Profile::Cobblestone(_) if framed => Err(Error::FramedCobblestoneKey),
+        Profile::Cobblestone(key) => cobblestone::cobblestone_write(key, aad, provider),
     }
 }
 
@@ -72,6 +78,7 @@ pub(crate) fn begin_read(
         Profile::Native(key) => native::native_read(key, aad, bytes, max_segment, provider),
         Profile::Tink(key) => tink::tink_read(key, aad, bytes, provider),
         Profile::TinkCtrHmac(key) => tink::tink_read(key, aad, bytes, provider),
+        Profile::Cobblestone(key) => cobblestone::cobblestone_read(key, aad, bytes, provider),
     }
 }
 
@@ -82,15 +89,29 @@ impl Profile {
             Profile::Native(_) => DEFAULT_CAPACITY,
             Profile::Tink(key) => key.segment_plaintext(),
             Profile::TinkCtrHmac(key) => key.segment_plaintext(),
+            Profile::Cobblestone(_) => crate::cobblestone::CHUNK_SIZE,
+        }
+    }
+
+    /// Plaintext bytes of a writer's segments for the caller's
+    /// `capacity`: the capacity itself, but where the format fixes the
+    /// segment size and the capacity is only an I/O buffer (Cobblestone).
+    pub(crate) fn segment_capacity(&self, capacity: usize) -> usize {
+        match self {
+            Profile::Cobblestone(_) => crate::cobblestone::CHUNK_SIZE,
+            _ => capacity,
         }
     }
 
     /// Whether a writer may have segments of `capacity` plaintext bytes:
     /// natively 1 ..= [`MAX_WRITER_CAPACITY`](native::MAX_WRITER_CAPACITY),
-    /// for a Tink key exactly its segment size.
+    /// for a Tink key exactly its segment size; for a Cobblestone key, as
+    /// natively (the capacity is not its chunk size).
     pub(crate) fn check_capacity(&self, capacity: usize) -> Result<(), Error> {
         match self {
-            Profile::Native(_) => native::segment_size(capacity).map(|_| ()),
+            Profile::Native(_) | Profile::Cobblestone(_) => {
+                native::segment_size(capacity).map(|_| ())
+            }
             Profile::Tink(key) if capacity == key.segment_plaintext() => Ok(()),
             Profile::TinkCtrHmac(key) if capacity == key.segment_plaintext() => Ok(()),
             Profile::Tink(key) => Err(Error::CapacityForKey {
@@ -111,6 +132,7 @@ impl Profile {
             Profile::Native(_) => native::HEADER_LEN,
             Profile::Tink(key) => key.header_len(),
             Profile::TinkCtrHmac(key) => key.header_len(),
+            Profile::Cobblestone(_) => cobblestone::HEADER_LEN,
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use super::{Stream, fresh};
 use crate::core::kdf::{HkdfHash, derive_key};
-use crate::core::layout::Layout;
+use crate::core::layout::{Ends, Layout};
 use crate::core::suite::{NONCE_PREFIX_LEN, Suite};
 use crate::{Algorithm, Error, Key, Provider};
 
@@ -183,7 +183,7 @@ fn layout(size: usize, suite: &Suite, framed: bool) -> Layout {
         first: size,
         rest: size,
         tag: suite.tag_len(),
-        empty_final: false,
+        ends: Ends::Flag,
         framed,
     }
 }

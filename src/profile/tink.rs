@@ -6,7 +6,7 @@
 use super::{Stream, fresh};
 use crate::core::ctr_hmac::HMAC_KEY_LEN;
 use crate::core::kdf::derive_key;
-use crate::core::layout::Layout;
+use crate::core::layout::{Ends, Layout};
 use crate::core::suite::{NONCE_PREFIX_LEN, Suite};
 use crate::tink::{AesCtrHmacKey, AesGcmHkdfKey};
 use crate::{Error, Provider};
@@ -117,7 +117,7 @@ fn tink_stream<K: TinkFormat>(key: &K, aad: &[u8], header: &[u8], provider: Prov
         first: key.first_segment_plaintext(),
         rest: key.segment_plaintext(),
         tag: suite.tag_len(),
-        empty_final: true,
+        ends: Ends::FlagOrEmpty,
         framed: false,
     };
     Stream { suite, layout }

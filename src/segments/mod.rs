@@ -79,7 +79,7 @@ use std::sync::Arc;
 
 use zeroize::Zeroize;
 
-use crate::core::layout::{Fixed, Layout as Lengths, Units};
+use crate::core::layout::{Ends, Fixed, Layout as Lengths, Units};
 use crate::core::suite::Suite;
 use crate::core::unit::{self, Place};
 use crate::format::{HEADER_LEN, Header};
@@ -109,7 +109,7 @@ impl Stream {
             first: size,
             rest: size,
             tag: suite.tag_len(),
-            empty_final: false,
+            ends: Ends::Flag,
             framed: false,
         };
         let Units::Fixed(lengths) = lengths.units() else {
