@@ -388,15 +388,28 @@ fn a_full_chunk_is_released_without_look_ahead() {
             for &p in Provider::ALL {
                 // The first call hands out the header and one full chunk;
                 // the next one fails.
-                let inner = ScriptReader::new(&ct)
-                    .plan(vec![HEADER + SEALED_CHUNK])
-                    .fail_at(1, ErrorKind::ConnectionReset);
-                let b = CipherReader::builder(&key).provider(p).capacity(1 << 20);
-                let mut r = front.build_reader(b, inner);
-                let mut buf = vec![0u8; CHUNK_SIZE];
-                r.read_exact(&mut buf).unwrap();
-                assert!(buf == pt[..CHUNK_SIZE], "{front:?} {p:?}");
+                for b in reader_builders(&key, b"", p) {
+                    let inner = ScriptReader::new(&ct)
+                        .plan(vec![HEADER + SEALED_CHUNK])
+                        .fail_at(1, ErrorKind::ConnectionReset);
+                    let mut r = front.build_reader(b.capacity(1 << 20), inner);
+                    let mut buf = vec![0u8; CHUNK_SIZE];
+                    r.read_exact(&mut buf).unwrap();
+                    assert!(buf == pt[..CHUNK_SIZE], "{front:?} {p:?}");
+                }
             }
+        }
+        // And a reader that opens the chunks where the inner `BufRead`
+        // holds them.
+        for b in reader_builders(&key, b"", Provider::default()) {
+            let inner = ScriptReader::new(&ct)
+                .plan(vec![HEADER + SEALED_CHUNK])
+                .fail_at(1, ErrorKind::ConnectionReset);
+            let inner = BufReader::with_capacity(1 << 20, inner);
+            let mut r = b.build_from_buf_read(inner);
+            let mut buf = vec![0u8; CHUNK_SIZE];
+            r.read_exact(&mut buf).unwrap();
+            assert!(buf == pt[..CHUNK_SIZE], "from a BufRead");
         }
     }
 }
