@@ -54,8 +54,11 @@
 //!   chunk written so far (the bytes of the chunk begun stay buffered:
 //!   a chunk shorter than 16 KiB can only be the last one).
 //! - **Chunk count.** The spec allows 2^38 chunks and lets an
-//!   implementation stop earlier, but not before 2^32: the streaming
-//!   fronts stop at 2^32 chunks (64 TiB), their counter's limit.
+//!   implementation stop earlier, but not before 2^32: writers stop at
+//!   2^32 chunks (64 TiB), their counter's limit, with
+//!   [`Error::StreamTooLong`] (what they hold can still be finished);
+//!   readers open up to 2^38 chunks and refuse a stream whose length
+//!   needs more with [`Error::TooManySegments`], before opening a chunk.
 //! - **The length** is authenticated by opening the last chunk: what
 //!   `SeekFrom::End` and `plaintext_len` do.
 //!

@@ -81,11 +81,12 @@ pub enum Error {
     /// An empty final segment follows a non-empty one; the writer never
     /// produces this, so the stream was not written by cipherio.
     EmptyFinalSegment,
-    /// The stream goes on past segment 2^32 − 1, the last one the 32-bit
-    /// segment counter can number.
+    /// The stream goes on past the last segment its counter can number:
+    /// 2^32 − 1 for the 32-bit counters, 2^38 − 1 for Cobblestone's.
     TooManySegments,
     /// The writer cannot take more data: its stream has reached 2^32
-    /// segments (at this capacity). What it holds can still be finished.
+    /// segments (at this capacity; a Cobblestone chunk is always 16 KiB).
+    /// What it holds can still be finished.
     StreamTooLong,
     /// The inner writer accepted no bytes (`Ok(0)`); nothing was lost, and
     /// a later call resumes.
@@ -273,7 +274,9 @@ impl fmt::Display for Error {
             Error::EmptyFinalSegment => {
                 f.write_str("cipherio: empty final segment after a non-empty one")
             }
-            Error::TooManySegments => f.write_str("cipherio: stream goes on past segment 2^32-1"),
+            Error::TooManySegments => {
+                f.write_str("cipherio: stream goes on past the last segment its counter can number")
+            }
             Error::StreamTooLong => f.write_str(
                 "cipherio: stream is at 2^32 segments; finish it or use a larger capacity",
             ),

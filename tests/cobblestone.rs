@@ -388,15 +388,28 @@ fn a_full_chunk_is_released_without_look_ahead() {
             for &p in Provider::ALL {
                 // The first call hands out the header and one full chunk;
                 // the next one fails.
-                let inner = ScriptReader::new(&ct)
-                    .plan(vec![HEADER + SEALED_CHUNK])
-                    .fail_at(1, ErrorKind::ConnectionReset);
-                let b = CipherReader::builder(&key).provider(p).capacity(1 << 20);
-                let mut r = front.build_reader(b, inner);
-                let mut buf = vec![0u8; CHUNK_SIZE];
-                r.read_exact(&mut buf).unwrap();
-                assert!(buf == pt[..CHUNK_SIZE], "{front:?} {p:?}");
+                for b in reader_builders(&key, b"", p) {
+                    let inner = ScriptReader::new(&ct)
+                        .plan(vec![HEADER + SEALED_CHUNK])
+                        .fail_at(1, ErrorKind::ConnectionReset);
+                    let mut r = front.build_reader(b.capacity(1 << 20), inner);
+                    let mut buf = vec![0u8; CHUNK_SIZE];
+                    r.read_exact(&mut buf).unwrap();
+                    assert!(buf == pt[..CHUNK_SIZE], "{front:?} {p:?}");
+                }
             }
+        }
+        // And a reader that opens the chunks where the inner `BufRead`
+        // holds them.
+        for b in reader_builders(&key, b"", Provider::default()) {
+            let inner = ScriptReader::new(&ct)
+                .plan(vec![HEADER + SEALED_CHUNK])
+                .fail_at(1, ErrorKind::ConnectionReset);
+            let inner = BufReader::with_capacity(1 << 20, inner);
+            let mut r = b.build_from_buf_read(inner);
+            let mut buf = vec![0u8; CHUNK_SIZE];
+            r.read_exact(&mut buf).unwrap();
+            assert!(buf == pt[..CHUNK_SIZE], "from a BufRead");
         }
     }
 }
@@ -473,4 +486,35 @@ fn framing_is_refused() {
     let mut w = CipherWriter::builder(&key).framed().build(Vec::new());
     let e = w.write(b"x").unwrap_err();
     assert_eq!(Error::from_io(&e), Some(&Error::FramedCobblestoneKey));
+}
+
+/// The chunk counter ends at 2^38: a stream whose last chunk would be
+/// number 2^38 is refused by length alone, before any chunk is opened, and
+/// the error does not name another format's limit; one chunk less is a
+/// stream like any other (here a forged one, which fails to authenticate).
+#[test]
+fn the_chunk_counter_ends_at_2_pow_38() {
+    for key in keys() {
+        let ct = CipherWriter::new(&key, Vec::new()).finish().unwrap();
+        for (last, want) in [
+            ((1u64 << 32) + 1, Error::Authentication),
+            ((1 << 38) - 1, Error::Authentication),
+            (1 << 38, Error::TooManySegments),
+            ((1 << 38) + 5, Error::TooManySegments),
+        ] {
+            let len = (HEADER + 20) as u64 + last * SEALED_CHUNK as u64;
+            let at = CipherReader::builder(&key).build_at(Sparse::new(&ct[..HEADER], len));
+            let e = at.unwrap_err();
+            assert_eq!(Error::from_io(&e), Some(&want), "{last}");
+            let mut r = CipherReader::new(&key, Sparse::new(&ct[..HEADER], len));
+            let e = r.plaintext_len().unwrap_err();
+            assert_eq!(Error::from_io(&e), Some(&want), "{last}");
+            let mut r = CipherReader::new(&key, Sparse::new(&ct[..HEADER], len));
+            let e = r
+                .seek(SeekFrom::Start(last * CHUNK_SIZE as u64))
+                .and_then(|_| r.read(&mut [0u8; 4]));
+            assert_eq!(Error::from_io(&e.unwrap_err()), Some(&want), "{last}");
+            assert!(!want.to_string().contains("2^32"), "{want}");
+        }
+    }
 }

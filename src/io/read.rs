@@ -152,8 +152,9 @@ impl ReaderBuilder {
     /// 16 MiB; a framed header's is also capped at 2^31 − 1, the longest
     /// record a record header can name). A header over it is refused
     /// before anything is allocated.
-    /// (A Tink stream's segment size comes from its key, not its header:
-    /// the limit does not apply to it.)
+    /// (A Tink stream's segment size comes from its key and a Cobblestone
+    /// stream's from the format, not from a header: the limit does not
+    /// apply to them.)
     pub fn max_segment_size(mut self, limit: usize) -> Self {
         self.max_segment = limit;
         self

@@ -424,6 +424,32 @@ mod tests {
         assert_eq!(&pt, b"efgh");
     }
 
+    /// With a Cobblestone key the chunk at index 2^32 − 1 can only be a
+    /// short final one: the writer takes up to one byte less than a chunk
+    /// there, refuses the byte that would fill it, and still finishes.
+    #[test]
+    fn a_cobblestone_writer_stops_short_at_the_counters_end() {
+        use crate::cobblestone::{CHUNK_SIZE, CobblestoneKey, Instantiation};
+        let key = CobblestoneKey::generate(Instantiation::Cobblestone128);
+        let pt: Vec<u8> = (0..2 * CHUNK_SIZE).map(|i| i.to_le_bytes()[0]).collect();
+        for threads in [1, 2] {
+            let b = CipherWriter::builder(&key)
+                .threads(threads)
+                .threads_after(0);
+            let mut w = b.build(Vec::new());
+            w.write_all(b"ab").unwrap();
+            w.engine.set_next(u64::from(u32::MAX) - 1);
+            w.write_all(&pt[..2 * CHUNK_SIZE - 3]).unwrap();
+            w.flush().unwrap();
+            for more in [&b"x"[..], b"xyz"] {
+                let err = w.write(more).unwrap_err();
+                assert_eq!(Error::from_io(&err), Some(&Error::StreamTooLong));
+            }
+            let out = w.finish().unwrap();
+            assert_eq!(out.len(), 56 + 2 * CHUNK_SIZE - 1 + 2 * 16, "{threads}");
+        }
+    }
+
     /// An inner writer that refuses every other call with `WouldBlock` and
     /// takes at most 50 bytes at a time.
     struct Flaky {
