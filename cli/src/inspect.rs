@@ -1,4 +1,7 @@
-//! `cipherio inspect`: what a stream's header says, without a key.
+//! `cipherio inspect`: what a stream's header says, without a key. A
+//! Cobblestone stream (C2SP chunked encryption) has no header to show: it
+//! starts with a random salt and a key commitment, which only the key
+//! recognises.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 
@@ -45,7 +48,9 @@ pub fn run(mut input: Input, as_json: bool) -> Result<()> {
     } else {
         tink_guess(&head, len).ok_or_else(|| {
             anyhow::Error::new(std::io::Error::from(cipherio::Error::BadMagic)).context(format!(
-                "{}: neither a cipherio stream nor a Tink one",
+                "{}: neither a cipherio stream nor a Tink one; a Cobblestone stream has no \
+                 magic bytes (it starts with random ones), so only its key recognises one: \
+                 `cipherio verify` with the key and context checks it",
                 input.name
             ))
         })?
@@ -136,7 +141,8 @@ fn tink_guess(head: &[u8], len: Option<u64>) -> Option<Vec<Line>> {
     let mut out: Vec<Line> = vec![
         (
             "format",
-            "possibly Tink streaming AEAD (no magic; its first byte is a Tink header length)"
+            "possibly Tink streaming AEAD (no magic; its first byte is a Tink header length), \
+             or a Cobblestone stream (no magic either: its first bytes are random)"
                 .to_string(),
             Some(json!("tink?")),
         ),

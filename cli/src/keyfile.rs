@@ -7,9 +7,10 @@
 //! cipherio-key-v1 ALGORITHM HEX
 //! ```
 //!
-//! `ALGORITHM` is `aes128gcm`, `aes256gcm` or `chacha20poly1305`, and `HEX`
-//! the raw key (16 bytes for AES-128-GCM, 32 for the others), lower- or
-//! upper-case. A leading UTF-8 byte order mark is ignored. The same text is
+//! `ALGORITHM` is `aes128gcm`, `aes256gcm` or `chacha20poly1305` (the
+//! native format), or `cobblestone128` or `cobblestone256` (C2SP chunked
+//! encryption), and `HEX` the raw key (16 bytes for AES-128-GCM and
+//! Cobblestone-128, 32 for the others), lower- or upper-case. A leading UTF-8 byte order mark is ignored. The same text is
 //! accepted from an environment variable or a file descriptor.
 //!
 //! No message about a key line quotes it or any of its words: one of them
@@ -21,6 +22,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
+use cipherio::cobblestone::{CobblestoneKey, Instantiation};
 use cipherio::{Algorithm, Key, StreamKey};
 use clap::ValueEnum;
 use zeroize::Zeroizing;
@@ -40,14 +42,21 @@ pub enum AlgorithmName {
     Aes256gcm,
     /// ChaCha20-Poly1305 (32-byte key)
     Chacha20poly1305,
+    /// Cobblestone-128: C2SP chunked encryption with AES-128-GCM (16-byte key)
+    Cobblestone128,
+    /// Cobblestone-256: C2SP chunked encryption with AES-256-GCM (32-byte key)
+    Cobblestone256,
 }
 
 impl AlgorithmName {
-    pub fn algorithm(self) -> Algorithm {
+    /// The native format's algorithm, or the Cobblestone instantiation.
+    fn kind(self) -> Result<Algorithm, Instantiation> {
         match self {
-            AlgorithmName::Aes128gcm => Algorithm::Aes128Gcm,
-            AlgorithmName::Aes256gcm => Algorithm::Aes256Gcm,
-            AlgorithmName::Chacha20poly1305 => Algorithm::ChaCha20Poly1305,
+            AlgorithmName::Aes128gcm => Ok(Algorithm::Aes128Gcm),
+            AlgorithmName::Aes256gcm => Ok(Algorithm::Aes256Gcm),
+            AlgorithmName::Chacha20poly1305 => Ok(Algorithm::ChaCha20Poly1305),
+            AlgorithmName::Cobblestone128 => Err(Instantiation::Cobblestone128),
+            AlgorithmName::Cobblestone256 => Err(Instantiation::Cobblestone256),
         }
     }
 
@@ -56,6 +65,8 @@ impl AlgorithmName {
             AlgorithmName::Aes128gcm => "aes128gcm",
             AlgorithmName::Aes256gcm => "aes256gcm",
             AlgorithmName::Chacha20poly1305 => "chacha20poly1305",
+            AlgorithmName::Cobblestone128 => "cobblestone128",
+            AlgorithmName::Cobblestone256 => "cobblestone256",
         }
     }
 
@@ -67,11 +78,23 @@ impl AlgorithmName {
     }
 }
 
-/// The text of a key file for `key`.
-pub fn key_file_text(alg: AlgorithmName, key: &Key) -> Zeroizing<String> {
+/// The text of a key file with a fresh random key for `alg`.
+pub fn new_key_text(alg: AlgorithmName) -> Result<Zeroizing<String>> {
+    let lib = |e: cipherio::Error| anyhow!(plain(&e));
+    Ok(match alg.kind() {
+        Ok(a) => key_file_text(alg, Key::try_generate(a).map_err(lib)?.as_bytes()),
+        Err(i) => key_file_text(
+            alg,
+            CobblestoneKey::try_generate(i).map_err(lib)?.as_bytes(),
+        ),
+    })
+}
+
+/// The text of a key file for the raw key `bytes`.
+fn key_file_text(alg: AlgorithmName, bytes: &[u8]) -> Zeroizing<String> {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = Zeroizing::new(String::with_capacity(2 * key.as_bytes().len()));
-    for b in key.as_bytes() {
+    let mut hex = Zeroizing::new(String::with_capacity(2 * bytes.len()));
+    for b in bytes {
         hex.push(char::from(DIGITS[usize::from(b >> 4)]));
         hex.push(char::from(DIGITS[usize::from(b & 15)]));
     }
@@ -85,7 +108,7 @@ pub fn key_file_text(alg: AlgorithmName, key: &Key) -> Zeroizing<String> {
 }
 
 /// Parses the text of a key file.
-pub fn parse_key_text(text: &str) -> Result<Key> {
+pub fn parse_key_text(text: &str) -> Result<Candidate> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut found = None;
     for line in text.lines() {
@@ -104,9 +127,26 @@ pub fn parse_key_text(text: &str) -> Result<Key> {
             bail!("not a cipherio key: the key line must start with `{KEY_LINE_TAG}`");
         }
         let alg = AlgorithmName::from_name(alg).ok_or_else(|| {
-            anyhow!("the key line's second word is not aes128gcm, aes256gcm or chacha20poly1305")
+            anyhow!(
+                "the key line's second word is not aes128gcm, aes256gcm, chacha20poly1305, \
+                 cobblestone128 or cobblestone256"
+            )
         })?;
-        found = Some(Key::from_hex(alg.algorithm(), hex).map_err(|e| anyhow!(plain(&e)))?);
+        let lib = |e: cipherio::Error| anyhow!(plain(&e));
+        found = Some(match alg.kind() {
+            Ok(a) => Candidate {
+                label: format!("{a} key"),
+                format: Format::Native,
+                key: Box::new(Key::from_hex(a, hex).map_err(lib)?),
+                first_segment: 0,
+            },
+            Err(i) => Candidate {
+                label: format!("{i} key"),
+                format: Format::Cobblestone,
+                key: Box::new(CobblestoneKey::from_hex(i, hex).map_err(lib)?),
+                first_segment: 0,
+            },
+        });
     }
     found.ok_or_else(|| anyhow!("no key line (`{KEY_LINE_TAG} ALGORITHM HEX`)"))
 }
@@ -152,13 +192,24 @@ pub struct Candidate {
     pub label: String,
     /// The Tink key's first ciphertext segment (header included), read
     /// ahead to tell which of several keys a stream is sealed with; 0 for
-    /// a native key.
+    /// a key from a key file.
     pub first_segment: usize,
-    /// A native key's algorithm (the writer's), `None` for a Tink key.
-    pub native: Option<Algorithm>,
+    /// The stream format the key reads and writes.
+    pub format: Format,
 }
 
-/// The keys from the command line: one native key, or a Tink keyset's
+/// The stream formats, as far as the command line treats them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// cipherio's own: the segment size is the writer's choice.
+    Native,
+    /// Tink's: the key sets the segment size.
+    Tink,
+    /// C2SP chunked encryption: the format fixes the chunk size.
+    Cobblestone,
+}
+
+/// The keys from the command line: one key from a key file, or a Tink keyset's
 /// enabled keys with the primary first (it is the one that encrypts).
 pub struct Keys {
     pub candidates: Vec<Candidate>,
@@ -186,12 +237,7 @@ pub fn load(source: &KeySource) -> Result<Keys> {
     let native = |text: &str, from: &str| -> Result<Keys> {
         let key = parse_key_text(text).with_context(|| format!("{from}: bad key"))?;
         Ok(Keys {
-            candidates: vec![Candidate {
-                label: format!("{} key", key.algorithm()),
-                native: Some(key.algorithm()),
-                key: Box::new(key),
-                first_segment: 0,
-            }],
+            candidates: vec![key],
         })
     };
     match source {
@@ -308,21 +354,30 @@ mod tests {
 
     #[test]
     fn key_text_round_trips_and_rejects_garbage() -> Result<()> {
-        let key = Key::generate(Algorithm::ChaCha20Poly1305);
-        let text = key_file_text(AlgorithmName::Chacha20poly1305, &key);
-        let back = parse_key_text(&text)?;
-        assert_eq!(back.as_bytes(), key.as_bytes());
-        assert_eq!(back.algorithm(), Algorithm::ChaCha20Poly1305);
-        let two = format!("{}{}", text.as_str(), text.as_str());
-        assert!(parse_key_text(&two).is_err());
+        for &alg in AlgorithmName::value_variants() {
+            let text = new_key_text(alg)?;
+            let back = parse_key_text(&text)?;
+            let cobblestone = alg.kind().is_err();
+            assert_eq!(back.format == Format::Cobblestone, cobblestone, "{alg:?}");
+            assert!(!back.label.contains(alg.name()), "{}", back.label);
+            let two = format!("{}{}", text.as_str(), text.as_str());
+            assert!(parse_key_text(&two).is_err());
+        }
         assert!(parse_key_text("# nothing\n").is_err());
         assert!(parse_key_text("cipherio-key-v1 aes128gcm 0011").is_err());
         assert!(
             parse_key_text("cipherio-key-v2 aes128gcm 00112233445566778899aabbccddeeff").is_err()
         );
         assert!(parse_key_text("cipherio-key-v1 aes512 00112233445566778899aabbccddeeff").is_err());
+        // A Cobblestone-256 key is 32 bytes.
+        assert!(
+            parse_key_text("cipherio-key-v1 cobblestone256 00112233445566778899aabbccddeeff")
+                .is_err()
+        );
         let ok = parse_key_text("  cipherio-key-v1 aes128gcm 00112233445566778899AABBCCDDEEFF  ")?;
-        assert_eq!(ok.algorithm(), Algorithm::Aes128Gcm);
+        assert_eq!(ok.label, "AES-128-GCM key");
+        let ok = parse_key_text("cipherio-key-v1 cobblestone128 00112233445566778899AABBCCDDEEFF")?;
+        assert_eq!(ok.label, "Cobblestone-128 key");
         Ok(())
     }
 }

@@ -14,7 +14,7 @@ use cipherio::tink::{
 use serde_json::Value;
 use zeroize::Zeroizing;
 
-use crate::keyfile::{Candidate, plain};
+use crate::keyfile::{Candidate, Format, plain};
 
 const GCM_URL: &str = "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey";
 const CTR_URL: &str = "type.googleapis.com/google.crypto.tink.AesCtrHmacStreamingKey";
@@ -191,7 +191,7 @@ fn decode_key(e: &Entry) -> Result<Candidate> {
             ),
             key: Box::new(key),
             first_segment: css,
-            native: None,
+            format: Format::Tink,
         })
     } else {
         let hmac = hmac.ok_or_else(|| anyhow!("no HMAC parameters"))?;
@@ -215,7 +215,7 @@ fn decode_key(e: &Entry) -> Result<Candidate> {
             ),
             key: Box::new(key),
             first_segment: css,
-            native: None,
+            format: Format::Tink,
         })
     }
 }

@@ -12,13 +12,13 @@ use std::io::{self, Cursor, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow, bail};
-use cipherio::{CipherReader, CipherWriter, Key, Provider};
+use anyhow::{Context, Result, bail};
+use cipherio::{CipherReader, CipherWriter, Provider};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
 
 use files::{Contents, Input, Output, Refused};
-use keyfile::{AlgorithmName, Candidate, KeySource, Keys, plain};
+use keyfile::{AlgorithmName, Candidate, Format, KeySource, Keys, plain};
 use progress::Progress;
 
 /// Exit status: the stream did not verify (authentication failure,
@@ -55,7 +55,8 @@ const PROVIDER: Provider = Provider::RustCrypto;
     about = "Streaming authenticated encryption of files and pipes",
     long_about = "Streaming authenticated encryption of files and pipes.\n\n\
         Files are sealed in segments (AES-GCM or ChaCha20-Poly1305) with a key from \
-        `cipherio keygen` or a Tink keyset; decryption writes only authenticated bytes, \
+        `cipherio keygen` (cipherio's format, or C2SP chunked encryption with a \
+        Cobblestone key) or a Tink keyset; decryption writes only authenticated bytes, \
         and a file output appears only once the whole stream has authenticated.",
     after_help = EXIT_STATUSES
 )]
@@ -78,7 +79,8 @@ enum Command {
     /// Authenticate a whole stream and write nothing
     #[command(after_help = EXIT_STATUSES)]
     Verify(VerifyArgs),
-    /// Show what a stream's header says (no key needed; nothing is authenticated)
+    /// Show what a stream's header says (no key needed; nothing is authenticated;
+    /// a Cobblestone stream has no header to show)
     #[command(after_help = EXIT_STATUSES)]
     Inspect(InspectArgs),
     /// Write plaintext bytes A..B of an encrypted file, opening only their segments
@@ -202,7 +204,8 @@ struct EncryptArgs {
     #[command(flatten)]
     stream: StreamArgs,
     /// Plaintext bytes per segment, e.g. 65536, 64K, 1M (native format;
-    /// at most 16M). A Tink key sets its own.
+    /// at most 16M). A Tink key sets its own; a Cobblestone key's chunks
+    /// are 16 KiB.
     #[arg(long, value_name = "SIZE", value_parser = parse_segment_size)]
     segment_size: Option<usize>,
 }
@@ -380,8 +383,7 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn keygen(a: &KeygenArgs) -> Result<()> {
-    let key = Key::try_generate(a.algorithm.algorithm()).map_err(|e| anyhow!(plain(&e)))?;
-    let text = keyfile::key_file_text(a.algorithm, &key);
+    let text = keyfile::new_key_text(a.algorithm)?;
     match &a.output {
         Some(path) => {
             atomic::handle_signals()?;
@@ -394,15 +396,18 @@ fn keygen(a: &KeygenArgs) -> Result<()> {
 fn encrypt(a: &EncryptArgs) -> Result<()> {
     let keys = keyfile::load(&a.key.source())?;
     let key = keys.primary();
-    let capacity = match (a.segment_size, key.native) {
-        (Some(_), None) => {
-            return Err(anyhow::Error::new(Refused(
-                "--segment-size: a Tink key sets its own segment size".to_string(),
-            )));
+    let refuse = |why: &str| {
+        Err(anyhow::Error::new(Refused(format!(
+            "--segment-size: {why}"
+        ))))
+    };
+    let capacity = match (a.segment_size, key.format) {
+        (Some(_), Format::Tink) => return refuse("a Tink key sets its own segment size"),
+        (Some(_), Format::Cobblestone) => {
+            return refuse("a Cobblestone key's chunks are 16 KiB, fixed by the format");
         }
-        (Some(s), Some(_)) => Some(s),
-        (None, Some(_)) => Some(DEFAULT_SEGMENT),
-        (None, None) => None,
+        (s, Format::Native) => Some(s.unwrap_or(DEFAULT_SEGMENT)),
+        (None, _) => None,
     };
     let aad = a.stream.associated_data()?;
     let (mut src, mut out, in_name, out_name, _) = a.io.open(Contents::Ciphertext)?;
