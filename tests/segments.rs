@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 
 use cipherio::cobblestone::{CHUNK_SIZE, CobblestoneKey, Instantiation};
 use cipherio::segments::{Layout, PartLimits, SegmentOpener, SegmentSealer};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider};
 use common::c2sp::their_decrypt;
 use common::{crate_error, data};
@@ -483,5 +484,22 @@ fn a_wrong_cobblestone_commitment_is_refused_before_any_chunk() {
     assert_eq!(
         SegmentOpener::new(key, &stream[..C_HEADER - 1], AAD).unwrap_err(),
         Error::Truncated
+    );
+}
+
+#[test]
+fn tink_keys_have_no_segments_by_index() {
+    let key = AesGcmHkdfKey::generate(AesGcmHkdfParams::AES128_GCM_HKDF_4KB);
+    let stream = CipherWriter::builder(&key)
+        .build(Vec::new())
+        .finish()
+        .unwrap();
+    assert_eq!(
+        SegmentOpener::new(&key, &stream, b"").unwrap_err(),
+        Error::UnevenSegments
+    );
+    assert_eq!(
+        SegmentSealer::from_header(&key, &stream, b"").unwrap_err(),
+        Error::UnevenSegments
     );
 }

@@ -368,6 +368,25 @@ mod tests {
         assert_eq!(huge.segments_for(0..u64::MAX).end, u32::MAX);
     }
 
+    /// Cobblestone's end rule: the final segment is always short, so whole
+    /// segments are followed by an empty one and a stream never ends on a
+    /// full one.
+    #[test]
+    fn a_short_end_layout_counts_the_empty_final_segment() {
+        let c = Layout::new(56, 10, 16, true);
+        for p in 0..200u64 {
+            let count = p / 10 + 1;
+            let len = 56 + p + 16 * count;
+            assert_eq!(c.segment_count(p), count, "{p}");
+            assert_eq!(c.ciphertext_len(p), len, "{p}");
+            assert_eq!(c.plaintext_len(len), Some(p), "{p}");
+        }
+        // Ending on a full segment, or inside a tag.
+        for bad in [56 + 26, 56 + 52, 56 + 15, 56 + 26 + 15] {
+            assert_eq!(c.plaintext_len(bad), None, "{bad}");
+        }
+    }
+
     fn check(plan: &[Part], l: &Layout, p: u64, limits: &PartLimits) {
         let mut at = (0u64, 0u32, 0u64);
         for (n, part) in plan.iter().enumerate() {

@@ -181,21 +181,22 @@ impl SegmentSealer {
         associated_data: &[u8],
     ) -> Result<Self, Error> {
         let capacity = usize::try_from(segment_size).unwrap_or(usize::MAX);
-        let profile = key.profile();
-        profile.check_capacity(capacity)?;
-        let required = profile.segment_capacity(capacity);
-        if required != capacity {
-            return Err(Error::CapacityForKey { capacity, required });
-        }
         let (header, stream) = profile::begin_write(
-            &profile,
+            &key.profile(),
             associated_data,
             capacity,
             Provider::default(),
             false,
         )?;
+        let stream = Stream::new(header, stream)?;
+        if stream.lengths.rest != capacity {
+            return Err(Error::CapacityForKey {
+                capacity,
+                required: stream.lengths.rest,
+            });
+        }
         Ok(SegmentSealer {
-            stream: Arc::new(Stream::new(header, stream)?),
+            stream: Arc::new(stream),
         })
     }
 
