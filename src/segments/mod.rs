@@ -255,6 +255,9 @@ impl SegmentSealer {
     /// them to `out`. Unless `last`, `plaintext` is whole segments; with
     /// `last`, its final segment (full or short) is the stream's final one,
     /// and `plaintext` is empty only for the empty stream (`first == 0`).
+    /// In Cobblestone the final chunk is always short: with `last`, the
+    /// chunk after the whole ones holds the rest of `plaintext`, and is
+    /// empty when `plaintext` is whole chunks (or empty).
     ///
     /// Never seal a segment of one header twice with different plaintext:
     /// see the [module docs](self).
@@ -263,8 +266,8 @@ impl SegmentSealer {
     ///
     /// [`Error::PartialSegment`] for plaintext that is not whole segments
     /// without `last`; [`Error::EmptyFinalSegment`] for empty plaintext
-    /// with `last` after segment 0 (only the empty stream ends with an
-    /// empty segment);
+    /// with `last` after segment 0 in the native format (only the empty
+    /// stream ends with an empty segment);
     /// [`Error::StreamTooLong`] past segment 2^32 − 1. `out` is then as it
     /// was.
     pub fn seal_segments(
