@@ -4,9 +4,10 @@
 //! Segment *i* of a stream is sealed under the stream key with a nonce
 //! made from the header and *i* alone (natively `prefix ‖ BE32(i) ‖
 //! last`), and the stream key comes from the header, so any segment can be
-//! sealed or opened alone by whoever holds the key and the header's bytes. A coordinator makes the header
-//! ([`SegmentSealer::new`]); workers anywhere seal disjoint runs of
-//! segments ([`SegmentSealer::from_header`],
+//! sealed or opened alone by whoever holds the key and the header's bytes.
+//! A coordinator makes the header ([`SegmentSealer::new`]); workers
+//! anywhere seal disjoint runs of segments
+//! ([`SegmentSealer::from_header`],
 //! [`seal_segments`](SegmentSealer::seal_segments)); the stream is the
 //! header followed by the runs in index order, byte for byte what a
 //! [`CipherWriter`](crate::CipherWriter) with that header writes, and every
