@@ -196,6 +196,10 @@ pub enum Error {
     /// framing is a native-format option, and a Cobblestone key writes
     /// C2SP chunked encryption.
     FramedCobblestoneKey,
+    /// Segments by index ([`segments`](crate::segments)) with a Tink key:
+    /// its format's first segment is shorter than the others, which a
+    /// segment layout does not describe.
+    UnevenSegments,
 }
 
 impl Error {
@@ -228,6 +232,7 @@ impl Error {
             | Error::PartialSegment
             | Error::PartLength { .. }
             | Error::FramedCobblestoneKey
+            | Error::UnevenSegments
             | Error::InvalidCapacity(_)
             | Error::CapacityForKey { .. } => io::ErrorKind::InvalidInput,
             Error::Finished => io::ErrorKind::InvalidInput,
@@ -330,6 +335,9 @@ impl fmt::Display for Error {
             Error::FramedCobblestoneKey => f.write_str(
                 "cipherio: framing is a native-format option; a Cobblestone key writes C2SP chunked encryption",
             ),
+            Error::UnevenSegments => f.write_str(
+                "cipherio: a Tink key's first segment is shorter than the others: no segments by index",
+            ),
             Error::PartLength { expected, actual } => write!(
                 f,
                 "cipherio: a part of {expected} plaintext bytes was given {actual}"
@@ -393,6 +401,7 @@ mod tests {
             Error::PartialSegment => 31,
             Error::PartLength { .. } => 32,
             Error::FramedCobblestoneKey => 33,
+            Error::UnevenSegments => 34,
         }
     }
 
@@ -485,6 +494,7 @@ mod tests {
                 InvalidInput,
             ),
             (Error::FramedCobblestoneKey, InvalidInput),
+            (Error::UnevenSegments, InvalidInput),
         ];
         let rows: Vec<usize> = cases.iter().map(|(e, _)| ordinal(e)).collect();
         assert_eq!(rows, (0..cases.len()).collect::<Vec<_>>(), "one row each");

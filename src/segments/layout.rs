@@ -6,7 +6,9 @@ use std::ops::Range;
 
 /// Where the segments of one fixed-size stream lie: the header, then
 /// segment *i* of `segment_size` plaintext bytes and a tag, every segment
-/// but the last full.
+/// but the last full. In the native format the final segment may be full
+/// and is empty only in the empty stream; in Cobblestone it is always
+/// shorter than a full one, possibly empty.
 ///
 /// Every offset here is a byte offset in the whole stream, header
 /// included; every plaintext offset counts from the stream's first
@@ -16,17 +18,21 @@ pub struct Layout {
     header: u64,
     size: u64,
     tag: u64,
+    /// The final segment is told by being short (Cobblestone), not by a
+    /// flag.
+    short_end: bool,
 }
 
 /// The most segments a stream can hold: indices are 32-bit.
 const MAX_SEGMENTS: u64 = 1 << 32;
 
 impl Layout {
-    pub(crate) fn new(header: usize, segment_size: u32, tag: usize) -> Layout {
+    pub(crate) fn new(header: usize, segment_size: u32, tag: usize, short_end: bool) -> Layout {
         Layout {
             header: header as u64,
             size: u64::from(segment_size),
             tag: tag as u64,
+            short_end,
         }
     }
 
@@ -46,9 +52,14 @@ impl Layout {
     }
 
     /// How many segments a stream of `plaintext_len` bytes has: at least
-    /// one (the empty stream is one empty final segment).
+    /// one (the empty stream is one empty final segment). In Cobblestone a
+    /// plaintext of whole segments is followed by an empty final one.
     pub fn segment_count(&self, plaintext_len: u64) -> u64 {
-        plaintext_len.div_ceil(self.size).max(1)
+        if self.short_end {
+            plaintext_len / self.size + 1
+        } else {
+            plaintext_len.div_ceil(self.size).max(1)
+        }
     }
 
     /// The length of the whole stream (header included) that holds
@@ -69,9 +80,11 @@ impl Layout {
         let full = self.sealed_segment_len();
         let (whole, rest) = (body / full, body % full);
         match rest {
-            0 if whole > 0 => Some(whole * self.size),
-            // An empty final segment only as segment 0.
-            r if r == self.tag && whole > 0 => None,
+            // A stream ending on a full segment: complete natively, cut in
+            // Cobblestone.
+            0 if whole > 0 && !self.short_end => Some(whole * self.size),
+            // Natively, an empty final segment only as segment 0.
+            r if r == self.tag && whole > 0 && !self.short_end => None,
             r if r >= self.tag => Some(whole * self.size + r - self.tag),
             _ => None,
         }
@@ -326,6 +339,7 @@ mod tests {
         header: 53,
         size: 10,
         tag: 16,
+        short_end: false,
     };
 
     /// The arithmetic against streams laid out segment by segment.
@@ -349,9 +363,28 @@ mod tests {
         assert_eq!(L.segments_for(15..15), 1..1);
         assert_eq!(L.ciphertext_range(1..3), 53 + 26..53 + 78);
         assert_eq!(L.plaintext_range(1..3), 10..30);
-        let huge = Layout::new(53, u32::MAX, 16);
+        let huge = Layout::new(53, u32::MAX, 16, false);
         assert_eq!(huge.ciphertext_len(u64::MAX), u64::MAX);
         assert_eq!(huge.segments_for(0..u64::MAX).end, u32::MAX);
+    }
+
+    /// Cobblestone's end rule: the final segment is always short, so whole
+    /// segments are followed by an empty one and a stream never ends on a
+    /// full one.
+    #[test]
+    fn a_short_end_layout_counts_the_empty_final_segment() {
+        let c = Layout::new(56, 10, 16, true);
+        for p in 0..200u64 {
+            let count = p / 10 + 1;
+            let len = 56 + p + 16 * count;
+            assert_eq!(c.segment_count(p), count, "{p}");
+            assert_eq!(c.ciphertext_len(p), len, "{p}");
+            assert_eq!(c.plaintext_len(len), Some(p), "{p}");
+        }
+        // Ending on a full segment, or inside a tag.
+        for bad in [56 + 26, 56 + 52, 56 + 15, 56 + 26 + 15] {
+            assert_eq!(c.plaintext_len(bad), None, "{bad}");
+        }
     }
 
     fn check(plan: &[Part], l: &Layout, p: u64, limits: &PartLimits) {
@@ -395,7 +428,7 @@ mod tests {
             }
         }
         // S3's limits, a 1 GiB plaintext, 64 KiB segments, 8 MiB parts.
-        let s3 = Layout::new(53, 64 << 10, 16);
+        let s3 = Layout::new(53, 64 << 10, 16, false);
         let plan = s3
             .plan_parts(1 << 30, 8 << 20, &PartLimits::S3)
             .expect("S3's limits hold a 1 GiB stream");

@@ -1,12 +1,13 @@
 //! Sealing and opening segments by index: one stream written and read by
 //! separate workers, threads, processes or machines.
 //!
-//! Segment *i* of a stream is sealed under the stream key with the nonce
-//! `prefix ‖ BE32(i) ‖ last`, and the stream key comes from the header, so
-//! any segment can be sealed or opened alone by whoever holds the key and
-//! the header's 53 bytes. A coordinator makes the header
-//! ([`SegmentSealer::new`]); workers anywhere seal disjoint runs of
-//! segments ([`SegmentSealer::from_header`],
+//! Segment *i* of a stream is sealed under the stream key with a nonce
+//! made from the header and *i* alone (natively `prefix ‖ BE32(i) ‖
+//! last`), and the stream key comes from the header, so any segment can be
+//! sealed or opened alone by whoever holds the key and the header's bytes.
+//! A coordinator makes the header ([`SegmentSealer::new`]); workers
+//! anywhere seal disjoint runs of segments
+//! ([`SegmentSealer::from_header`],
 //! [`seal_segments`](SegmentSealer::seal_segments)); the stream is the
 //! header followed by the runs in index order, byte for byte what a
 //! [`CipherWriter`](crate::CipherWriter) with that header writes, and every
@@ -68,7 +69,18 @@
 //! - A stream holds at most 2^32 segments: 32 TiB with 8 KiB segments.
 //!   Use 64 KiB or larger segments for objects.
 //! - Framed streams (records of any length) have no index arithmetic and
-//!   are refused; the native fixed-size format only.
+//!   are refused, as are Tink keys (their first segment is shorter).
+//!
+//! # Cobblestone
+//!
+//! A [`CobblestoneKey`](crate::cobblestone::CobblestoneKey) works the same
+//! way, under its format's rules: segments are 16 KiB chunks, the 56-byte
+//! header is the salt and the key commitment (checked before any chunk is
+//! opened, so a wrong key or associated data fails at
+//! [`SegmentOpener::new`] with [`Error::Authentication`]), and the final
+//! chunk is always shorter than 16 KiB: sealing a plaintext of whole chunks
+//! with `last` appends an empty final chunk, and a run that ends the
+//! stream on a full chunk does not open ([`Error::Truncated`]).
 
 mod layout;
 
@@ -79,53 +91,58 @@ use std::sync::Arc;
 
 use zeroize::Zeroize;
 
-use crate::core::layout::{Ends, Fixed, Layout as Lengths, Units};
+use crate::core::layout::{Ends, Fixed, Units};
 use crate::core::suite::Suite;
 use crate::core::unit::{self, Place};
-use crate::format::{HEADER_LEN, Header};
-use crate::{Error, Key, Provider};
+use crate::profile::{self, Profile};
+use crate::{Error, Provider, StreamKey};
 
 /// What a sealer and an opener of one stream share: its header, stream key
 /// and layout. The key is wiped when the last clone drops.
 struct Stream {
-    header: [u8; HEADER_LEN],
+    header: Vec<u8>,
     suite: Suite,
     lengths: Fixed,
     layout: Layout,
 }
 
 impl Stream {
-    fn new(key: &Key, header: Header, aad: &[u8], provider: Provider) -> Result<Stream, Error> {
-        if header.framed {
+    /// The stream a profile set up, with its header's bytes. Only layouts
+    /// of equal fixed-size segments have index arithmetic.
+    fn new(header: Vec<u8>, stream: profile::Stream) -> Result<Stream, Error> {
+        let profile::Stream { suite, layout } = stream;
+        let Units::Fixed(lengths) = layout.units() else {
             return Err(Error::NoRandomAccess);
+        };
+        if lengths.first != lengths.rest {
+            return Err(Error::UnevenSegments);
         }
-        let suite = header.suite(key, aad, provider)?;
-        let size = usize::try_from(header.segment_size).map_err(|_| Error::SegmentTooLarge {
-            size: u64::from(header.segment_size),
-            limit: usize::MAX as u64,
-        })?;
-        let lengths = Lengths {
-            header: HEADER_LEN,
-            first: size,
-            rest: size,
-            tag: suite.tag_len(),
-            ends: Ends::Flag,
-            framed: false,
-        };
-        let Units::Fixed(lengths) = lengths.units() else {
-            unreachable!("a layout that is not framed has fixed-size segments")
-        };
-        let layout = Layout::new(HEADER_LEN, header.segment_size, suite.tag_len());
+        let size = u32::try_from(lengths.rest)
+            .unwrap_or_else(|_| unreachable!("headers hold 32-bit segment sizes"));
+        let layout = Layout::new(
+            lengths.header,
+            size,
+            lengths.tag,
+            lengths.ends == Ends::Short,
+        );
         Ok(Stream {
-            header: header.to_bytes(),
+            header,
             suite,
             lengths,
             layout,
         })
     }
 
-    fn parse(key: &Key, header: &[u8], aad: &[u8], provider: Provider) -> Result<Stream, Error> {
-        Stream::new(key, Header::parse(header)?, aad, provider)
+    /// The stream that `header` (its first bytes; more may follow) starts.
+    fn parse(
+        profile: &Profile,
+        header: &[u8],
+        aad: &[u8],
+        provider: Provider,
+    ) -> Result<Stream, Error> {
+        let (len, stream) = profile::begin_read(profile, aad, header, usize::MAX, provider)?
+            .ok_or(Error::Truncated)?;
+        Stream::new(header[..len].to_vec(), stream)
     }
 }
 
@@ -147,18 +164,38 @@ pub struct SegmentSealer {
 
 impl SegmentSealer {
     /// A new stream of `segment_size`-byte segments under `key`, with a
-    /// fresh random salt and nonce prefix: what a coordinator makes once,
-    /// before handing [`header`](Self::header) to its workers.
+    /// fresh random salt (and nonce prefix): what a coordinator makes once,
+    /// before handing [`header`](Self::header) to its workers. A
+    /// [`CobblestoneKey`](crate::cobblestone::CobblestoneKey)'s segments
+    /// are the format's 16 KiB chunks
+    /// ([`CHUNK_SIZE`](crate::cobblestone::CHUNK_SIZE)).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidCapacity`] for a segment size of 0 or over 16 MiB,
+    /// [`Error::CapacityForKey`] for a size the key's format does not
+    /// have, [`Error::UnevenSegments`] for a Tink key,
     /// [`Error::Random`] if the system has no randomness.
-    pub fn new(key: &Key, segment_size: u32, associated_data: &[u8]) -> Result<Self, Error> {
+    pub fn new(
+        key: &impl StreamKey,
+        segment_size: u32,
+        associated_data: &[u8],
+    ) -> Result<Self, Error> {
         let capacity = usize::try_from(segment_size).unwrap_or(usize::MAX);
-        let size = crate::profile::native::segment_size(capacity)?;
-        let header = Header::random(key.algorithm(), size)?;
-        let stream = Stream::new(key, header, associated_data, Provider::default())?;
+        let (header, stream) = profile::begin_write(
+            &key.profile(),
+            associated_data,
+            capacity,
+            Provider::default(),
+            false,
+        )?;
+        let stream = Stream::new(header, stream)?;
+        if stream.lengths.rest != capacity {
+            return Err(Error::CapacityForKey {
+                capacity,
+                required: stream.lengths.rest,
+            });
+        }
         Ok(SegmentSealer {
             stream: Arc::new(stream),
         })
@@ -171,8 +208,15 @@ impl SegmentSealer {
     ///
     /// The header's errors ([`Error::Truncated`], [`Error::BadMagic`], …),
     /// [`Error::AlgorithmMismatch`] for a key of another algorithm,
-    /// [`Error::NoRandomAccess`] for a framed stream.
-    pub fn from_header(key: &Key, header: &[u8], associated_data: &[u8]) -> Result<Self, Error> {
+    /// [`Error::NoRandomAccess`] for a framed stream,
+    /// [`Error::UnevenSegments`] for a Tink key; for a Cobblestone key,
+    /// [`Error::Authentication`] when the header's key commitment is not
+    /// this key's and associated data's.
+    pub fn from_header(
+        key: &impl StreamKey,
+        header: &[u8],
+        associated_data: &[u8],
+    ) -> Result<Self, Error> {
         Self::from_header_with(key, header, associated_data, Provider::default())
     }
 
@@ -183,13 +227,18 @@ impl SegmentSealer {
     ///
     /// As [`from_header`](Self::from_header).
     pub fn from_header_with(
-        key: &Key,
+        key: &impl StreamKey,
         header: &[u8],
         associated_data: &[u8],
         provider: Provider,
     ) -> Result<Self, Error> {
         Ok(SegmentSealer {
-            stream: Arc::new(Stream::parse(key, header, associated_data, provider)?),
+            stream: Arc::new(Stream::parse(
+                &key.profile(),
+                header,
+                associated_data,
+                provider,
+            )?),
         })
     }
 
@@ -207,6 +256,9 @@ impl SegmentSealer {
     /// them to `out`. Unless `last`, `plaintext` is whole segments; with
     /// `last`, its final segment (full or short) is the stream's final one,
     /// and `plaintext` is empty only for the empty stream (`first == 0`).
+    /// In Cobblestone the final chunk is always short: with `last`, the
+    /// chunk after the whole ones holds the rest of `plaintext`, and is
+    /// empty when `plaintext` is whole chunks (or empty).
     ///
     /// Never seal a segment of one header twice with different plaintext:
     /// see the [module docs](self).
@@ -215,8 +267,8 @@ impl SegmentSealer {
     ///
     /// [`Error::PartialSegment`] for plaintext that is not whole segments
     /// without `last`; [`Error::EmptyFinalSegment`] for empty plaintext
-    /// with `last` after segment 0 (only the empty stream ends with an
-    /// empty segment);
+    /// with `last` after segment 0 in the native format (only the empty
+    /// stream ends with an empty segment);
     /// [`Error::StreamTooLong`] past segment 2^32 − 1. `out` is then as it
     /// was.
     pub fn seal_segments(
@@ -231,13 +283,15 @@ impl SegmentSealer {
         if !last && !plaintext.len().is_multiple_of(size) {
             return Err(Error::PartialSegment);
         }
-        if last && plaintext.is_empty() && first > 0 {
+        let short_end = s.lengths.ends == Ends::Short;
+        if last && plaintext.is_empty() && first > 0 && !short_end {
             return Err(Error::EmptyFinalSegment);
         }
-        let count = if last {
-            plaintext.len().div_ceil(size).max(1)
-        } else {
-            plaintext.len() / size
+        let count = match (last, short_end) {
+            (false, _) => plaintext.len() / size,
+            // The final segment is the short rest, empty after whole ones.
+            (true, true) => plaintext.len() / size + 1,
+            (true, false) => plaintext.len().div_ceil(size).max(1),
         };
         if u64::from(first) + count as u64 > 1 << 32 {
             return Err(Error::StreamTooLong);
@@ -311,7 +365,7 @@ impl SegmentOpener {
     /// # Errors
     ///
     /// As [`SegmentSealer::from_header`].
-    pub fn new(key: &Key, header: &[u8], associated_data: &[u8]) -> Result<Self, Error> {
+    pub fn new(key: &impl StreamKey, header: &[u8], associated_data: &[u8]) -> Result<Self, Error> {
         Self::new_with(key, header, associated_data, Provider::default())
     }
 
@@ -321,13 +375,18 @@ impl SegmentOpener {
     ///
     /// As [`SegmentSealer::from_header`].
     pub fn new_with(
-        key: &Key,
+        key: &impl StreamKey,
         header: &[u8],
         associated_data: &[u8],
         provider: Provider,
     ) -> Result<Self, Error> {
         Ok(SegmentOpener {
-            stream: Arc::new(Stream::parse(key, header, associated_data, provider)?),
+            stream: Arc::new(Stream::parse(
+                &key.profile(),
+                header,
+                associated_data,
+                provider,
+            )?),
         })
     }
 

@@ -10,6 +10,7 @@
 //! | [`format`] | the formats the tamper suite attacks: sealing, where segments lie, the error each attack gives |
 //! | [`seals`] | a nonce spent once: every segment a writer offered, opened by index, one plaintext per `(header, index)` |
 //! | [`oracles`] | one oracle per format (the fuzz crate's files), for streams the writer never makes |
+//! | [`c2sp`] | the `cobblestone` crate's decryption, for Cobblestone interop |
 //! | [`aio`] | async doubles for the tokio fronts (feature `tokio`): `Pending`, errors, short writes and `Ok(0)` at chosen poll positions |
 //!
 //! The oracles in [`oracles`] use nothing of this module nor of cipherio's
@@ -18,6 +19,7 @@
 
 #[cfg(feature = "tokio")]
 pub mod aio;
+pub mod c2sp;
 pub mod check;
 pub mod doubles;
 pub mod drive;
