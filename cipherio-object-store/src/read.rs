@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use bytes::Bytes;
-use cipherio::segments::SegmentOpener;
+use cipherio::segments::{Layout, SegmentOpener};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
@@ -85,8 +85,10 @@ impl EncryptedStore {
                 None => break,
             }
         }
-        let opener =
-            SegmentOpener::new(self.key(), &buf, &self.aad(location)).map_err(store_error)?;
+        let opener = self
+            .key()
+            .opener(&buf, &self.aad(location))
+            .map_err(store_error)?;
         let pinned = Pinned {
             e_tag: response.meta.e_tag.clone(),
             version: response.meta.version.clone(),
@@ -194,8 +196,10 @@ impl EncryptedStore {
             };
             self.ranged_get(location, opts).await?.1
         };
-        let opener =
-            SegmentOpener::new(self.key(), &header, &self.aad(location)).map_err(store_error)?;
+        let opener = self
+            .key()
+            .opener(&header, &self.aad(location))
+            .map_err(store_error)?;
         let same_layout = opener.layout() == layout;
         let pinned = Pinned {
             e_tag: response.meta.e_tag.clone(),
@@ -230,10 +234,16 @@ impl EncryptedStore {
             let count = u32::try_from(layout.segment_count(len)).map_err(crate::generic)?;
             count - 1..count
         } else {
-            layout.segments_for(r.clone())
+            segments_of(layout, len, &r)
         };
+        let c = layout.ciphertext_range(segments.clone());
+        let whole = c.end.min(pinned.size) - c.start;
         let (response, fetched) = match known {
-            Some((response, Some(f))) if f.first == segments.start => (response, f),
+            Some((response, Some(f)))
+                if f.first == segments.start && f.bytes.len() as u64 >= whole =>
+            {
+                (response, f)
+            }
             Some((response, _)) => {
                 let (_, f) = self
                     .fetch(location, options, pinned, segments.clone())
@@ -245,10 +255,9 @@ impl EncryptedStore {
                     .await?
             }
         };
-        let c = layout.ciphertext_range(segments.clone());
         let sealed = fetched
             .bytes
-            .slice(..fetched.bytes.len().min((c.end - c.start) as usize));
+            .slice(..fetched.bytes.len().min(whole as usize));
         let opened = open_run(pinned, segments.clone(), &sealed)?;
         let from = layout.plaintext_range(segments).start;
         let plaintext =
@@ -317,8 +326,7 @@ impl EncryptedStore {
             bytes.extend_from_slice(&chunk);
             if unchecked && bytes.len() >= header_len {
                 unchecked = false;
-                let opener =
-                    SegmentOpener::new(self.key(), &bytes[..header_len], &self.aad(location));
+                let opener = self.key().opener(&bytes[..header_len], &self.aad(location));
                 if opener.is_ok_and(|o| o.layout().plaintext_len(size).is_none()) {
                     return Err(impossible());
                 }
@@ -384,7 +392,7 @@ impl EncryptedStore {
         let gap = COALESCE.div_ceil(layout.sealed_segment_len()).max(1);
         let mut spans: Vec<Range<u32>> = resolved
             .iter()
-            .map(|r| layout.segments_for(r.clone()))
+            .map(|r| segments_of(layout, len, r))
             .collect();
         spans.sort_by_key(|s| s.start);
         let mut merged: Vec<Range<u32>> = Vec::new();
@@ -434,6 +442,19 @@ impl EncryptedStore {
             })
             .collect())
     }
+}
+
+/// The segments that hold the range `r` of a stream of `len`
+/// plaintext bytes. A range reaching the end takes the final segment
+/// too: only it authenticates the length, and in Cobblestone, after whole
+/// chunks, it is an empty one that holds no byte of `r`.
+fn segments_of(layout: Layout, len: u64, r: &Range<u64>) -> Range<u32> {
+    let s = layout.segments_for(r.clone());
+    if r.end < len {
+        return s;
+    }
+    let count = u32::try_from(layout.segment_count(len)).unwrap_or(u32::MAX);
+    s.start..s.end.max(count)
 }
 
 /// Opens `sealed`, the segments `segments` of the version `pinned`: a run

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use cipherio::Key;
-use cipherio::segments::{Layout, SegmentSealer};
+use cipherio::cobblestone::{CHUNK_SIZE, CobblestoneKey};
+use cipherio::segments::{Layout, SegmentOpener, SegmentSealer};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
@@ -81,7 +82,7 @@ pub(crate) const HEADER_ATTRIBUTE: &str = "cipherio-header";
 /// name is not detected.
 pub struct EncryptedStore {
     inner: Arc<dyn ObjectStore>,
-    key: Key,
+    key: StoreKey,
     layout: Layout,
     bind_path: bool,
     /// Whether to store the header as an attribute: on until the inner
@@ -110,7 +111,27 @@ impl EncryptedStore {
     ///
     /// If the system has no randomness (as [`Key::generate`]).
     pub fn new(inner: Arc<dyn ObjectStore>, key: Key) -> Self {
-        let layout = layout_of(&key, DEFAULT_SEGMENT_SIZE)
+        Self::keyed(inner, StoreKey::Native(key), DEFAULT_SEGMENT_SIZE)
+    }
+
+    /// Objects in `inner`, each stored as one Cobblestone stream under
+    /// `key` (its 56-byte salt and key commitment, then 16 KiB chunks),
+    /// the bytes any Cobblestone implementation opens with the object's
+    /// path as the context (none with
+    /// [`with_path_binding(false)`](Self::with_path_binding)). Otherwise
+    /// as [`new`](Self::new): ranged reads, sizes, `put_multipart`. The
+    /// chunk size is the format's: [`with_segment_size`](Self::with_segment_size)
+    /// refuses any other.
+    ///
+    /// # Panics
+    ///
+    /// If the system has no randomness (as [`CobblestoneKey::generate`]).
+    pub fn cobblestone(inner: Arc<dyn ObjectStore>, key: CobblestoneKey) -> Self {
+        Self::keyed(inner, StoreKey::Cobblestone(key), CHUNK_SIZE as u32)
+    }
+
+    fn keyed(inner: Arc<dyn ObjectStore>, key: StoreKey, segment_size: u32) -> Self {
+        let layout = layout_of(&key, segment_size)
             .unwrap_or_else(|e| panic!("no layout for the default segment size: {e}"));
         EncryptedStore {
             inner,
@@ -198,7 +219,7 @@ impl EncryptedStore {
         &self.fetched
     }
 
-    pub(crate) fn key(&self) -> &Key {
+    pub(crate) fn key(&self) -> &StoreKey {
         &self.key
     }
 
@@ -289,7 +310,8 @@ impl EncryptedStore {
     }
 
     fn sealer(&self, path: &Path) -> Result<SegmentSealer> {
-        SegmentSealer::new(&self.key, self.layout.segment_size(), &self.aad(path))
+        self.key
+            .sealer(self.layout.segment_size(), &self.aad(path))
             .map_err(store_error)
     }
 
@@ -307,8 +329,37 @@ impl EncryptedStore {
 }
 
 /// The layout of streams of `segment_size` under `key`.
-fn layout_of(key: &Key, segment_size: u32) -> Result<Layout, cipherio::Error> {
-    Ok(SegmentSealer::new(key, segment_size, b"")?.layout())
+fn layout_of(key: &StoreKey, segment_size: u32) -> Result<Layout, cipherio::Error> {
+    Ok(key.sealer(segment_size, b"")?.layout())
+}
+
+/// The key a store seals under, which names the format of its objects.
+#[derive(Clone, Debug)]
+pub(crate) enum StoreKey {
+    Native(Key),
+    Cobblestone(CobblestoneKey),
+}
+
+impl StoreKey {
+    /// A new stream of `segment_size`-byte segments.
+    fn sealer(&self, segment_size: u32, aad: &[u8]) -> Result<SegmentSealer, cipherio::Error> {
+        match self {
+            StoreKey::Native(k) => SegmentSealer::new(k, segment_size, aad),
+            StoreKey::Cobblestone(k) => SegmentSealer::new(k, segment_size, aad),
+        }
+    }
+
+    /// The opener of the stream that `header` starts.
+    pub(crate) fn opener(
+        &self,
+        header: &[u8],
+        aad: &[u8],
+    ) -> Result<SegmentOpener, cipherio::Error> {
+        match self {
+            StoreKey::Native(k) => SegmentOpener::new(k, header, aad),
+            StoreKey::Cobblestone(k) => SegmentOpener::new(k, header, aad),
+        }
+    }
 }
 
 pub(crate) fn header_key() -> Attribute {

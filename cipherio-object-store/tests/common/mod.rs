@@ -4,11 +4,16 @@
 
 use std::io::Read;
 
-use cipherio::{Algorithm, CipherReader, Key};
+use cipherio::cobblestone::{CobblestoneKey, Instantiation};
+use cipherio::{Algorithm, CipherReader, Key, StreamKey};
 use object_store::ObjectStore;
 
 pub fn key() -> Key {
     Key::new(Algorithm::Aes256Gcm, &[0x42; 32]).unwrap()
+}
+
+pub fn cobblestone_key() -> CobblestoneKey {
+    CobblestoneKey::new(Instantiation::Cobblestone256, &[0x42; 32]).unwrap()
 }
 
 /// `len` bytes that differ with `seed` and with position.
@@ -26,7 +31,7 @@ pub fn data(len: usize, seed: u64) -> Vec<u8> {
 
 /// What `CipherReader` makes of `stream` stored at `path` (the path bound
 /// as associated data): the plaintext, or its cipherio error.
-pub fn reader(key: &Key, path: &str, stream: &[u8]) -> Result<Vec<u8>, cipherio::Error> {
+pub fn reader(key: &impl StreamKey, path: &str, stream: &[u8]) -> Result<Vec<u8>, cipherio::Error> {
     let mut r = CipherReader::builder(key)
         .associated_data(path.as_bytes())
         .build(stream);
