@@ -31,7 +31,9 @@ pub(crate) const HEADER_ATTRIBUTE: &str = "cipherio-header";
 /// as one cipherio stream (its 53-byte header, then sealed segments, as
 /// [`cipherio::CipherWriter`] writes it), and every read returns
 /// authenticated plaintext, so any `object_store` consumer works
-/// unchanged.
+/// unchanged. [`cobblestone`](Self::cobblestone) stores Cobblestone
+/// streams instead (the 56-byte salt and key commitment, then 16 KiB
+/// chunks), read and sized by the same rules.
 ///
 /// - **Reads.** A whole `get` is one GET, opened segment by segment as it
 ///   streams. A ranged `get` maps the plaintext range to the segments
