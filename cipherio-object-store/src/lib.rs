@@ -9,7 +9,7 @@ mod store;
 mod upload;
 
 pub use parallel::{
-    PartDone, PartSpec, PlanSource, Source, UploadOptions, UploadPlan, complete_plan,
+    PartDone, PartSpec, PlanSource, Source, UploadKey, UploadOptions, UploadPlan, complete_plan,
     complete_plan_checked, create_plan, upload_parallel, upload_share,
 };
 pub use store::EncryptedStore;

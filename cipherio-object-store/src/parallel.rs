@@ -6,8 +6,9 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use cipherio::cobblestone::{CHUNK_SIZE, CobblestoneKey, Instantiation};
 use cipherio::segments::{Layout, PartLimits, SegmentSealer};
-use cipherio::{Algorithm, Key, ReadAt};
+use cipherio::{Algorithm, Key, ReadAt, StreamKey};
 use hkdf::Hkdf;
 use hmac::{Hmac, KeyInit, Mac};
 use object_store::multipart::{MultipartStore, PartId};
@@ -217,15 +218,35 @@ fn parts_of(layout: Layout, plaintext_len: u64, part_size: u64) -> Result<Vec<Pa
         .collect()
 }
 
+/// A key an upload seals under: a native [`Key`], or a [`CobblestoneKey`]
+/// for a Cobblestone object (with [`UploadOptions::segment_size`] set to
+/// its chunk size, [`CHUNK_SIZE`]).
+pub trait UploadKey: StreamKey + Clone + Send + Sync + 'static {
+    /// The key's bytes, from which the keys of the plan's MACs are derived.
+    fn key_bytes(&self) -> &[u8];
+}
+
+impl UploadKey for Key {
+    fn key_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl UploadKey for CobblestoneKey {
+    fn key_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
 /// The HKDF info of the key of a plan's MAC.
 const PLAN_MAC: &[u8] = b"cipherio-object-store upload plan MAC";
 /// The HKDF info of the key of a part's plaintext MAC.
 const PLAINTEXT_MAC: &[u8] = b"cipherio-object-store part plaintext MAC";
 
 /// An HMAC-SHA256 under a key derived from the upload's key for `info`.
-fn mac(key: &Key, info: &[u8]) -> Hmac<Sha256> {
+fn mac(key: &impl UploadKey, info: &[u8]) -> Hmac<Sha256> {
     let mut okm = Zeroizing::new([0; 32]);
-    Hkdf::<Sha256>::new(None, key.as_bytes())
+    Hkdf::<Sha256>::new(None, key.key_bytes())
         .expand(info, &mut *okm)
         .unwrap_or_else(|_| unreachable!("32 bytes of HKDF-SHA256 output"));
     <Hmac<Sha256> as KeyInit>::new_from_slice(&*okm)
@@ -233,7 +254,7 @@ fn mac(key: &Key, info: &[u8]) -> Hmac<Sha256> {
 }
 
 /// Fills in each part's plaintext MAC, reading `source` a MiB at a time.
-fn mac_parts(parts: &mut [PartSpec], key: &Key, source: &dyn ReadAt) -> Result<()> {
+fn mac_parts(parts: &mut [PartSpec], key: &impl UploadKey, source: &dyn ReadAt) -> Result<()> {
     let mut buf = Zeroizing::new(vec![0; 1 << 20]);
     for part in parts {
         let mut mac = mac(key, PLAINTEXT_MAC);
@@ -264,7 +285,7 @@ impl UploadPlan {
 
     /// The MAC of every field but `mac`: over their JSON, which serde
     /// writes the same for the same values.
-    fn mac_of(&self, key: &Key) -> Result<Hmac<Sha256>> {
+    fn mac_of(&self, key: &impl UploadKey) -> Result<Hmac<Sha256>> {
         let fields = serde_json::to_vec(&UploadPlan {
             mac: String::new(),
             ..self.clone()
@@ -278,7 +299,7 @@ impl UploadPlan {
     /// The sealer of a plan that authenticates under `key` and whose
     /// parts are the layout's for its length and part size; else an
     /// error, before anything is sealed.
-    fn sealer(&self, key: &Key) -> Result<SegmentSealer> {
+    fn sealer(&self, key: &impl UploadKey) -> Result<SegmentSealer> {
         let mac = hex::decode(&self.mac).unwrap_or_default();
         if self.mac_of(key)?.verify_slice(&mac).is_err() {
             return Err(generic(
@@ -301,9 +322,22 @@ impl UploadPlan {
             .iter()
             .find_map(|&alg| {
                 let any = Key::new(alg, &vec![0; alg.key_len()]).ok()?;
-                SegmentSealer::from_header(&any, &header, self.aad()).ok()
+                Some(
+                    SegmentSealer::from_header(&any, &header, self.aad())
+                        .ok()?
+                        .layout(),
+                )
             })
-            .map(|sealer| sealer.layout())
+            .or_else(|| {
+                // A Cobblestone header (salt and key commitment) names no
+                // algorithm and opens under its key only: the layout is
+                // the format's, told by the header's length.
+                let any = CobblestoneKey::try_generate(Instantiation::Cobblestone128).ok()?;
+                let layout = SegmentSealer::new(&any, CHUNK_SIZE as u32, b"")
+                    .ok()?
+                    .layout();
+                (header.len() as u64 == layout.header_len()).then_some(layout)
+            })
             .ok_or_else(|| generic("the upload plan's header is not a stream header"))
     }
 
@@ -345,7 +379,7 @@ impl UploadPlan {
 /// [`cipherio::segments::PlanError`] as its source).
 pub async fn create_plan(
     store: &dyn MultipartStore,
-    key: &Key,
+    key: &impl UploadKey,
     path: &Path,
     source: impl Into<PlanSource>,
     options: &UploadOptions,
@@ -442,7 +476,7 @@ pub async fn create_plan(
 /// parts not yet sent are then not sent.
 pub async fn upload_share(
     store: Arc<dyn MultipartStore>,
-    key: &Key,
+    key: &impl UploadKey,
     plan: &UploadPlan,
     share: &[u32],
     source: Source,
@@ -507,7 +541,7 @@ pub async fn upload_share(
 /// keeps the part's own bytes.
 fn seal_part(
     sealer: &SegmentSealer,
-    key: &Key,
+    key: &impl UploadKey,
     spec: &PartSpec,
     source: &dyn ReadAt,
 ) -> Result<PutPayload> {
@@ -596,7 +630,7 @@ pub async fn complete_plan(
 /// A plan that does not authenticate under `key`; as [`complete_plan`].
 pub async fn complete_plan_checked(
     store: &dyn MultipartStore,
-    key: &Key,
+    key: &impl UploadKey,
     plan: &UploadPlan,
     done: Vec<PartDone>,
 ) -> Result<PutResult> {
@@ -617,7 +651,7 @@ pub async fn complete_plan_checked(
 /// is then aborted.
 pub async fn upload_parallel(
     store: Arc<dyn MultipartStore>,
-    key: &Key,
+    key: &impl UploadKey,
     path: &Path,
     source: Source,
     options: &UploadOptions,

@@ -10,10 +10,15 @@ mod common;
 use std::sync::Arc;
 
 use cipherio::cobblestone::{CHUNK_SIZE, CobblestoneKey, Instantiation};
-use cipherio_object_store::{EncryptedStore, cipher_error};
+use cipherio::segments::PartLimits;
+use cipherio_object_store::{
+    EncryptedStore, Source, UploadOptions, cipher_error, complete_plan, create_plan,
+    upload_parallel, upload_share,
+};
 use common::{cobblestone_key, data, raw, reader};
 use futures::TryStreamExt;
 use object_store::memory::InMemory;
+use object_store::multipart::MultipartStore;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 
@@ -189,5 +194,60 @@ async fn a_read_reaching_the_end_opens_the_final_chunk() {
             .await
             .unwrap_err();
         assert!(unauthentic(&e), "{r:?}: {e}");
+    }
+}
+
+/// Parallel uploads of Cobblestone objects, by one call and by a plan
+/// shared by workers and completed without the key: the stored bytes are
+/// Cobblestone's and read back through the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_uploads_of_cobblestone_objects_read_back() {
+    let inner = Arc::new(InMemory::new());
+    let mp: Arc<dyn MultipartStore> = inner.clone();
+    let s = store(inner.clone());
+    let options = UploadOptions {
+        segment_size: CHUNK as u32,
+        part_size: 3 * CHUNK as u64,
+        limits: PartLimits::new(2 * CHUNK as u64, 10 * CHUNK as u64, 1000),
+        workers: 2,
+        ..UploadOptions::default()
+    };
+    for len in [0, 1, CHUNK, 3 * CHUNK, 7 * CHUNK + 5, 9 * CHUNK] {
+        let pt = data(len, 5);
+        let source: Source = Arc::new(pt.clone());
+        let path = Path::from(format!("parallel/{len}"));
+        upload_parallel(
+            mp.clone(),
+            &cobblestone_key(),
+            &path,
+            source.clone(),
+            &options,
+        )
+        .await
+        .unwrap();
+        let planned = Path::from(format!("planned/{len}"));
+        let plan = create_plan(&*mp, &cobblestone_key(), &planned, source.clone(), &options)
+            .await
+            .unwrap();
+        let mut done = Vec::new();
+        for worker in 0..2 {
+            let share = common::share(&plan, worker, 2);
+            let key = cobblestone_key();
+            done.extend(
+                upload_share(mp.clone(), &key, &plan, &share, source.clone(), 2)
+                    .await
+                    .unwrap(),
+            );
+        }
+        complete_plan(&*mp, &plan, done).await.unwrap();
+        for p in [&path, &planned] {
+            let stored = raw(inner.as_ref(), p).await;
+            assert_eq!(
+                reader(&cobblestone_key(), p.as_ref(), &stored).unwrap(),
+                pt,
+                "{p}"
+            );
+            assert_eq!(s.get(p).await.unwrap().bytes().await.unwrap(), pt, "{p}");
+        }
     }
 }
