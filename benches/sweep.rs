@@ -48,6 +48,10 @@
 //! the unauthenticated keystream adapters (`cipherio::hazmat`) against
 //! the raw cipher over the same bytes: see `sweep/keystream.rs`.
 //!
+//! `cobblestone128-<encrypt|decrypt>` rows time Cobblestone-128 (16 KiB
+//! chunks) on one thread against the raw AES-128-GCM in 16 KiB messages,
+//! the `cobblestone` crate and `threads(2)`: see `sweep/cobblestone.rs`.
+//!
 //! Criterion keeps each stream estimate in
 //! `<criterion dir>/<group>/stream/<size>/new/estimates.json`.
 //!
@@ -68,6 +72,7 @@
 //! | `CIPHERIO_BENCH_PAIRS_OUT` | file to write the paired samples into (one row per sample and reference) |
 //! | `CIPHERIO_BENCH_KEYSTREAM` | with `--features hazmat`: buffer sizes of the keystream adapters' rows (8 KiB, 64 KiB; empty: none; see `keystream.rs`) |
 //! | `CIPHERIO_BENCH_KEYSTREAM_CIPHERS` | their ciphers (`aes128ctr,chacha20`) |
+//! | `CIPHERIO_BENCH_COBBLESTONE` | `0` or empty: no Cobblestone-128 rows (see `cobblestone.rs`) |
 //! | `CIPHERIO_BENCH_PROBE_MS` | instead of the sweep, only encrypt and decrypt 64 KiB-buffer streams of each algorithm for this long (the driver samples it with `perf` to see which AES/GHASH routines run) |
 //!
 //! On stderr, a line `cipherio-bench: point <group> <x>` as each point
@@ -89,6 +94,9 @@ use inout::InOutBuf;
 #[cfg(feature = "hazmat")]
 #[path = "sweep/keystream.rs"]
 mod keystream;
+
+#[path = "sweep/cobblestone.rs"]
+mod cobblestone128;
 
 const TAG: usize = 16;
 const KIB: usize = 1024;
@@ -1064,11 +1072,10 @@ fn main() {
         .configure_from_args();
     let mut pairs = Pairs::default();
     sweep(&mut c, &cfg, &mut pairs);
+    let mut flip = cfg.raw_first;
     #[cfg(feature = "hazmat")]
-    {
-        let mut flip = cfg.raw_first;
-        keystream::sweep(&mut c, &cfg, &mut pairs, &mut flip);
-    }
+    keystream::sweep(&mut c, &cfg, &mut pairs, &mut flip);
+    cobblestone128::sweep(&mut c, &cfg, &mut pairs, &mut flip);
     c.final_summary();
     if let Some(path) = var("CIPHERIO_BENCH_PAIRS_OUT") {
         pairs.write(&path);

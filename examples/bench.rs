@@ -37,7 +37,10 @@
 //! The sweep is built with `--features tokio,hazmat`: the RustCrypto
 //! builds also time the keystream adapters (`cipherio::hazmat`,
 //! AES-128-CTR and ChaCha20 at 8 and 64 KiB) against the raw cipher, in
-//! their own table (`bench/keystream.rs`).
+//! their own table (`bench/keystream.rs`). The default build and AWS-LC
+//! at its best tier also time Cobblestone-128 against the raw
+//! AES-128-GCM, the `cobblestone` crate and `threads(2)`
+//! (`bench/cobblestone.rs`).
 //!
 //! Output: `target/bench-report/report.md` (also printed),
 //! `target/bench-report/throughput.svg`, and each round's criterion log in
@@ -51,6 +54,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 // Not examples/keystream.rs: cargo would take that for an example.
+#[path = "bench/cobblestone.rs"]
+mod cobblestone;
 #[path = "bench/keystream.rs"]
 mod keystream;
 
@@ -359,6 +364,9 @@ enum Sweep {
     /// `Alg::Aes128` stands for AES-128-CTR, `Alg::ChaCha` for ChaCha20,
     /// the direction is `write` or `read` (see `keystream.rs`).
     Keystream,
+    /// Cobblestone-128 at its 16 KiB chunk (`Alg::Aes128`, direction
+    /// `encrypt` or `decrypt`; see `cobblestone.rs`).
+    Cobblestone,
 }
 
 /// One round's figures for one point.
@@ -685,6 +693,10 @@ impl Driver {
                 "CIPHERIO_BENCH_KEYSTREAM_CIPHERS",
                 keystream::ciphers(r).join(","),
             )
+            .env(
+                "CIPHERIO_BENCH_COBBLESTONE",
+                if cobblestone::runs(r) { "1" } else { "0" },
+            )
             .env("CIPHERIO_BENCH_BACKEND_OUT", dir.join("backends.txt"))
             .env(
                 "CIPHERIO_BENCH_PAIRS_OUT",
@@ -706,6 +718,7 @@ impl Driver {
         let m = &self.mode;
         r.algs.len() * (m.dirs.len() * m.sizes.len() + CHUNK_DIRS.len() * m.chunks.len())
             + keystream::points(m, r)
+            + cobblestone::points(r)
     }
 
     /// Samples a run's streams with `perf record` (the bench's probe mode:
@@ -857,6 +870,17 @@ impl Driver {
                     results.entry(key).or_default().push(point(&group, s)?);
                 }
             }
+        }
+        for dir_name in cobblestone::DIRS.iter().filter(|_| cobblestone::runs(r)) {
+            let (group, x) = (format!("cobblestone128-{dir_name}"), cobblestone::CHUNK);
+            let key = (
+                r.name.clone(),
+                Alg::Aes128,
+                *dir_name,
+                Sweep::Cobblestone,
+                x,
+            );
+            results.entry(key).or_default().push(point(&group, x)?);
         }
         Ok(reported)
     }
@@ -1447,6 +1471,7 @@ fn report(
     }
 
     keystream::report(&mut o, mode, ran, results);
+    cobblestone::report(&mut o, mode, ran, results);
 
     // The aws-lc provider's targets: AES-128-GCM with it against
     // aws-lc-rs's own one-shot AEAD.
