@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 mod cache;
+mod kek;
 mod parallel;
 mod read;
 mod store;
@@ -12,6 +13,7 @@ pub use parallel::{
     PartDone, PartSpec, PlanSource, Source, UploadKey, UploadOptions, UploadPlan, complete_plan,
     complete_plan_checked, create_plan, upload_parallel, upload_share,
 };
+pub use kek::KeyEncryptionKey;
 pub use store::EncryptedStore;
 pub use upload::EncryptedUpload;
 
