@@ -4,16 +4,17 @@
 
 mod cache;
 mod kek;
+mod keyring;
 mod parallel;
 mod read;
 mod store;
 mod upload;
 
+pub use kek::{KeyEncryptionKey, Keyring, KeyringError, LocalKek, keyring_error};
 pub use parallel::{
     PartDone, PartSpec, PlanSource, Source, UploadKey, UploadOptions, UploadPlan, complete_plan,
     complete_plan_checked, create_plan, upload_parallel, upload_share,
 };
-pub use kek::KeyEncryptionKey;
 pub use store::EncryptedStore;
 pub use upload::EncryptedUpload;
 

@@ -85,10 +85,7 @@ impl EncryptedStore {
                 None => break,
             }
         }
-        let opener = self
-            .key()
-            .opener(&buf, &self.aad(location))
-            .map_err(store_error)?;
+        let opener = self.opener(location, &buf).await?;
         let pinned = Pinned {
             e_tag: response.meta.e_tag.clone(),
             version: response.meta.version.clone(),
@@ -196,10 +193,7 @@ impl EncryptedStore {
             };
             self.ranged_get(location, opts).await?.1
         };
-        let opener = self
-            .key()
-            .opener(&header, &self.aad(location))
-            .map_err(store_error)?;
+        let opener = self.opener(location, &header).await?;
         let same_layout = opener.layout() == layout;
         let pinned = Pinned {
             e_tag: response.meta.e_tag.clone(),
@@ -326,8 +320,8 @@ impl EncryptedStore {
             bytes.extend_from_slice(&chunk);
             if unchecked && bytes.len() >= header_len {
                 unchecked = false;
-                let opener = self.key().opener(&bytes[..header_len], &self.aad(location));
-                if opener.is_ok_and(|o| o.layout().plaintext_len(size).is_none()) {
+                let layout = self.header_layout(location, &bytes[..header_len]);
+                if layout.is_some_and(|l| l.plaintext_len(size).is_none()) {
                     return Err(impossible());
                 }
             }

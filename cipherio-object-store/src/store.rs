@@ -19,7 +19,9 @@ use object_store::{
 };
 use zeroize::Zeroizing;
 
-use crate::cache::HeaderCache;
+use crate::cache::{HeaderCache, KeyCache};
+use crate::kek::Keyring;
+use crate::keyring::{DATA_KEY, DEFAULT_KEY_TTL, DEFAULT_KEYS, Records, is_record};
 use crate::upload::EncryptedUpload;
 use crate::{generic, store_error};
 
@@ -92,6 +94,8 @@ pub struct EncryptedStore {
     header_attribute: AtomicBool,
     part_size: u64,
     pub(crate) cache: Arc<HeaderCache>,
+    /// Unwrapped data keys, for a store with a keyring.
+    pub(crate) keys: Arc<KeyCache>,
     gets: AtomicU64,
     fetched: Arc<AtomicU64>,
 }
@@ -132,7 +136,7 @@ impl EncryptedStore {
         Self::keyed(inner, StoreKey::Cobblestone(key), CHUNK_SIZE as u32)
     }
 
-    fn keyed(inner: Arc<dyn ObjectStore>, key: StoreKey, segment_size: u32) -> Self {
+    pub(crate) fn keyed(inner: Arc<dyn ObjectStore>, key: StoreKey, segment_size: u32) -> Self {
         let layout = layout_of(&key, segment_size)
             .unwrap_or_else(|e| panic!("no layout for the default segment size: {e}"));
         EncryptedStore {
@@ -143,6 +147,7 @@ impl EncryptedStore {
             header_attribute: AtomicBool::new(true),
             part_size: DEFAULT_PART_SIZE,
             cache: Arc::new(HeaderCache::new(DEFAULT_CACHE)),
+            keys: Arc::new(KeyCache::new(DEFAULT_KEYS, DEFAULT_KEY_TTL)),
             gets: AtomicU64::new(0),
             fetched: Arc::new(AtomicU64::new(0)),
         }
@@ -258,7 +263,10 @@ impl EncryptedStore {
         list: BoxStream<'static, Result<ObjectMeta>>,
     ) -> BoxStream<'static, Result<ObjectMeta>> {
         let (cache, layout) = (Arc::clone(&self.cache), self.layout);
-        list.map_ok(move |m| listed_meta(&cache, layout, m)).boxed()
+        let keyed = self.keyring().is_some();
+        list.try_filter(move |m| futures::future::ready(!(keyed && is_record(&m.location))))
+            .map_ok(move |m| listed_meta(&cache, layout, m))
+            .boxed()
     }
 
     /// A copy or rename of `path` onto itself: the object stays as it
@@ -311,15 +319,63 @@ impl EncryptedStore {
         }
     }
 
-    fn sealer(&self, path: &Path) -> Result<SegmentSealer> {
-        self.key
+    /// The keyring, for a store that has one.
+    pub(crate) fn keyring(&self) -> Option<&Keyring> {
+        match &self.key {
+            StoreKey::Keyring(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// A new stream for the object at `path`; through a keyring, under a
+    /// fresh data key whose record is stored first (the records of the
+    /// write come with it).
+    async fn new_stream(&self, path: &Path) -> Result<(SegmentSealer, Option<Records>)> {
+        if let Some(keyring) = self.keyring() {
+            let (sealer, records) = self.keyed_stream(keyring, path).await?;
+            return Ok((sealer, Some(records)));
+        }
+        let sealer = self
+            .key
             .sealer(self.layout.segment_size(), &self.aad(path))
-            .map_err(store_error)
+            .map_err(store_error)?;
+        Ok((sealer, None))
+    }
+
+    /// The opener of the stream that `header` starts (or whose first
+    /// bytes it holds) at `path`; through a keyring, under the object's
+    /// data key.
+    pub(crate) async fn opener(&self, path: &Path, header: &[u8]) -> Result<SegmentOpener> {
+        let aad = self.aad(path);
+        match &self.key {
+            StoreKey::Keyring(keyring) => {
+                let header = &header[..header.len().min(self.layout.header_len() as usize)];
+                let key = self.data_key(keyring, path, header).await?;
+                SegmentOpener::new(&key, header, &aad)
+            }
+            key => key.opener(header, &aad),
+        }
+        .map_err(store_error)
+    }
+
+    /// The layout of the stream `header` starts at `path`, where it can
+    /// be told without fetching anything more: from the header under the
+    /// store's key, or, through a keyring, the format's.
+    pub(crate) fn header_layout(&self, path: &Path, header: &[u8]) -> Option<Layout> {
+        match &self.key {
+            StoreKey::Keyring(_) => Some(self.layout),
+            key => key.opener(header, &self.aad(path)).ok().map(|o| o.layout()),
+        }
+    }
+
+    /// Whether copies and renames go through the client: with the path
+    /// bound, or with a keyring (whose records bind the path).
+    fn moves_through_client(&self) -> bool {
+        self.bind_path || self.keyring().is_some()
     }
 
     /// The ciphertext of a whole object: header and segments.
-    fn seal_all(&self, path: &Path, payload: &PutPayload) -> Result<Vec<u8>> {
-        let sealer = self.sealer(path)?;
+    fn seal_all(sealer: &SegmentSealer, payload: &PutPayload) -> Result<Vec<u8>> {
         let mut plaintext = Zeroizing::new(Vec::with_capacity(payload.content_length()));
         payload.iter().for_each(|b| plaintext.extend_from_slice(b));
         let mut out = sealer.header().to_vec();
@@ -340,26 +396,31 @@ fn layout_of(key: &StoreKey, segment_size: u32) -> Result<Layout, cipherio::Erro
 pub(crate) enum StoreKey {
     Native(Key),
     Cobblestone(CobblestoneKey),
+    /// Each object under its own data key, which the keyring wraps.
+    Keyring(Keyring),
 }
 
 impl StoreKey {
-    /// A new stream of `segment_size`-byte segments.
+    /// A new stream of `segment_size`-byte segments; through a keyring,
+    /// under a fresh data key of which no record is kept (for its layout
+    /// only: [`EncryptedStore::new_stream`] makes the keyed streams).
     fn sealer(&self, segment_size: u32, aad: &[u8]) -> Result<SegmentSealer, cipherio::Error> {
         match self {
             StoreKey::Native(k) => SegmentSealer::new(k, segment_size, aad),
             StoreKey::Cobblestone(k) => SegmentSealer::new(k, segment_size, aad),
+            StoreKey::Keyring(_) => {
+                SegmentSealer::new(&CobblestoneKey::try_generate(DATA_KEY)?, segment_size, aad)
+            }
         }
     }
 
-    /// The opener of the stream that `header` starts.
-    pub(crate) fn opener(
-        &self,
-        header: &[u8],
-        aad: &[u8],
-    ) -> Result<SegmentOpener, cipherio::Error> {
+    /// The opener of the stream that `header` starts under this key; a
+    /// keyring opens none by itself ([`EncryptedStore::opener`] does).
+    fn opener(&self, header: &[u8], aad: &[u8]) -> Result<SegmentOpener, cipherio::Error> {
         match self {
             StoreKey::Native(k) => SegmentOpener::new(k, header, aad),
             StoreKey::Cobblestone(k) => SegmentOpener::new(k, header, aad),
+            StoreKey::Keyring(_) => Err(cipherio::Error::Authentication),
         }
     }
 }
@@ -406,19 +467,25 @@ impl ObjectStore for EncryptedStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
-        let sealed = PutPayload::from(self.seal_all(location, &payload)?);
-        let header = &sealed.as_ref()[0][..self.layout.header_len() as usize];
+        let (sealer, records) = self.new_stream(location).await?;
+        let sealed = PutPayload::from(Self::seal_all(&sealer, &payload)?);
         let result = self
-            .try_with_header(&opts.attributes, header, |attributes| {
+            .try_with_header(&opts.attributes, sealer.header(), |attributes| {
                 let opts = PutOptions {
                     attributes,
                     ..opts.clone()
                 };
                 self.inner.put_opts(location, sealed.clone(), opts)
             })
-            .await?;
+            .await;
         self.cache.remove(location);
-        Ok(result)
+        if let Some(records) = records {
+            match &result {
+                Ok(_) => records.written().await,
+                Err(e) => records.refused(e).await,
+            }
+        }
+        result
     }
 
     async fn put_multipart_opts(
@@ -426,7 +493,7 @@ impl ObjectStore for EncryptedStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
-        let sealer = self.sealer(location)?;
+        let (sealer, records) = self.new_stream(location).await?;
         let inner = self
             .try_with_header(&opts.attributes, sealer.header(), |attributes| {
                 let opts = PutMultipartOptions {
@@ -441,6 +508,7 @@ impl ObjectStore for EncryptedStore {
             inner,
             sealer,
             self.part_size,
+            records,
         )))
     }
 
@@ -468,7 +536,14 @@ impl ObjectStore for EncryptedStore {
                 }
             })
             .boxed();
-        self.inner.delete_stream(locations)
+        if self.keyring().is_none() {
+            return self.inner.delete_stream(locations);
+        }
+        // Each object, then its key record.
+        let (inner, header_len) = (Arc::clone(&self.inner), self.layout.header_len());
+        locations
+            .and_then(move |p| Self::delete_keyed(Arc::clone(&inner), header_len, p))
+            .boxed()
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
@@ -485,9 +560,11 @@ impl ObjectStore for EncryptedStore {
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
         let mut list = self.inner.list_with_delimiter(prefix).await?;
+        let keyed = self.keyring().is_some();
         list.objects = list
             .objects
             .into_iter()
+            .filter(|m| !(keyed && is_record(&m.location)))
             .map(|m| listed_meta(&self.cache, self.layout, m))
             .collect();
         Ok(list)
@@ -499,7 +576,7 @@ impl ObjectStore for EncryptedStore {
                 .onto_itself(from, matches!(options.mode, CopyMode::Create))
                 .await;
         }
-        if !self.bind_path {
+        if !self.moves_through_client() {
             return self.inner.copy_opts(from, to, options).await;
         }
         // The name is in every segment's tag: the copy is a new stream
@@ -556,7 +633,7 @@ impl ObjectStore for EncryptedStore {
         if from == to {
             return self.onto_itself(from, create).await;
         }
-        if !self.bind_path {
+        if !self.moves_through_client() {
             self.cache.remove(from);
             return self.inner.rename_opts(from, to, options).await;
         }

@@ -9,6 +9,7 @@ use cipherio::segments::SegmentSealer;
 use object_store::{MultipartUpload, PutPayload, PutResult, Result, UploadPart};
 use zeroize::Zeroizing;
 
+use crate::keyring::Records;
 use crate::{generic, store_error};
 
 /// The [`MultipartUpload`] that [`EncryptedStore`](crate::EncryptedStore)'s
@@ -49,6 +50,10 @@ pub struct EncryptedUpload {
     finished: bool,
     /// A sealed part failed to send, or the upload was aborted.
     spoiled: Arc<AtomicBool>,
+    /// Through a keyring: the key records of the write.
+    records: Option<Records>,
+    /// The inner upload completed.
+    completed: bool,
 }
 
 impl EncryptedUpload {
@@ -58,6 +63,7 @@ impl EncryptedUpload {
         inner: Box<dyn MultipartUpload>,
         sealer: SegmentSealer,
         part_size: u64,
+        records: Option<Records>,
     ) -> Self {
         EncryptedUpload {
             inner,
@@ -68,6 +74,8 @@ impl EncryptedUpload {
             part_size: usize::try_from(part_size.max(1)).unwrap_or(usize::MAX),
             finished: false,
             spoiled: Arc::new(AtomicBool::new(false)),
+            records,
+            completed: false,
         }
     }
 
@@ -151,12 +159,20 @@ impl MultipartUpload for EncryptedUpload {
             self.finished = true;
             self.send(true).await?;
         }
-        self.inner.complete().await
+        let done = self.inner.complete().await?;
+        self.completed = true;
+        if let Some(records) = &self.records {
+            records.written().await;
+        }
+        Ok(done)
     }
 
     async fn abort(&mut self) -> Result<()> {
         self.pending.clear();
         self.spoiled.store(true, Ordering::Relaxed);
+        if let Some(records) = self.records.as_ref().filter(|_| !self.completed) {
+            records.aborted().await;
+        }
         self.inner.abort().await
     }
 }

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -58,6 +58,8 @@ pub struct Faulty<T> {
     pub gets: AtomicUsize,
     in_flight: AtomicUsize,
     pub most_in_flight: AtomicUsize,
+    /// Bytes sent by single PUTs and received from GETs so far.
+    pub traffic: Arc<AtomicU64>,
 }
 
 /// The faults not yet spent, shared with the uploads begun.
@@ -97,6 +99,7 @@ impl<T> Faulty<T> {
             gets: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
             most_in_flight: AtomicUsize::new(0),
+            traffic: Arc::default(),
         }
     }
 
@@ -124,7 +127,12 @@ impl<T: ObjectStore> ObjectStore for Faulty<T> {
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
-        self.sent.record(0, &bytes_of(&payload));
+        self.traffic
+            .fetch_add(payload.content_length() as u64, Ordering::SeqCst);
+        // A key record is no stream: its bytes name no segment.
+        if !location.as_ref().contains(".cipherio-key.") {
+            self.sent.record(0, &bytes_of(&payload));
+        }
         self.inner.put_opts(location, payload, opts).await
     }
 
@@ -159,7 +167,7 @@ impl<T: ObjectStore> ObjectStore for Faulty<T> {
                 .await?;
         }
         let Some(fault) = self.take(|f| matches!(f, Fault::Short(_) | Fault::Long(_))) else {
-            return Ok(answer);
+            return Ok(counted(answer, Arc::clone(&self.traffic)));
         };
         let GetResult {
             meta,
@@ -213,6 +221,24 @@ impl<T: ObjectStore> ObjectStore for Faulty<T> {
 
     async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
         self.inner.rename_opts(from, to, options).await
+    }
+}
+
+/// `answer`, its bytes counted into `traffic` as they are received.
+fn counted(answer: GetResult, traffic: Arc<AtomicU64>) -> GetResult {
+    let (meta, range) = (answer.meta.clone(), answer.range.clone());
+    let (attributes, extensions) = (answer.attributes.clone(), answer.extensions.clone());
+    let body = answer.into_stream().inspect(move |b| {
+        if let Ok(b) = b {
+            traffic.fetch_add(b.len() as u64, Ordering::SeqCst);
+        }
+    });
+    GetResult {
+        payload: GetResultPayload::Stream(body.boxed()),
+        meta,
+        range,
+        attributes,
+        extensions,
     }
 }
 

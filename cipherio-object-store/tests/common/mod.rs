@@ -47,6 +47,7 @@ pub fn reader(key: &impl StreamKey, path: &str, stream: &[u8]) -> Result<Vec<u8>
 }
 
 pub mod faults;
+pub mod keyring;
 pub mod moto;
 
 #[allow(unused_imports)]

@@ -1,0 +1,351 @@
+//! Objects under a keyring: each has its own data key, wrapped by a KEK
+//! and kept in a key record beside the object, named by the object's
+//! salt.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cipherio::cobblestone::{CHUNK_SIZE, CobblestoneKey, Instantiation};
+use cipherio::segments::{SegmentOpener, SegmentSealer};
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, Result};
+use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
+
+use crate::cache::KeyCache;
+use crate::kek::{Keyring, KeyringError};
+use crate::store::{EncryptedStore, StoreKey};
+use crate::{generic, store_error};
+
+/// What every object's data key is: a Cobblestone-256 input key, so that
+/// the stream under it commits to it.
+pub(crate) const DATA_KEY: Instantiation = Instantiation::Cobblestone256;
+/// What names a key record: the object's name, this, its salt (hex).
+const RECORD: &str = ".cipherio-key.";
+/// The bytes of a Cobblestone salt, the first of its header.
+const SALT: usize = 24;
+/// The key records' format version.
+const FORMAT: u32 = 1;
+/// The default number of unwrapped data keys cached, and for how long.
+pub(crate) const DEFAULT_KEYS: usize = 1024;
+pub(crate) const DEFAULT_KEY_TTL: Duration = Duration::from_secs(300);
+
+/// A key record: which KEK wrapped the data key, and the wrapped key.
+#[derive(Serialize, Deserialize)]
+struct Record {
+    version: u32,
+    kek: String,
+    /// Hex.
+    wrapped: String,
+}
+
+/// Where the key record of the stream `header` at `path` lives.
+fn record_path(path: &Path, header: &[u8]) -> Result<Path> {
+    let salt = header
+        .get(..SALT)
+        .ok_or_else(|| store_error(cipherio::Error::Truncated))?;
+    Ok(Path::parse(format!("{path}{RECORD}{}", hex::encode(salt)))?)
+}
+
+/// Whether `path` names a key record (which listings do not show).
+pub(crate) fn is_record(path: &Path) -> bool {
+    path.filename()
+        .and_then(|f| f.rsplit_once(RECORD))
+        .is_some_and(|(_, salt)| {
+            salt.len() == 2 * SALT && salt.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+}
+
+/// What a wrapped data key is bound to: the object's path, the KEK's id
+/// and the object's stream header (salt and key commitment), each
+/// length-prefixed.
+fn context(path: &Path, kek: &str, header: &[u8]) -> Vec<u8> {
+    let mut c = b"cipherio-object-store data key v1".to_vec();
+    for part in [path.as_ref().as_bytes(), kek.as_bytes(), header] {
+        c.extend_from_slice(&(part.len() as u64).to_be_bytes());
+        c.extend_from_slice(part);
+    }
+    c
+}
+
+/// The key records of a write: the new object's, and the one of the
+/// version it replaces.
+#[derive(Debug)]
+pub(crate) struct Records {
+    inner: Arc<dyn ObjectStore>,
+    new: Path,
+    stale: Option<Path>,
+}
+
+impl Records {
+    /// The object is written: the replaced version's record goes (if
+    /// that fails, it stays as an orphan, which nothing reads).
+    pub(crate) async fn written(&self) {
+        if let Some(stale) = &self.stale {
+            let _ = self.inner.delete(stale).await;
+        }
+    }
+
+    /// The object was not written, and the store said so for certain
+    /// (an error that may hide a write keeps the record): its record
+    /// goes.
+    pub(crate) async fn refused(&self, e: &object_store::Error) {
+        if matches!(
+            e,
+            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
+        ) {
+            let _ = self.inner.delete(&self.new).await;
+        }
+    }
+
+    /// The upload was aborted: the record of an object never written goes.
+    pub(crate) async fn aborted(&self) {
+        let _ = self.inner.delete(&self.new).await;
+    }
+}
+
+impl EncryptedStore {
+    /// Objects in `inner`, each under its own random data key, wrapped by
+    /// `keyring`'s primary KEK; otherwise as
+    /// [`cobblestone`](Self::cobblestone) (each object one Cobblestone-256
+    /// stream, the path bound).
+    ///
+    /// - **The data key** of each object is 32 fresh random bytes, the
+    ///   Cobblestone input key of its stream. The stream commits to it:
+    ///   its 56-byte header (salt and key commitment) opens under that
+    ///   key only, so a wrong or swapped key is refused before any chunk
+    ///   is opened, and one ciphertext never opens to two plaintexts.
+    /// - **The key record.** The wrapped key lives in a small object
+    ///   beside the data object, `<path>.cipherio-key.<salt>` (the salt
+    ///   of the object's header, hex): a JSON record of the format
+    ///   version, the KEK's id and the wrapped key. The wrap binds the
+    ///   key to the object's path, the KEK's id and the object's header,
+    ///   so a record moved to another object, or given another KEK id,
+    ///   fails to unwrap. Records work on any store (a file system keeps
+    ///   no attributes) and are left out of every listing; names of that
+    ///   shape are the store's own.
+    /// - **Consistency.** A record names the one version of the object
+    ///   whose salt it carries, and the key commitment in that version's
+    ///   header checks the key: neither `ETag` nor version pinning is
+    ///   needed. A `put` stores the new record first, then the object,
+    ///   then deletes the record of the version it replaced (read from
+    ///   that version's header, one ranged GET). A crash between the
+    ///   writes leaves the old object readable and an orphan record
+    ///   (never read; a store's refusal, as for a create-only `put` of an
+    ///   existing path, deletes it at once); a crash after the object
+    ///   leaves the replaced version's record as an orphan.
+    /// - **Copy, rename, delete.** `copy` and `rename` re-encrypt through
+    ///   the client under a new data key and record, whatever the path
+    ///   binding (the record binds the path); `delete` deletes the object,
+    ///   then its record.
+    /// - **Cost.** A `put` adds a ranged GET (the replaced version's
+    ///   header) and a PUT (the record); a read of an object whose data
+    ///   key is not cached adds a GET (the record) and an unwrap. Unwrapped
+    ///   keys are cached per (path, header): 1024 of them, for five
+    ///   minutes ([`with_key_cache`](Self::with_key_cache)).
+    /// - **Rotation and revocation**: [`rewrap`](Self::rewrap).
+    ///
+    /// # Panics
+    ///
+    /// If the system has no randomness (as [`CobblestoneKey::generate`]).
+    pub fn with_keyring(inner: Arc<dyn ObjectStore>, keyring: Keyring) -> Self {
+        Self::keyed(inner, StoreKey::Keyring(keyring), CHUNK_SIZE as u32)
+    }
+
+    /// Caches at most `entries` unwrapped data keys, each for at most
+    /// `ttl` (0 of either: none; every read of an object whose header is
+    /// not cached then unwraps its key). A key is wiped when it leaves
+    /// the cache.
+    #[must_use]
+    pub fn with_key_cache(mut self, entries: usize, ttl: Duration) -> Self {
+        self.keys = Arc::new(KeyCache::new(entries, ttl));
+        self
+    }
+
+    /// Moves the data key of the object at `location` to the keyring's
+    /// primary KEK, without moving its data: one ranged GET of its
+    /// 56-byte header, one GET of its key record, an unwrap by the KEK
+    /// the record names and a wrap by the primary, one PUT of the record
+    /// (well under 1 KiB whatever the object's size). Nothing is written
+    /// when the primary wraps it already. Afterwards a keyring without
+    /// the primary reads nothing of the object.
+    ///
+    /// **Revocation** is rewrap to a new KEK: rewrap every object, then
+    /// retire the old KEK (drop it from every keyring, destroy it in its
+    /// key service). What that does not undo: rewrap leaves the data key
+    /// as it was (the data is not re-encrypted), so an attacker who kept
+    /// an old record (the wrapped key) and can still use the old KEK, or
+    /// who kept the unwrapped data key, still decrypts this object's
+    /// data, the same ciphertext they could already reach. Objects
+    /// written afterwards have new data keys, out of their reach. To cut
+    /// such a holder off from an existing object, write it again (a new
+    /// data key). Data keys already unwrapped and cached by a running
+    /// store stay usable there until they expire.
+    ///
+    /// # Errors
+    ///
+    /// The store's (`NotFound` for no object); a store without a keyring;
+    /// [`KeyringError`] (see [`keyring_error`](crate::keyring_error)) for a
+    /// missing record, an unknown KEK or a key that does not unwrap; a
+    /// key that does not open the object's header
+    /// ([`cipherio::Error::Authentication`]).
+    pub async fn rewrap(&self, location: &Path) -> Result<()> {
+        let StoreKey::Keyring(keyring) = self.key() else {
+            return Err(generic("rewrap: this store has no keyring"));
+        };
+        let header = self.current_header(location).await?;
+        let (at, record) = self.record(location, &header).await?;
+        let primary = keyring.primary();
+        if record.kek == primary.id() {
+            return Ok(());
+        }
+        let key = self
+            .unwrap_record(keyring, location, &header, &record)
+            .await?;
+        SegmentOpener::new(&key, &header, &self.aad(location)).map_err(store_error)?;
+        let wrapped = primary
+            .wrap(key.as_bytes(), &context(location, primary.id(), &header))
+            .await?;
+        self.put_record(&at, primary.id(), &wrapped).await
+    }
+
+    /// A new stream for the object at `path` under a fresh data key,
+    /// whose record is stored before anything of the object.
+    pub(crate) async fn keyed_stream(
+        &self,
+        keyring: &Keyring,
+        path: &Path,
+    ) -> Result<(SegmentSealer, Records)> {
+        let stale = self
+            .current_header(path)
+            .await
+            .ok()
+            .and_then(|h| record_path(path, &h).ok());
+        let key = CobblestoneKey::try_generate(DATA_KEY).map_err(store_error)?;
+        let sealer = SegmentSealer::new(&key, self.layout().segment_size(), &self.aad(path))
+            .map_err(store_error)?;
+        let header = sealer.header();
+        let primary = keyring.primary();
+        let wrapped = primary
+            .wrap(key.as_bytes(), &context(path, primary.id(), header))
+            .await?;
+        let new = record_path(path, header)?;
+        self.put_record(&new, primary.id(), &wrapped).await?;
+        self.keys.insert(path, header, &key);
+        let stale = stale.filter(|s| s != &new);
+        let records = Records {
+            inner: Arc::clone(self.inner()),
+            new,
+            stale,
+        };
+        Ok((sealer, records))
+    }
+
+    /// The data key of the stream `header` at `path`: cached, else
+    /// unwrapped from its record.
+    pub(crate) async fn data_key(
+        &self,
+        keyring: &Keyring,
+        path: &Path,
+        header: &[u8],
+    ) -> Result<CobblestoneKey> {
+        if let Some(key) = self.keys.get(path, header) {
+            return Ok(key);
+        }
+        let (_, record) = self.record(path, header).await?;
+        let key = self.unwrap_record(keyring, path, header, &record).await?;
+        self.keys.insert(path, header, &key);
+        Ok(key)
+    }
+
+    async fn unwrap_record(
+        &self,
+        keyring: &Keyring,
+        path: &Path,
+        header: &[u8],
+        record: &Record,
+    ) -> Result<CobblestoneKey> {
+        let refused = || {
+            generic(KeyringError::Unwrap {
+                kek: record.kek.clone(),
+            })
+        };
+        let kek = keyring.find(&record.kek).map_err(generic)?;
+        let wrapped = hex::decode(&record.wrapped).map_err(|_| refused())?;
+        let bytes = Zeroizing::new(
+            kek.unwrap(&wrapped, &context(path, &record.kek, header))
+                .await?,
+        );
+        CobblestoneKey::new(DATA_KEY, &bytes).map_err(|_| refused())
+    }
+
+    /// The key record of the stream `header` at `path`, and where it is.
+    async fn record(&self, path: &Path, header: &[u8]) -> Result<(Path, Record)> {
+        let at = record_path(path, header)?;
+        let bytes = match self.inner_get(&at, GetOptions::default()).await {
+            Err(object_store::Error::NotFound { .. }) => {
+                return Err(generic(KeyringError::MissingRecord {
+                    path: path.to_string(),
+                }));
+            }
+            r => r?.bytes().await?,
+        };
+        self.received()
+            .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        let record = serde_json::from_slice::<Record>(&bytes)
+            .ok()
+            .filter(|r| r.version == FORMAT)
+            .ok_or_else(|| {
+                generic(KeyringError::BadRecord {
+                    path: path.to_string(),
+                })
+            })?;
+        Ok((at, record))
+    }
+
+    async fn put_record(&self, at: &Path, kek: &str, wrapped: &[u8]) -> Result<()> {
+        let record = Record {
+            version: FORMAT,
+            kek: kek.to_string(),
+            wrapped: hex::encode(wrapped),
+        };
+        let bytes = serde_json::to_vec(&record).map_err(generic)?;
+        self.inner().put(at, PutPayload::from(bytes)).await?;
+        Ok(())
+    }
+
+    /// The stream header of the object at `path` now: one ranged GET.
+    pub(crate) async fn current_header(&self, path: &Path) -> Result<Vec<u8>> {
+        let len = self.layout().header_len();
+        let opts = GetOptions {
+            range: Some(GetRange::Bounded(0..len)),
+            ..GetOptions::default()
+        };
+        let bytes = self.inner_get(path, opts).await?.bytes().await?;
+        self.received()
+            .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(bytes.to_vec())
+    }
+
+    /// Deletes the object at `path`, then its key record (which names
+    /// its header, read first).
+    pub(crate) async fn delete_keyed(
+        inner: Arc<dyn ObjectStore>,
+        header_len: u64,
+        path: Path,
+    ) -> Result<Path> {
+        let opts = GetOptions {
+            range: Some(GetRange::Bounded(0..header_len)),
+            ..GetOptions::default()
+        };
+        let header = match inner.get_opts(&path, opts).await {
+            Ok(r) => r.bytes().await.ok(),
+            Err(_) => None,
+        };
+        inner.delete(&path).await?;
+        if let Some(at) = header.and_then(|h| record_path(&path, &h).ok()) {
+            let _ = inner.delete(&at).await;
+        }
+        Ok(path)
+    }
+}
