@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use cipherio::cobblestone::{CHUNK_SIZE, CobblestoneKey, Instantiation};
 use cipherio::segments::{SegmentOpener, SegmentSealer};
+use object_store::multipart::MultipartStore;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, Result};
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,7 @@ use zeroize::Zeroizing;
 
 use crate::cache::KeyCache;
 use crate::kek::{Keyring, KeyringError};
+use crate::parallel::{PlanSource, UploadOptions, UploadPlan, WrappedKey, plan};
 use crate::store::{EncryptedStore, StoreKey};
 use crate::{generic, store_error};
 
@@ -30,13 +32,13 @@ const FORMAT: u32 = 1;
 pub(crate) const DEFAULT_KEYS: usize = 1024;
 pub(crate) const DEFAULT_KEY_TTL: Duration = Duration::from_secs(300);
 
-/// A key record: which KEK wrapped the data key, and the wrapped key.
+/// A key record: its format version, which KEK wrapped the data key,
+/// and the wrapped key.
 #[derive(Serialize, Deserialize)]
 struct Record {
     version: u32,
-    kek: String,
-    /// Hex.
-    wrapped: String,
+    #[serde(flatten)]
+    key: WrappedKey,
 }
 
 /// Where the key record of the stream `header` at `path` lives.
@@ -196,17 +198,13 @@ impl EncryptedStore {
         let header = self.current_header(location).await?;
         let (at, record) = self.record(location, &header).await?;
         let primary = keyring.primary();
-        if record.kek == primary.id() {
+        if record.key.kek == primary.id() {
             return Ok(());
         }
-        let key = self
-            .unwrap_record(keyring, location, &header, &record)
-            .await?;
+        let key = unwrap_key(keyring, location, &header, &record.key).await?;
         SegmentOpener::new(&key, &header, &self.aad(location)).map_err(store_error)?;
-        let wrapped = primary
-            .wrap(key.as_bytes(), &context(location, primary.id(), &header))
-            .await?;
-        self.put_record(&at, primary.id(), &wrapped).await
+        let wrapped = wrap_key(keyring, location, &header, &key).await?;
+        self.put_record(&at, wrapped).await
     }
 
     /// A new stream for the object at `path` under a fresh data key,
@@ -216,6 +214,17 @@ impl EncryptedStore {
         keyring: &Keyring,
         path: &Path,
     ) -> Result<(SegmentSealer, Records)> {
+        let (sealer, records, _) = self.keyed_stream_with(keyring, path).await?;
+        Ok((sealer, records))
+    }
+
+    /// [`keyed_stream`](Self::keyed_stream), and the data key with it,
+    /// plain and wrapped.
+    async fn keyed_stream_with(
+        &self,
+        keyring: &Keyring,
+        path: &Path,
+    ) -> Result<(SegmentSealer, Records, (CobblestoneKey, WrappedKey))> {
         let stale = self
             .current_header(path)
             .await
@@ -225,12 +234,9 @@ impl EncryptedStore {
         let sealer = SegmentSealer::new(&key, self.layout().segment_size(), &self.aad(path))
             .map_err(store_error)?;
         let header = sealer.header();
-        let primary = keyring.primary();
-        let wrapped = primary
-            .wrap(key.as_bytes(), &context(path, primary.id(), header))
-            .await?;
+        let wrapped = wrap_key(keyring, path, header, &key).await?;
         let new = record_path(path, header)?;
-        self.put_record(&new, primary.id(), &wrapped).await?;
+        self.put_record(&new, wrapped.clone()).await?;
         self.keys.insert(path, header, &key);
         let stale = stale.filter(|s| s != &new);
         let records = Records {
@@ -238,7 +244,53 @@ impl EncryptedStore {
             new,
             stale,
         };
-        Ok((sealer, records))
+        Ok((sealer, records, (key, wrapped)))
+    }
+
+    /// Plans a parallel upload to `path` of an object under a fresh data
+    /// key, as [`create_plan`](crate::create_plan) does under a key: the
+    /// object's key record is stored first (beside it in this store's
+    /// inner store, as for a `put`), and the plan carries the data key
+    /// wrapped by the keyring's primary KEK, its MACs keyed from the data
+    /// key. Workers take it to
+    /// [`upload_share_with_keyring`](crate::upload_share_with_keyring)
+    /// with a keyring that holds the KEK (and no other key); the
+    /// coordinator completes it with
+    /// [`complete_plan_with_keyring`](crate::complete_plan_with_keyring).
+    /// The segment size and the path binding are this store's (Cobblestone
+    /// chunks), whatever `options` says. The record of a version the
+    /// upload replaces stays, as an orphan.
+    ///
+    /// # Errors
+    ///
+    /// A store without a keyring; as [`create_plan`](crate::create_plan).
+    pub async fn create_plan(
+        &self,
+        multipart: &dyn MultipartStore,
+        path: &Path,
+        source: impl Into<PlanSource>,
+        options: &UploadOptions,
+    ) -> Result<UploadPlan> {
+        let Some(keyring) = self.keyring() else {
+            return Err(generic("create_plan: this store has no keyring"));
+        };
+        let (sealer, _, (key, wrapped)) = self.keyed_stream_with(keyring, path).await?;
+        let options = UploadOptions {
+            segment_size: self.layout().segment_size(),
+            bind_path: self.binds_path(),
+            ..options.clone()
+        };
+        let source = source.into();
+        plan(
+            multipart,
+            &key,
+            &sealer,
+            path,
+            source,
+            &options,
+            Some(wrapped),
+        )
+        .await
     }
 
     /// The data key of the stream `header` at `path`: cached, else
@@ -253,30 +305,9 @@ impl EncryptedStore {
             return Ok(key);
         }
         let (_, record) = self.record(path, header).await?;
-        let key = self.unwrap_record(keyring, path, header, &record).await?;
+        let key = unwrap_key(keyring, path, header, &record.key).await?;
         self.keys.insert(path, header, &key);
         Ok(key)
-    }
-
-    async fn unwrap_record(
-        &self,
-        keyring: &Keyring,
-        path: &Path,
-        header: &[u8],
-        record: &Record,
-    ) -> Result<CobblestoneKey> {
-        let refused = || {
-            generic(KeyringError::Unwrap {
-                kek: record.kek.clone(),
-            })
-        };
-        let kek = keyring.find(&record.kek).map_err(generic)?;
-        let wrapped = hex::decode(&record.wrapped).map_err(|_| refused())?;
-        let bytes = Zeroizing::new(
-            kek.unwrap(&wrapped, &context(path, &record.kek, header))
-                .await?,
-        );
-        CobblestoneKey::new(DATA_KEY, &bytes).map_err(|_| refused())
     }
 
     /// The key record of the stream `header` at `path`, and where it is.
@@ -303,11 +334,10 @@ impl EncryptedStore {
         Ok((at, record))
     }
 
-    async fn put_record(&self, at: &Path, kek: &str, wrapped: &[u8]) -> Result<()> {
+    async fn put_record(&self, at: &Path, key: WrappedKey) -> Result<()> {
         let record = Record {
             version: FORMAT,
-            kek: kek.to_string(),
-            wrapped: hex::encode(wrapped),
+            key,
         };
         let bytes = serde_json::to_vec(&record).map_err(generic)?;
         self.inner().put(at, PutPayload::from(bytes)).await?;
@@ -348,4 +378,95 @@ impl EncryptedStore {
         }
         Ok(path)
     }
+}
+
+/// `key`, the data key of the stream `header` at `path`, wrapped by the
+/// keyring's primary KEK.
+async fn wrap_key(
+    keyring: &Keyring,
+    path: &Path,
+    header: &[u8],
+    key: &CobblestoneKey,
+) -> Result<WrappedKey> {
+    let primary = keyring.primary();
+    let wrapped = primary
+        .wrap(key.as_bytes(), &context(path, primary.id(), header))
+        .await?;
+    Ok(WrappedKey {
+        kek: primary.id().to_string(),
+        wrapped: hex::encode(wrapped),
+    })
+}
+
+/// The data key of the stream `header` at `path`, unwrapped from
+/// `wrapped` by the keyring's KEK of that id.
+async fn unwrap_key(
+    keyring: &Keyring,
+    path: &Path,
+    header: &[u8],
+    wrapped: &WrappedKey,
+) -> Result<CobblestoneKey> {
+    let refused = || {
+        generic(KeyringError::Unwrap {
+            kek: wrapped.kek.clone(),
+        })
+    };
+    let kek = keyring.find(&wrapped.kek).map_err(generic)?;
+    let bytes = hex::decode(&wrapped.wrapped).map_err(|_| refused())?;
+    let key = Zeroizing::new(
+        kek.unwrap(&bytes, &context(path, &wrapped.kek, header))
+            .await?,
+    );
+    CobblestoneKey::new(DATA_KEY, &key).map_err(|_| refused())
+}
+
+/// The data key of a plan made by [`EncryptedStore::create_plan`],
+/// unwrapped through `keyring`.
+async fn plan_key(keyring: &Keyring, plan: &UploadPlan) -> Result<CobblestoneKey> {
+    let wrapped = plan
+        .data_key
+        .as_ref()
+        .ok_or_else(|| generic("the upload plan carries no wrapped data key"))?;
+    let header = hex::decode(&plan.header).map_err(generic)?;
+    unwrap_key(keyring, &Path::parse(&plan.path)?, &header, wrapped).await
+}
+
+/// [`upload_share`](crate::upload_share) of a plan made by
+/// [`EncryptedStore::create_plan`]: the data key is unwrapped from the
+/// plan through `keyring` (a worker holds KEKs, or handles to them in a
+/// key service, and never a master key), then the plan is checked under
+/// it and the parts sealed.
+///
+/// # Errors
+///
+/// A plan without a wrapped data key; [`KeyringError`] for a key that the
+/// keyring cannot unwrap; as [`upload_share`](crate::upload_share).
+pub async fn upload_share_with_keyring(
+    store: Arc<dyn MultipartStore>,
+    keyring: &Keyring,
+    plan: &UploadPlan,
+    share: &[u32],
+    source: crate::Source,
+    workers: usize,
+) -> Result<Vec<crate::PartDone>> {
+    let key = plan_key(keyring, plan).await?;
+    crate::upload_share(store, &key, plan, share, source, workers).await
+}
+
+/// [`complete_plan_checked`](crate::complete_plan_checked) of a plan made
+/// by [`EncryptedStore::create_plan`], its data key unwrapped through
+/// `keyring`.
+///
+/// # Errors
+///
+/// As [`upload_share_with_keyring`] and
+/// [`complete_plan_checked`](crate::complete_plan_checked).
+pub async fn complete_plan_with_keyring(
+    store: &dyn MultipartStore,
+    keyring: &Keyring,
+    plan: &UploadPlan,
+    done: Vec<crate::PartDone>,
+) -> Result<object_store::PutResult> {
+    let key = plan_key(keyring, plan).await?;
+    crate::complete_plan_checked(store, &key, plan, done).await
 }

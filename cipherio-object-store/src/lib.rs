@@ -11,9 +11,10 @@ mod store;
 mod upload;
 
 pub use kek::{KeyEncryptionKey, Keyring, KeyringError, LocalKek, keyring_error};
+pub use keyring::{complete_plan_with_keyring, upload_share_with_keyring};
 pub use parallel::{
-    PartDone, PartSpec, PlanSource, Source, UploadKey, UploadOptions, UploadPlan, complete_plan,
-    complete_plan_checked, create_plan, upload_parallel, upload_share,
+    PartDone, PartSpec, PlanSource, Source, UploadKey, UploadOptions, UploadPlan, WrappedKey,
+    complete_plan, complete_plan_checked, create_plan, upload_parallel, upload_share,
 };
 pub use store::EncryptedStore;
 pub use upload::EncryptedUpload;

@@ -175,9 +175,25 @@ pub struct UploadPlan {
     pub part_size: u64,
     /// The parts, in order.
     pub parts: Vec<PartSpec>,
+    /// For an upload under a keyring: the object's data key, wrapped by a
+    /// KEK (the plan's MACs are then keyed from the data key, and a worker
+    /// unwraps it through the KEK).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_key: Option<WrappedKey>,
     /// HMAC-SHA256 (hex) of every other field, under a key derived from
     /// the upload's key.
     pub mac: String,
+}
+
+/// A data key as a plan carries it: the id of the KEK that wrapped it,
+/// and the wrapped key (hex), bound to the object's path, header and
+/// that id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrappedKey {
+    /// The KEK's id.
+    pub kek: String,
+    /// The wrapped key, hex.
+    pub wrapped: String,
 }
 
 /// A part sent: its number and the id the store gave it.
@@ -384,17 +400,30 @@ pub async fn create_plan(
     source: impl Into<PlanSource>,
     options: &UploadOptions,
 ) -> Result<UploadPlan> {
-    let source = source.into();
-    let plaintext_len = match &source {
-        PlanSource::Length(len) => *len,
-        PlanSource::Source(source) => source.source_len().map_err(generic)?,
-    };
     let aad = if options.bind_path {
         path.as_ref().as_bytes()
     } else {
         b""
     };
     let sealer = SegmentSealer::new(key, options.segment_size, aad).map_err(store_error)?;
+    plan(store, key, &sealer, path, source.into(), options, None).await
+}
+
+/// The plan of an upload of the stream `sealer` begins, under `key`
+/// ([`create_plan`]'s, or a keyring's data key, `data_key` wrapped).
+pub(crate) async fn plan(
+    store: &dyn MultipartStore,
+    key: &impl UploadKey,
+    sealer: &SegmentSealer,
+    path: &Path,
+    source: PlanSource,
+    options: &UploadOptions,
+    data_key: Option<WrappedKey>,
+) -> Result<UploadPlan> {
+    let plaintext_len = match &source {
+        PlanSource::Length(len) => *len,
+        PlanSource::Source(source) => source.source_len().map_err(generic)?,
+    };
     let layout = sealer.layout();
     let planned = layout
         .plan_parts(plaintext_len, options.part_size, &options.limits)
@@ -444,6 +473,7 @@ pub async fn create_plan(
         plaintext_len,
         part_size,
         parts,
+        data_key,
         mac: String::new(),
     };
     plan.mac = hex::encode(plan.mac_of(key)?.finalize().into_bytes());

@@ -230,6 +230,11 @@ impl EncryptedStore {
         &self.key
     }
 
+    /// Whether each object's path is its associated data.
+    pub(crate) fn binds_path(&self) -> bool {
+        self.bind_path
+    }
+
     /// The associated data of the object at `path`.
     pub(crate) fn aad(&self, path: &Path) -> Vec<u8> {
         if self.bind_path {

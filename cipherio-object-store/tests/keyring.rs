@@ -10,8 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cipherio::cobblestone::CHUNK_SIZE;
+use cipherio::segments::PartLimits;
 use cipherio_object_store::{
-    EncryptedStore, KeyEncryptionKey, Keyring, KeyringError, LocalKek, cipher_error, keyring_error,
+    EncryptedStore, KeyEncryptionKey, Keyring, KeyringError, LocalKek, Source, UploadOptions,
+    UploadPlan, cipher_error, complete_plan_with_keyring, keyring_error, upload_share_with_keyring,
 };
 use common::faults::Faulty;
 use common::keyring::{CountingKek, kek, keyring, record_of, records_of};
@@ -119,19 +121,13 @@ async fn each_object_has_its_own_data_key_in_one_record_that_follows_it() {
         let create = PutOptions::from(PutMode::Create);
         assert!(store.put_opts(&a, data(5, 4).into(), create).await.is_err());
         assert_eq!(record_of(inner.as_ref(), &a).await, first);
-        assert_eq!(
-            store.get(&a).await.unwrap().bytes().await.unwrap(),
-            data(10, 3)
-        );
+        assert_eq!(raw(&store, &a).await, data(10, 3));
         // A rename takes the record along, a delete deletes it.
         let c = Path::from("dir/c");
         store.rename(&a, &c).await.unwrap();
         assert!(records_of(inner.as_ref(), &a).await.is_empty());
         record_of(inner.as_ref(), &c).await;
-        assert_eq!(
-            store.get(&c).await.unwrap().bytes().await.unwrap(),
-            data(10, 3)
-        );
+        assert_eq!(raw(&store, &c).await, data(10, 3));
         store.delete(&c).await.unwrap();
         store.delete(&b).await.unwrap();
         let left: Vec<_> = inner.list(None).try_collect().await.unwrap();
@@ -213,7 +209,7 @@ async fn rewrap_moves_the_key_not_the_data() {
         KeyringError::UnknownKek { kek: "new".into() }
     );
     let only_new = EncryptedStore::with_keyring(Arc::clone(&inner), Keyring::new(new));
-    let got = only_new.get(&path).await.unwrap().bytes().await.unwrap();
+    let got = raw(&only_new, &path).await;
     assert_eq!(got, pt);
 }
 
@@ -360,4 +356,81 @@ async fn a_swapped_key_is_refused_by_the_commitment_even_under_a_kek_that_binds_
         Some(&cipherio::Error::Authentication),
         "{e}"
     );
+}
+
+/// A parallel upload under a keyring: the plan carries the wrapped data
+/// key (under its MAC), workers hold only the KEK and unwrap it through
+/// it, and the object reads back through the store; a worker whose
+/// keyring lacks the KEK, or a plan whose wrapped key was swapped for
+/// another plan's, seals and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_of_a_keyring_plan_hold_only_the_kek() {
+    let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
+    let inner: Arc<dyn ObjectStore> = faulty.clone();
+    let mp: Arc<dyn object_store::multipart::MultipartStore> = faulty.clone();
+    let store = fresh(&inner);
+    let options = UploadOptions {
+        part_size: 3 * CHUNK_SIZE as u64,
+        limits: PartLimits::new(2 * CHUNK_SIZE as u64, 10 * CHUNK_SIZE as u64, 1000),
+        ..UploadOptions::default()
+    };
+    let pt = data(7 * CHUNK_SIZE + 5, 8);
+    let source: Source = Arc::new(pt.clone());
+    let (path, other) = (Path::from("parallel/a"), Path::from("parallel/b"));
+    let plan = store
+        .create_plan(&*mp, &path, source.clone(), &options)
+        .await
+        .unwrap();
+    assert!(plan.data_key.is_some() && plan.parts.len() > 2);
+    let worker_keyring = Keyring::new(kek("primary"));
+    let refusals = [
+        (
+            Keyring::new(kek("other")),
+            plan.clone(),
+            KeyringError::UnknownKek {
+                kek: "primary".into(),
+            },
+        ),
+        (
+            worker_keyring.clone(),
+            UploadPlan {
+                data_key: store
+                    .create_plan(&*mp, &other, source.clone(), &options)
+                    .await
+                    .unwrap()
+                    .data_key,
+                ..plan.clone()
+            },
+            KeyringError::Unwrap {
+                kek: "primary".into(),
+            },
+        ),
+    ];
+    for (keyring, plan, want) in refusals {
+        let all = common::share(&plan, 0, 1);
+        let e = upload_share_with_keyring(mp.clone(), &keyring, &plan, &all, source.clone(), 2)
+            .await
+            .unwrap_err();
+        assert_eq!(keyring_error(&e), Some(&want), "{e}");
+    }
+    assert!(faulty.sent.part_sizes(&plan.upload_id).is_empty());
+    let mut done = Vec::new();
+    for worker in 0..2 {
+        let share = common::share(&plan, worker, 2);
+        let sent = upload_share_with_keyring(
+            mp.clone(),
+            &worker_keyring,
+            &plan,
+            &share,
+            source.clone(),
+            2,
+        )
+        .await
+        .unwrap();
+        done.extend(sent);
+    }
+    complete_plan_with_keyring(&*mp, &worker_keyring, &plan, done)
+        .await
+        .unwrap();
+    assert_eq!(raw(&fresh(&inner), &path).await, pt);
 }
