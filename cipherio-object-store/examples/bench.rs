@@ -4,15 +4,18 @@
 //! unencrypted over the same `BufWriter` (the ceiling); then random 4 KiB
 //! reads through `EncryptedStore` (GETs per read, bytes fetched per byte
 //! asked), each beside the same read of a plaintext copy through
-//! `object_store` alone, with the ratio read by read. The variants are interleaved by round; medians, min–max and
-//! ratios come from one run.
+//! `object_store` alone, with the ratio read by read; then the per-object
+//! cost of a keyring (a data key per object, its record beside it) beside
+//! one key of the same format: PUTs and whole GETs of small objects, the
+//! data key cached and not. The variants are interleaved by round;
+//! medians, min–max and ratios come from one run.
 //!
 //! ```sh
 //! cargo run --release --example bench -- [--quick | --smoke]
 //! ```
-//! Full: a 1 GiB file, 3 rounds, 1000 reads; `--quick`: 128 MiB, 3 rounds,
-//! 200 reads; `--smoke`: 16 MiB, 1 round, 20 reads, and every variant's
-//! object read back and compared.
+//! Full: a 1 GiB file, 3 rounds, 1000 reads, 200 small objects; `--quick`:
+//! 128 MiB, 3 rounds, 200 reads, 50 objects; `--smoke`: 16 MiB, 1 round, 20
+//! reads, 5 objects, and every variant's object read back and compared.
 #![allow(clippy::unwrap_used, clippy::cast_precision_loss)]
 
 #[path = "../tests/common/moto.rs"]
@@ -21,8 +24,11 @@ mod moto;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cipherio::cobblestone::{CobblestoneKey, Instantiation};
 use cipherio::{Algorithm, CipherWriter, Key};
-use cipherio_object_store::{EncryptedStore, Source, UploadOptions, upload_parallel};
+use cipherio_object_store::{
+    EncryptedStore, Keyring, LocalKek, Source, UploadOptions, upload_parallel,
+};
 use object_store::buffered::BufWriter;
 use object_store::multipart::MultipartStore;
 use object_store::path::Path;
@@ -122,12 +128,12 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let smoke = args.iter().any(|a| a == "--smoke");
     let quick = args.iter().any(|a| a == "--quick");
-    let (mib, rounds, reads) = if smoke {
-        (16, 1, 20)
+    let (mib, rounds, reads, objects) = if smoke {
+        (16, 1, 20, 5)
     } else if quick {
-        (128, 3, 200)
+        (128, 3, 200, 50)
     } else {
-        (1024, 3, 1000)
+        (1024, 3, 1000, 200)
     };
     let s3 = Arc::new(moto::bucket("bench").unwrap_or_else(|e| panic!("no S3 server: {e}")));
     let key = Key::generate(Algorithm::Aes256Gcm);
@@ -247,4 +253,92 @@ async fn main() {
     );
     s3.delete(&plain_path).await.unwrap();
     s3.delete(&path).await.unwrap();
+    per_object(&s3, objects, smoke).await;
+}
+
+/// The bytes of each small object of [`per_object`].
+const SMALL: usize = 64 << 10;
+
+/// PUTs and whole GETs of `objects` small objects under one Cobblestone
+/// key and under a keyring (the same format, a data key per object),
+/// interleaved object by object: what a keyring adds to each (a ranged
+/// GET and a PUT per `put`; a GET and an unwrap per uncached `get`).
+async fn per_object(s3: &Arc<object_store::aws::AmazonS3>, objects: usize, smoke: bool) {
+    let one_key = EncryptedStore::cobblestone(
+        s3.clone(),
+        CobblestoneKey::generate(Instantiation::Cobblestone256),
+    );
+    let mut kek = [0; 32];
+    getrandom::fill(&mut kek).unwrap();
+    let keyring = Keyring::new(Arc::new(LocalKek::new("bench", kek)));
+    let keyed = EncryptedStore::with_keyring(s3.clone(), keyring.clone());
+    // A whole GET opens the header it brings: the writers read with the
+    // data keys their puts cached; the uncached reader unwraps each one.
+    let uncached =
+        EncryptedStore::with_keyring(s3.clone(), keyring).with_key_cache(0, Duration::ZERO);
+    let readers = [&one_key, &keyed, &uncached];
+    let rows = [
+        "put, one key",
+        "put, keyring",
+        "get, one key",
+        "get, keyring, data key cached",
+        "get, keyring, data key not cached",
+    ];
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); rows.len()];
+    let body = vec![0x5a; SMALL];
+    for i in 0..objects {
+        for (row, store) in [&one_key, &keyed].into_iter().enumerate() {
+            let path = Path::from(format!("bench/small/{row}/{i}"));
+            let t = Instant::now();
+            store.put(&path, body.clone().into()).await.unwrap();
+            times[row].push(t.elapsed());
+        }
+    }
+    let mut gets = [0u64; 3];
+    for i in 0..objects {
+        for (k, reader) in readers.into_iter().enumerate() {
+            let path = Path::from(format!("bench/small/{}/{i}", k.min(1)));
+            let before = reader.get_requests();
+            let t = Instant::now();
+            let got = reader.get(&path).await.unwrap().bytes().await.unwrap();
+            times[2 + k].push(t.elapsed());
+            gets[k] += reader.get_requests() - before;
+            if smoke {
+                assert!(got == body, "{} does not read back", rows[2 + k]);
+            }
+        }
+    }
+    println!(
+        "\n## Per object: {objects} objects of {} KiB, one key and a keyring\n",
+        SMALL >> 10
+    );
+    println!("| operation | median ms | min–max ms | GETs per op | time ÷ one key |");
+    println!("|---|---|---|---|---|");
+    let medians: Vec<f64> = times.iter_mut().map(|t| stats(t).0).collect();
+    for (row, t) in times.iter_mut().enumerate() {
+        let (med, min, max) = stats(t);
+        let base = medians[if row < 2 { 0 } else { 2 }];
+        let gets = if row < 2 {
+            "-".to_string()
+        } else {
+            format!("{:.2}", gets[row - 2] as f64 / objects as f64)
+        };
+        println!(
+            "| {} | {:.2} | {:.2}–{:.2} | {gets} | {:.2} |",
+            rows[row],
+            med * 1e3,
+            min * 1e3,
+            max * 1e3,
+            med / base
+        );
+    }
+    for row in 0..2 {
+        for i in 0..objects {
+            let store = if row == 0 { &one_key } else { &keyed };
+            store
+                .delete(&Path::from(format!("bench/small/{row}/{i}")))
+                .await
+                .unwrap();
+        }
+    }
 }
