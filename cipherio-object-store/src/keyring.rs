@@ -144,7 +144,11 @@ impl EncryptedStore {
     ///   header) and a PUT (the record); a read of an object whose data
     ///   key is not cached adds a GET (the record) and an unwrap. Unwrapped
     ///   keys are cached per (path, header): 1024 of them, for five
-    ///   minutes ([`with_key_cache`](Self::with_key_cache)).
+    ///   minutes ([`with_key_cache`](Self::with_key_cache)). A store reads
+    ///   an object whose key it holds without its record: a record
+    ///   deleted or replaced since is seen by the stores that do not hold
+    ///   the key (the object's own bytes are checked on every read).
+    /// - **Parallel uploads**: [`create_plan`](Self::create_plan).
     /// - **Rotation and revocation**: [`rewrap`](Self::rewrap).
     ///
     /// # Panics

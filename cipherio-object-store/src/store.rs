@@ -35,7 +35,10 @@ pub(crate) const HEADER_ATTRIBUTE: &str = "cipherio-header";
 /// authenticated plaintext, so any `object_store` consumer works
 /// unchanged. [`cobblestone`](Self::cobblestone) stores Cobblestone
 /// streams instead (the 56-byte salt and key commitment, then 16 KiB
-/// chunks), read and sized by the same rules.
+/// chunks), read and sized by the same rules, and
+/// [`with_keyring`](Self::with_keyring) stores each object as a
+/// Cobblestone stream under a data key of its own, wrapped by a
+/// key-encryption key in a key record beside it.
 ///
 /// - **Reads.** A whole `get` is one GET, opened segment by segment as it
 ///   streams. A ranged `get` maps the plaintext range to the segments
