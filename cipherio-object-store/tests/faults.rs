@@ -15,6 +15,7 @@ use cipherio_object_store::{
     create_plan, upload_share,
 };
 use common::faults::{Fault, Faulty};
+use common::keyring::Keying;
 use common::{data, key};
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -23,8 +24,16 @@ use object_store::{ObjectStore, ObjectStoreExt};
 const SEG: u32 = 4096;
 
 fn faulty() -> (Arc<Faulty<InMemory>>, EncryptedStore) {
+    faulty_keyed(Keying::Native)
+}
+
+/// The cases that run under a master key and under a keyring.
+const KEYINGS: [Keying; 2] = [Keying::Native, Keying::Keyring];
+
+/// A fault layer over memory, and a store keyed as `keying` over it.
+fn faulty_keyed(keying: Keying) -> (Arc<Faulty<InMemory>>, EncryptedStore) {
     let faulty = Arc::new(Faulty::new(Arc::new(InMemory::new())));
-    let store = fresh(&faulty);
+    let store = fresh_keyed(&faulty, keying);
     (faulty, store)
 }
 
@@ -34,8 +43,11 @@ fn faulty() -> (Arc<Faulty<InMemory>>, EncryptedStore) {
 /// seals any segment twice.
 #[tokio::test]
 async fn a_retried_complete_seals_nothing_twice() {
-    for len in [1000, 3 * SEG as usize + 5] {
-        let (faulty, store) = faulty();
+    for (len, keying) in [1000, 3 * SEG as usize + 5]
+        .into_iter()
+        .flat_map(|l| KEYINGS.map(|k| (l, k)))
+    {
+        let (faulty, store) = faulty_keyed(keying);
         let path = Path::from(format!("retry/lost-{len}"));
         let mut upload = store.put_multipart(&path).await.unwrap();
         upload.put_part(data(len, 1).into()).await.unwrap();
@@ -167,7 +179,13 @@ async fn an_edited_plan_is_refused_and_nothing_is_sent() {
 /// a panic, and the next read is right.
 #[tokio::test]
 async fn a_short_or_long_answer_is_an_error() {
-    let (faulty, store) = faulty();
+    for keying in KEYINGS {
+        short_or_long(keying).await;
+    }
+}
+
+async fn short_or_long(keying: Keying) {
+    let (faulty, store) = faulty_keyed(keying);
     let path = Path::from("answers/object");
     let pt = data(10 * SEG as usize + 99, 7);
     store.put(&path, pt.clone().into()).await.unwrap();
@@ -185,7 +203,7 @@ async fn a_short_or_long_answer_is_an_error() {
     ] {
         for r in &ranges {
             // A store with no header cached, and one with it cached.
-            let cold = fresh(&faulty).with_header_cache(0);
+            let cold = fresh_keyed(&faulty, keying).with_header_cache(0);
             for (what, store) in [("cold", &cold), ("warm", &store)] {
                 faulty.arm(fault.clone());
                 let got = store.get_range(&path, r.clone()).await;
@@ -202,9 +220,17 @@ async fn a_short_or_long_answer_is_an_error() {
 
 /// An `EncryptedStore` over `faulty` with nothing cached.
 fn fresh(faulty: &Arc<Faulty<InMemory>>) -> EncryptedStore {
-    EncryptedStore::new(Arc::clone(faulty) as Arc<dyn ObjectStore>, key())
-        .with_segment_size(SEG)
-        .unwrap()
+    fresh_keyed(faulty, Keying::Native)
+}
+
+/// An `EncryptedStore` over `faulty` with nothing cached, keyed as
+/// `keying` (a master key: segments of `SEG` bytes).
+fn fresh_keyed(faulty: &Arc<Faulty<InMemory>>, keying: Keying) -> EncryptedStore {
+    let store = keying.store(Arc::clone(faulty) as Arc<dyn ObjectStore>);
+    match keying {
+        Keying::Keyring => store,
+        _ => store.with_segment_size(SEG).unwrap(),
+    }
 }
 
 /// The recorder sees a nonce sealed twice: segment 0 of one header sent
@@ -333,7 +359,13 @@ async fn get_ranges_runs_ten_gets_at_once_and_fetches_each_once() {
 /// one size, not sent as one PUT of the whole object.
 #[tokio::test]
 async fn a_large_copy_is_a_multipart_upload() {
-    let (faulty, store) = faulty();
+    for keying in KEYINGS {
+        large_copy(keying).await;
+    }
+}
+
+async fn large_copy(keying: Keying) {
+    let (faulty, store) = faulty_keyed(keying);
     let store = store.with_part_size(3 * SEG as u64);
     let (from, to) = (Path::from("copy/from"), Path::from("copy/to"));
     let pt = data(10 * SEG as usize + 3, 14);
