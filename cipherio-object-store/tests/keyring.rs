@@ -434,3 +434,30 @@ async fn workers_of_a_keyring_plan_hold_only_the_kek() {
         .unwrap();
     assert_eq!(raw(&fresh(&inner), &path).await, pt);
 }
+
+/// The data key cache holds at most its entries: with room for one, two
+/// objects read in turn are unwrapped on every read; with room for two,
+/// once each.
+#[tokio::test]
+async fn the_key_cache_keeps_at_most_its_entries() {
+    let counting = CountingKek::new("primary");
+    let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let keyring = Keyring::new(counting.clone());
+    let writer = EncryptedStore::with_keyring(Arc::clone(&inner), keyring.clone());
+    let paths = [Path::from("one"), Path::from("two")];
+    for p in &paths {
+        writer.put(p, data(100, 1).into()).await.unwrap();
+    }
+    for (entries, unwraps) in [(1, 6), (2, 2)] {
+        let before = counting.unwraps();
+        let reader = EncryptedStore::with_keyring(Arc::clone(&inner), keyring.clone())
+            .with_header_cache(0)
+            .with_key_cache(entries, Duration::from_secs(600));
+        for _ in 0..3 {
+            for p in &paths {
+                reader.get_range(p, 0..10).await.unwrap();
+            }
+        }
+        assert_eq!(counting.unwraps() - before, unwraps, "{entries} entries");
+    }
+}
