@@ -22,6 +22,8 @@ pub(crate) struct Pinned {
     pub size: u64,
     /// The opener of the object's stream (its header, key and name).
     pub opener: SegmentOpener,
+    /// The stream's header, what finds the object's key record.
+    pub header: Vec<u8>,
 }
 
 impl Pinned {

@@ -106,6 +106,17 @@ impl Records {
     }
 }
 
+/// What a cached data key is filed under beside its path: the stream's
+/// header and the wrapped key its record holds now. A key is taken from
+/// the cache only for the record it was unwrapped from, so a record
+/// deleted, edited or swapped since is seen on the next read by every
+/// store, the ones holding the key too.
+fn cache_id(header: &[u8], key: &WrappedKey) -> Result<Vec<u8>> {
+    let mut id = header.to_vec();
+    id.extend(serde_json::to_vec(key).map_err(generic)?);
+    Ok(id)
+}
+
 impl EncryptedStore {
     /// Objects in `inner`, each under its own random data key, wrapped by
     /// `keyring`'s primary KEK; otherwise as
@@ -141,13 +152,14 @@ impl EncryptedStore {
     ///   binding (the record binds the path); `delete` deletes the object,
     ///   then its record.
     /// - **Cost.** A `put` adds a ranged GET (the replaced version's
-    ///   header) and a PUT (the record); a read of an object whose data
-    ///   key is not cached adds a GET (the record) and an unwrap. Unwrapped
-    ///   keys are cached per (path, header): 1024 of them, for five
-    ///   minutes ([`with_key_cache`](Self::with_key_cache)). A store reads
-    ///   an object whose key it holds without its record: a record
-    ///   deleted or replaced since is seen by the stores that do not hold
-    ///   the key (the object's own bytes are checked on every read).
+    ///   header) and a PUT (the record); every read adds a GET of the
+    ///   record (a few hundred bytes), and an unwrap when its key is not
+    ///   cached. Unwrapped keys are cached per (path, header, record):
+    ///   1024 of them, for five minutes
+    ///   ([`with_key_cache`](Self::with_key_cache)). Since every read
+    ///   reads the record, a record deleted, edited or swapped is refused
+    ///   on the next read by every store, those holding the key too:
+    ///   deleting an object's record makes it unreadable at once.
     /// - **Parallel uploads**: [`create_plan`](Self::create_plan).
     /// - **Rotation and revocation**: [`rewrap`](Self::rewrap).
     ///
@@ -241,7 +253,7 @@ impl EncryptedStore {
         let wrapped = wrap_key(keyring, path, header, &key).await?;
         let new = record_path(path, header)?;
         self.put_record(&new, wrapped.clone()).await?;
-        self.keys.insert(path, header, &key);
+        self.keys.insert(path, &cache_id(header, &wrapped)?, &key);
         let stale = stale.filter(|s| s != &new);
         let records = Records {
             inner: Arc::clone(self.inner()),
@@ -305,12 +317,13 @@ impl EncryptedStore {
         path: &Path,
         header: &[u8],
     ) -> Result<CobblestoneKey> {
-        if let Some(key) = self.keys.get(path, header) {
+        let (_, record) = self.record(path, header).await?;
+        let id = cache_id(header, &record.key)?;
+        if let Some(key) = self.keys.get(path, &id) {
             return Ok(key);
         }
-        let (_, record) = self.record(path, header).await?;
         let key = unwrap_key(keyring, path, header, &record.key).await?;
-        self.keys.insert(path, header, &key);
+        self.keys.insert(path, &id, &key);
         Ok(key)
     }
 

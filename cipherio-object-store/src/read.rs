@@ -91,6 +91,7 @@ impl EncryptedStore {
             version: response.meta.version.clone(),
             size: response.meta.size,
             opener: opener.clone(),
+            header: buf[..buf.len().min(header_len)].to_vec(),
         };
         let len = pinned.plaintext_len().ok_or_else(impossible)?;
         self.cache.insert(location, &pinned);
@@ -114,7 +115,7 @@ impl EncryptedStore {
         options: &GetOptions,
         range: &GetRange,
     ) -> Result<GetResult> {
-        if let Some(pinned) = self.warm(location, options) {
+        if let Some(pinned) = self.warm(location, options).await {
             match self
                 .read_pinned(location, options, &pinned, range, None)
                 .await
@@ -135,11 +136,27 @@ impl EncryptedStore {
 
     /// The cached version of `location`, if the caller pinned no version
     /// of their own.
-    fn warm(&self, location: &Path, options: &GetOptions) -> Option<Pinned> {
+    ///
+    /// Through a keyring the object's key record is read again (every read
+    /// reads it, so a record changed or deleted is refused at once); when
+    /// it no longer opens the cached version, that version is forgotten
+    /// and the object read afresh (a newer version deletes the record of
+    /// the one it replaced).
+    async fn warm(&self, location: &Path, options: &GetOptions) -> Option<Pinned> {
         if options.if_match.is_some() || options.version.is_some() {
             return None;
         }
-        self.cache.get(location)
+        let mut pinned = self.cache.get(location)?;
+        if self.keyring().is_some() {
+            match self.opener(location, &pinned.header).await {
+                Ok(opener) => pinned.opener = opener,
+                Err(_) => {
+                    self.cache.remove(location);
+                    return None;
+                }
+            }
+        }
+        Some(pinned)
     }
 
     /// Learns the object's version and header: one GET of the segments
@@ -200,6 +217,7 @@ impl EncryptedStore {
             version: response.meta.version.clone(),
             size: response.meta.size,
             opener,
+            header: header.to_vec(),
         };
         if pinned.plaintext_len().is_some() {
             self.cache.insert(location, &pinned);
@@ -348,7 +366,7 @@ impl EncryptedStore {
             return Ok(Vec::new());
         }
         let options = GetOptions::default();
-        if let Some(pinned) = self.warm(location, &options) {
+        if let Some(pinned) = self.warm(location, &options).await {
             match self.ranges_of(location, &pinned, ranges, None).await {
                 Err(object_store::Error::Precondition { .. }) => self.cache.remove(location),
                 other => return other,

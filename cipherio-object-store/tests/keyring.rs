@@ -270,6 +270,34 @@ async fn a_deleted_record_is_refused() {
     }
 }
 
+/// A store that holds an object's data key (it wrote the object and read
+/// it) still reads the record on every read: a record swapped or deleted
+/// since is refused by that store too, not only by fresh ones.
+#[tokio::test]
+async fn a_store_holding_the_key_sees_its_record_change() {
+    for (inner, _dir) in inners() {
+        let store = EncryptedStore::with_keyring(Arc::clone(&inner), keyring());
+        let (a, b) = (Path::from("dir/a"), Path::from("dir/b"));
+        store.put(&a, data(3 * CHUNK_SIZE, 1).into()).await.unwrap();
+        store.put(&b, data(3 * CHUNK_SIZE, 2).into()).await.unwrap();
+        store.get(&a).await.unwrap().bytes().await.unwrap();
+        swap_records(&inner, &a, &b).await;
+        let want = KeyringError::Unwrap {
+            kek: "primary".into(),
+        };
+        assert_eq!(refused(&store, &a).await, want);
+        store.get(&b).await.unwrap().bytes().await.unwrap();
+        inner
+            .delete(&record_of(inner.as_ref(), &b).await)
+            .await
+            .unwrap();
+        let want = KeyringError::MissingRecord {
+            path: b.to_string(),
+        };
+        assert_eq!(refused(&store, &b).await, want);
+    }
+}
+
 #[tokio::test]
 async fn an_object_replaced_under_its_record_is_refused() {
     for (inner, _dir) in inners() {

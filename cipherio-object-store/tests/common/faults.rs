@@ -37,9 +37,9 @@ pub enum Fault {
     LoseAnswer,
     /// A completion fails without completing.
     FailComplete,
-    /// A GET's answer is this many bytes short.
+    /// A ranged GET's answer is this many bytes short.
     Short(usize),
-    /// A GET's answer has this many bytes more.
+    /// A ranged GET's answer has this many bytes more.
     Long(usize),
     /// Right after a GET or HEAD is answered, another writer replaces the
     /// object with these bytes.
@@ -157,6 +157,7 @@ impl<T: ObjectStore> ObjectStore for Faulty<T> {
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_in_flight.fetch_max(now, Ordering::SeqCst);
         tokio::task::yield_now().await;
+        let ranged = options.range.is_some();
         let answer = self.inner.get_opts(location, options).await;
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         self.gets.fetch_add(1, Ordering::SeqCst);
@@ -166,7 +167,10 @@ impl<T: ObjectStore> ObjectStore for Faulty<T> {
                 .put_opts(location, b.into(), PutOptions::default())
                 .await?;
         }
-        let Some(fault) = self.take(|f| matches!(f, Fault::Short(_) | Fault::Long(_))) else {
+        let fault = ranged
+            .then(|| self.take(|f| matches!(f, Fault::Short(_) | Fault::Long(_))))
+            .flatten();
+        let Some(fault) = fault else {
             return Ok(counted(answer, Arc::clone(&self.traffic)));
         };
         let GetResult {
