@@ -4,16 +4,20 @@
 
 mod cache;
 mod kek;
+#[cfg(feature = "aws-kms")]
+mod kms;
 mod parallel;
 mod read;
 mod store;
 mod upload;
 
+pub use kek::KeyEncryptionKey;
+#[cfg(feature = "aws-kms")]
+pub use kms::{AwsKmsKek, KMS_CONTEXT_KEY};
 pub use parallel::{
     PartDone, PartSpec, PlanSource, Source, UploadKey, UploadOptions, UploadPlan, complete_plan,
     complete_plan_checked, create_plan, upload_parallel, upload_share,
 };
-pub use kek::KeyEncryptionKey;
 pub use store::EncryptedStore;
 pub use upload::EncryptedUpload;
 
