@@ -23,9 +23,9 @@ pub const KMS_CONTEXT_KEY: &str = "cipherio-context";
 /// in as one entry, [`KMS_CONTEXT_KEY`] → the context's bytes in lowercase
 /// hex (none for an empty context), so that any bytes are a context and two
 /// contexts are one entry only if their bytes are equal. KMS binds it to the
-/// ciphertext (and writes it to CloudTrail): `Decrypt` with another context
-/// fails. KMS limits the size of an encryption context; hex doubles the
-/// context's length.
+/// ciphertext (`Decrypt` with another context fails) and writes it in the
+/// clear to CloudTrail: a context is not secret. KMS limits the size of an
+/// encryption context; hex doubles the context's length.
 ///
 /// `unwrap` names the key in its `Decrypt` request, so KMS refuses a
 /// ciphertext made under any other key, even one the caller may use. Give
