@@ -6,7 +6,6 @@ use std::fmt;
 
 use async_trait::async_trait;
 use aws_sdk_kms::Client;
-use aws_sdk_kms::error::DisplayErrorContext;
 use aws_sdk_kms::primitives::Blob;
 
 use crate::KeyEncryptionKey;
@@ -139,14 +138,21 @@ struct KmsError {
 }
 
 impl fmt::Display for KmsError {
+    /// The call, the key and the SDK's error with its sources, each message
+    /// once (the SDK's service error repeats the one inside it).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "AWS KMS {} with key {}: {}",
-            self.call,
-            self.key_id,
-            DisplayErrorContext(&*self.source)
-        )
+        write!(f, "AWS KMS {} with key {}", self.call, self.key_id)?;
+        let mut said = String::new();
+        let mut next: Option<&(dyn Error + 'static)> = Some(&*self.source);
+        while let Some(e) = next {
+            let message = e.to_string();
+            if !said.contains(&message) {
+                write!(f, ": {message}")?;
+                said.push_str(&message);
+            }
+            next = e.source();
+        }
+        Ok(())
     }
 }
 

@@ -164,5 +164,6 @@ async fn a_key_kms_does_not_have_is_refused() {
     let e = missing.unwrap(&wrapped, CONTEXT).await.unwrap_err();
     assert_eq!(kms_code(&e), "NotFoundException", "{e}");
     assert!(e.to_string().contains("Decrypt with key 0b1b6f3c-"), "{e}");
+    assert!(e.to_string().contains("NotFoundException"), "{e}");
     assert!(!e.to_string().contains(&hex::encode(DATA_KEY)), "{e}");
 }
