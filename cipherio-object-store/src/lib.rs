@@ -5,6 +5,8 @@
 mod cache;
 mod kek;
 mod keyring;
+#[cfg(feature = "aws-kms")]
+mod kms;
 mod parallel;
 mod read;
 mod store;
@@ -12,6 +14,8 @@ mod upload;
 
 pub use kek::{KeyEncryptionKey, Keyring, KeyringError, LocalKek, keyring_error};
 pub use keyring::{complete_plan_with_keyring, upload_share_with_keyring};
+#[cfg(feature = "aws-kms")]
+pub use kms::{AwsKmsKek, KMS_CONTEXT_KEY};
 pub use parallel::{
     PartDone, PartSpec, PlanSource, Source, UploadKey, UploadOptions, UploadPlan, WrappedKey,
     complete_plan, complete_plan_checked, create_plan, upload_parallel, upload_share,

@@ -1,6 +1,7 @@
-//! The moto S3 server on loopback, for the tests and the examples (which
-//! include this file by path): started once per process from
-//! `s3-server.sh`, ended with the process; one bucket per user.
+//! The moto server on loopback (S3, and KMS on the same port), for the
+//! tests and the examples (which include this file by path): started once
+//! per process from `s3-server.sh`, ended with the process; one bucket per
+//! user.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::{Read, Write};
@@ -92,18 +93,41 @@ pub fn bucket(bucket: &str) -> Result<AmazonS3, String> {
     Ok(s3_client(port, bucket))
 }
 
-/// An S3 client for a fresh bucket on the moto server, or `None` (said
-/// loudly) when the server cannot start. With `CIPHERIO_REQUIRE_S3` set
-/// (as CI sets it), a server that cannot start fails the test instead.
+/// The moto server's port for test `test`, or `None` (said loudly) when
+/// the server cannot start. With `CIPHERIO_REQUIRE_S3` set (as CI sets
+/// it), a server that cannot start fails the test instead.
+pub fn server(test: &str) -> Option<u16> {
+    port()
+        .inspect_err(|why| {
+            if std::env::var_os("CIPHERIO_REQUIRE_S3").is_some() {
+                panic!("{test}: the S3 server (moto) did not start: {why}");
+            }
+            eprintln!("SKIPPED {test}: the S3 server (moto) did not start: {why}");
+        })
+        .ok()
+}
+
+/// An S3 client for a fresh bucket on the moto server, or `None` as
+/// [`server`] says.
 pub fn s3(test: &str) -> Option<Arc<AmazonS3>> {
-    if let Err(why) = port() {
-        if std::env::var_os("CIPHERIO_REQUIRE_S3").is_some() {
-            panic!("{test}: the S3 server (moto) did not start: {why}");
-        }
-        eprintln!("SKIPPED {test}: the S3 server (moto) did not start: {why}");
-        return None;
-    }
+    server(test)?;
     Some(Arc::new(bucket(&test.replace('_', "-")).unwrap()))
+}
+
+/// A KMS client of the moto server (which serves KMS on the S3 port), or
+/// `None` as [`server`] says: static credentials, us-east-1, plain HTTP.
+#[cfg(feature = "aws-kms")]
+pub fn kms(test: &str) -> Option<aws_sdk_kms::Client> {
+    use aws_sdk_kms::config::{BehaviorVersion, Credentials, Region};
+    let port = server(test)?;
+    let config = aws_sdk_kms::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "moto"))
+        .endpoint_url(format!("http://127.0.0.1:{port}"))
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .build();
+    Some(aws_sdk_kms::Client::from_conf(config))
 }
 
 /// object_store's S3 client for `bucket` on loopback `port`.
