@@ -26,10 +26,9 @@ fn pieces<'a>(inputs: &'a [Vec<u8>], outputs: &'a mut [Vec<u8>]) -> Vec<Piece<'a
         .collect()
 }
 
-/// Every piece is done once, on more than one thread, and the pool
-/// threads are gone once the workers are dropped.
+/// Every piece is done once, on more than one thread.
 #[test]
-fn runs_every_piece_and_joins_its_threads() {
+fn runs_every_piece() {
     let mut w = Workers::new(3);
     let seen = Mutex::new(std::collections::HashSet::new());
     // A run hands shares to the pool threads once one is awake (woken
@@ -59,17 +58,6 @@ fn runs_every_piece_and_joins_its_threads() {
         seen.lock().unwrap().len() > 1,
         "the pool threads took shares"
     );
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    assert_eq!(
-        w.handles.len(),
-        3.min(cpus) - 1,
-        "a pool thread per other CPU"
-    );
-    let alive = w.alive.clone();
-    assert!(alive.get() > 0);
-    drop(w);
-    // Joined in drop: every pool thread has ended.
-    assert_eq!(alive.get(), 0);
 }
 
 /// A panic in a job is an error, not a hang and not an unwind into
@@ -114,13 +102,20 @@ fn a_panic_in_any_pool_job_is_an_error() {
         let mut w = Workers::new(2);
         w.job_panic.arm(kind);
         if kind == Job::Posted {
+            // On the process's pool, whose threads other tests share:
+            // another job posted after it may run first.
             assert!(w.post(|| ()));
+            while !w.panicked() {
+                std::thread::yield_now();
+            }
         } else {
             // It wakes its pool threads, and they linger after it (the
             // run fails if they panicked before its end).
             let _ = run(&mut w);
         }
-        after_posted(&mut w);
+        if kind != Job::Posted {
+            after_posted(&mut w);
+        }
         assert!(w.panicked(), "{kind:?}");
         assert_eq!(run(&mut w), Err(Error::WorkerPanicked), "{kind:?}");
     }
@@ -315,11 +310,9 @@ fn a_pipeline_hands_no_unit_to_a_pool_thread_not_running() {
 }
 
 /// After each run the pool threads stay awake for the next one (as
-/// many as the machine has CPUs besides the caller's), and dropping
-/// the workers still joins every thread at once: the lingering ends
-/// when they end.
+/// many as the machine has CPUs besides the caller's).
 #[test]
-fn pool_threads_linger_after_each_run_and_end_with_the_workers() {
+fn pool_threads_linger_after_each_run() {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     for threads in [2, 3, 8] {
         let mut w = Workers::new(threads);
@@ -348,9 +341,6 @@ fn pool_threads_linger_after_each_run_and_end_with_the_workers() {
         if cpus > 1 {
             assert!(w.lingered.get() > 0);
         }
-        let alive = w.alive.clone();
-        drop(w);
-        assert_eq!(alive.get(), 0, "threads {threads}");
     }
 }
 
