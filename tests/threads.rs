@@ -1157,3 +1157,45 @@ fn forty_threaded_streams_alive_at_once_share_the_processs_threads() {
     );
     drop((readers, writers));
 }
+
+/// A threaded stream whose caller is a thread of another pool (a `rayon`
+/// job's) never runs that pool's other jobs while it waits for its own
+/// threads: waiting for a scope's end there would (any job, for as long
+/// as it takes, one that takes a lock the caller holds included). Jobs of
+/// a one-thread pool each write and read a threaded stream in large
+/// calls; none starts inside another.
+#[test]
+fn a_stream_inside_another_pools_job_runs_none_of_its_jobs() {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    thread_local!(static IN_JOB: Cell<bool> = const { Cell::new(false) });
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 64 * KIB;
+    let pt = data(64 * seg + 5, 71);
+    let pool = rayon_core::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let nested = AtomicUsize::new(0);
+    pool.scope(|s| {
+        for i in 0..16 {
+            let (key, pt, nested) = (&key, &pt, &nested);
+            s.spawn(move |_| {
+                if IN_JOB.with(|f| f.replace(true)) {
+                    nested.fetch_add(1, Ordering::SeqCst);
+                }
+                let b = CipherWriter::builder(key).capacity(seg).threads(2);
+                let ct = encrypt(Front::Std, b.threads_after(0), pt, &WriteMode::AllAtOnce);
+                let b = CipherReader::builder(key).threads(2).threads_after(0);
+                let ctx = format!("job {i}");
+                decrypt_ok(&ctx, Front::Std, b, &ct, pt, &ReadMode::Chunks(8 * seg));
+                IN_JOB.with(|f| f.set(false));
+            });
+        }
+    });
+    assert_eq!(
+        nested.load(Ordering::SeqCst),
+        0,
+        "jobs run inside a stream's wait"
+    );
+}

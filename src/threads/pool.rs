@@ -282,10 +282,18 @@ impl Workers {
     }
 
     /// Begins a run: `None` when the caller does it alone (while the pool
-    /// does not pay, counted, or when the system refuses threads), else
-    /// whether the run is judged (the run that starts the pool pays for the
-    /// threads' start and is not).
+    /// does not pay, counted, when the system refuses threads, or on a
+    /// thread of another `rayon` pool), else whether the run is judged
+    /// (the run that starts the pool pays for the threads' start and is
+    /// not).
     pub(super) fn begin(&mut self) -> Option<bool> {
+        // A thread of another pool that waits for a scope's end runs that
+        // pool's jobs meanwhile (any job, for as long as it takes, one
+        // that takes a lock the caller holds included): its runs are its
+        // own. (Its other cores are that pool's anyway.)
+        if rayon_core::current_thread_index().is_some() {
+            return None;
+        }
         if !self.gain.threaded() || !self.run_way.0.threaded() {
             self.gain.rest();
             self.run_way.0.rest();
