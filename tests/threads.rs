@@ -19,6 +19,9 @@
 //! * with `prefetch(true)` (the next run read while one opens) every one
 //!   of the above holds for the readers too, and an inner error met in a
 //!   read beside a run comes, once, with the next call that needs input.
+//! * the threads are one pool per process: forty threaded streams alive
+//!   hold no more of them than the CPUs; streams made and used inside the
+//!   jobs of another pool round-trip, and never run that pool's jobs.
 //!
 //! (That the bytes on the wire are one thread's needs an injected salt:
 //! `src/threads/stream_tests.rs`. The socket case, a read that never waits
