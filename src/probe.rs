@@ -101,36 +101,6 @@ impl Fault<usize> {
     }
 }
 
-/// Threads running, counted across threads (tests that no pool thread
-/// outlives its stream): zero-sized outside the tests.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Alive {
-    #[cfg(test)]
-    n: Arc<AtomicUsize>,
-}
-
-impl Alive {
-    /// A thread starts.
-    #[inline(always)]
-    pub(crate) fn enter(&self) {
-        #[cfg(test)]
-        self.n.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// A thread ends.
-    #[inline(always)]
-    pub(crate) fn leave(&self) {
-        #[cfg(test)]
-        self.n.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    /// Threads running now.
-    #[cfg(test)]
-    pub(crate) fn get(&self) -> usize {
-        self.n.load(Ordering::SeqCst)
-    }
-}
-
 /// A count added to from several threads (waits of a stream's threads):
 /// zero-sized outside the tests.
 #[derive(Clone, Debug, Default)]

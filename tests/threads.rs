@@ -19,6 +19,9 @@
 //! * with `prefetch(true)` (the next run read while one opens) every one
 //!   of the above holds for the readers too, and an inner error met in a
 //!   read beside a run comes, once, with the next call that needs input.
+//! * the threads are one pool per process: forty threaded streams alive
+//!   hold no more of them than the CPUs; streams made and used inside the
+//!   jobs of another pool round-trip, and never run that pool's jobs.
 //!
 //! (That the bytes on the wire are one thread's needs an injected salt:
 //! `src/threads/stream_tests.rs`. The socket case, a read that never waits
@@ -1069,4 +1072,133 @@ fn an_inner_error_beside_a_run_surfaces_once_across_length_queries_and_seeks() {
             }
         }
     }
+}
+
+/// Threaded streams written and read inside the jobs of another pool of
+/// threads (as in a `rayon` `par_iter`, here its core's scope: more
+/// streams than that pool has threads, each job waiting on its stream's
+/// threads) all round-trip: a stream's caller waits for its own work and
+/// never for another pool's jobs.
+#[test]
+fn threaded_streams_inside_another_pools_jobs_round_trip() {
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 16 * KIB;
+    let pool = rayon_core::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let pts: Vec<Vec<u8>> = (0..8)
+        .map(|i| data(40 * seg + 100 * i, 50 + i as u64))
+        .collect();
+    pool.scope(|s| {
+        for (i, pt) in pts.iter().enumerate() {
+            let key = &key;
+            s.spawn(move |_| {
+                let b = CipherWriter::builder(key).capacity(seg).threads(2);
+                let mode = WriteMode::Fixed(if i % 2 == 0 { 1000 } else { 5 * seg });
+                let ct = encrypt(Front::Std, b.threads_after(0), pt, &mode);
+                for prefetch in [false, true] {
+                    let b = CipherReader::builder(key).threads(2).threads_after(0);
+                    let read = ReadMode::Chunks(if i % 2 == 0 { 1000 } else { 3 * seg });
+                    let ctx = format!("stream {i}, prefetch {prefetch}");
+                    decrypt_ok(&ctx, Front::Std, b.prefetch(prefetch), &ct, pt, &read);
+                }
+            });
+        }
+    });
+}
+
+/// The threads named for the library alive in this process now.
+fn library_threads() -> usize {
+    let tasks = std::fs::read_dir("/proc/self/task").unwrap();
+    let comm = |t: std::fs::DirEntry| std::fs::read_to_string(t.path().join("comm"));
+    let names = tasks.filter_map(|t| comm(t.unwrap()).ok());
+    names.filter(|n| n.starts_with("cipherio")).count()
+}
+
+/// Forty threaded streams alive at once, each in the middle of its
+/// stream with its threads at work, hold no more of the library's threads
+/// than the CPUs and four: a stream posts its work to the process's pool
+/// and owns no thread.
+#[test]
+fn forty_threaded_streams_alive_at_once_share_the_processs_threads() {
+    use std::io::{Read, Write};
+    let key = Key::generate(Algorithm::ChaCha20Poly1305);
+    let seg = 16 * KIB;
+    let pt = data(64 * seg, 61);
+    let ct = encrypt(
+        Front::Std,
+        CipherWriter::builder(&key).capacity(seg),
+        &pt,
+        &WriteMode::AllAtOnce,
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut readers = Vec::new();
+    let mut writers = Vec::new();
+    for i in 0..20 {
+        let b = CipherReader::builder(&key).threads(2).threads_after(0);
+        let mut r = b.prefetch(i % 2 == 0).build(&ct[..]);
+        let mut buf = vec![0u8; if i % 4 < 2 { 1000 } else { 4 * seg }];
+        for _ in 0..8 {
+            r.read_exact(&mut buf).unwrap();
+        }
+        readers.push(r);
+        let b = CipherWriter::builder(&key)
+            .capacity(seg)
+            .threads(2)
+            .threads_after(0);
+        let mut w = b.build(Vec::new());
+        for chunk in pt[..16 * seg].chunks(if i % 2 == 0 { 1000 } else { 5 * seg }) {
+            w.write_all(chunk).unwrap();
+        }
+        writers.push(w);
+    }
+    let n = library_threads();
+    assert!(
+        n <= cpus + 4,
+        "{n} library threads for 40 streams on {cpus} CPUs"
+    );
+    drop((readers, writers));
+}
+
+/// A threaded stream whose caller is a thread of another pool (a `rayon`
+/// job's) never runs that pool's other jobs while it waits for its own
+/// threads: waiting for a scope's end there would (any job, for as long
+/// as it takes, one that takes a lock the caller holds included). Jobs of
+/// a one-thread pool each write and read a threaded stream in large
+/// calls; none starts inside another.
+#[test]
+fn a_stream_inside_another_pools_job_runs_none_of_its_jobs() {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    thread_local!(static IN_JOB: Cell<bool> = const { Cell::new(false) });
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let seg = 64 * KIB;
+    let pt = data(64 * seg + 5, 71);
+    let pool = rayon_core::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let nested = AtomicUsize::new(0);
+    pool.scope(|s| {
+        for i in 0..16 {
+            let (key, pt, nested) = (&key, &pt, &nested);
+            s.spawn(move |_| {
+                if IN_JOB.with(|f| f.replace(true)) {
+                    nested.fetch_add(1, Ordering::SeqCst);
+                }
+                let b = CipherWriter::builder(key).capacity(seg).threads(2);
+                let ct = encrypt(Front::Std, b.threads_after(0), pt, &WriteMode::AllAtOnce);
+                let b = CipherReader::builder(key).threads(2).threads_after(0);
+                let ctx = format!("job {i}");
+                decrypt_ok(&ctx, Front::Std, b, &ct, pt, &ReadMode::Chunks(8 * seg));
+                IN_JOB.with(|f| f.set(false));
+            });
+        }
+    });
+    assert_eq!(
+        nested.load(Ordering::SeqCst),
+        0,
+        "jobs run inside a stream's wait"
+    );
 }

@@ -133,9 +133,6 @@ pub(super) struct Gain {
     /// the middle of its share; 1 for the whole way, whose losses are
     /// steady costs, not stalls).
     per_loss: u32,
-    /// The most a stall was judged to have lost (tests).
-    #[cfg(test)]
-    worst_stall: Duration,
 }
 
 impl Default for Gain {
@@ -153,8 +150,6 @@ impl Default for Gain {
                 Arc::clone(&MACHINE)
             },
             per_loss: SOLO_PER_LOSS,
-            #[cfg(test)]
-            worst_stall: Duration::ZERO,
         }
     }
 }
@@ -208,12 +203,6 @@ impl Gain {
     #[cfg(test)]
     pub(super) fn end_backing_off(&mut self) {
         self.solo_until = None;
-    }
-
-    /// The most a stall was judged to have lost so far (tests).
-    #[cfg(test)]
-    pub(super) fn worst_stall(&self) -> Duration {
-        self.worst_stall
     }
 
     /// Whether the last verdict was a loss (tests).
@@ -279,10 +268,6 @@ impl Gain {
     /// least [`SOLO_PER_LOSS`] times that and twice its last backing off,
     /// and so does every stream of the process.
     fn stall(&mut self, lost: Duration) {
-        #[cfg(test)]
-        {
-            self.worst_stall = self.worst_stall.max(lost);
-        }
         self.window = (0, 0.0, 0.0);
         self.solo_for = self
             .machine

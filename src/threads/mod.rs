@@ -38,21 +38,21 @@
 //! holds it too long (descheduled on a busy machine), it seals itself
 //! into a spare buffer, and that thread's copy is dropped.
 //!
-//! The threads are a [`rayon_core`] pool owned by the stream: its
-//! scoped jobs seal straight from the caller's slice and open straight
-//! into the caller's buffer, with no copy and no `unsafe` here, and its
-//! threads wait for work without being spawned per batch (awake for a
-//! while after each run, [`Workers::linger`], then asleep). The engine
-//! makes its [`Workers`] only once a stream is far enough in for them to
-//! pay (a short stream starts no thread); the pool is built on the first
-//! batch after that and its threads are joined when the stream is
-//! dropped: no worker
-//! outlives its stream. A panic in a job is caught where it happens and
-//! becomes [`Error::WorkerPanicked`].
+//! The threads are one [`rayon_core`] pool per process, shared by every
+//! stream (one thread per CPU beside the caller's, whatever the streams
+//! alive; a stream owns no thread): its scoped jobs seal straight from
+//! the caller's slice and open straight into the caller's buffer, with no
+//! copy and no `unsafe` here, and its threads wait for work without being
+//! spawned per batch (awake for a while after each run,
+//! [`Workers::linger`], then asleep). The engine makes its [`Workers`]
+//! only once a stream is far enough in for them to pay (a short stream
+//! starts no thread); the pool is built by the first batch of any stream
+//! and lives as long as the process. A panic in a job is caught where it
+//! happens and becomes [`Error::WorkerPanicked`].
 //!
 //! | module | owns |
 //! |---|---|
-//! | `pool` | [`Workers`]: the pool's threads, started, kept awake after a run or woken for one, seen awake ([`Awake`](pool::Awake)), joined |
+//! | `pool` | [`Workers`]: the process's pool, started once; a stream's pool threads kept awake after a run or woken for one, seen awake ([`Awake`](pool::Awake)) |
 //! | `run` | batch runs of [`Piece`]s, shares claimed by whichever thread runs ([`Workers::run`]), and their size ([`batch_segments`], a reader's [`open_batch_segments`]) |
 //! | `pipeline` | the writer's pipeline ([`Workers::pipeline`]): what it returns ([`Piped`](pipeline::Piped), [`gather`]) |
 //! | `line` | what the threads of one pipeline share, and what each does in it; units taken over from a late pool thread |

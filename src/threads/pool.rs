@@ -1,19 +1,21 @@
-//! The pool of one stream's threads: started on the first run (a stream
-//! that stays small spawns nothing), kept awake from the end of its part
-//! of a run to the run's end ([`Workers::stay_awake`]) and for a while
-//! after each run ([`Workers::linger`]), and joined when the stream drops its
-//! [`Workers`], so that no thread outlives its stream.
+//! A stream's threads on the process's one pool: the pool starts with
+//! the first run of any stream (a process whose streams stay small spawns
+//! nothing) and is shared by every stream after, one thread per CPU
+//! beside the caller's, so a process's threads do not grow with its
+//! streams. A stream's pool threads are kept awake from the end of their
+//! part of a run to the run's end ([`Workers::stay_awake`]) and for a
+//! while after each run ([`Workers::linger`]); that ends when the stream
+//! drops its [`Workers`].
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::gain::Gain;
 use super::pace::Pace;
 use super::wait::{self, Waits};
-use crate::probe::{self, Alive, Count, Fault, Job, Tally};
+use crate::probe::{self, Count, Fault, Job, Tally};
 
 /// How long a pool thread stays awake after a run, for the next one
 /// ([`Workers::linger`]).
@@ -129,8 +131,8 @@ impl Awake {
 /// [`run`](Self::run).
 pub(crate) struct Workers {
     pub(super) threads: usize,
-    pub(super) pool: Option<rayon_core::ThreadPool>,
-    pub(super) handles: Vec<JoinHandle<()>>,
+    /// The process's pool, once the stream used it.
+    pub(super) pool: Option<Arc<rayon_core::ThreadPool>>,
     /// The caller's times in pipelines.
     pub(super) pace: Pace,
     /// Whether runs on the pool pay, and while they do not, the runs the
@@ -194,8 +196,6 @@ pub(crate) struct Workers {
     /// Make pool jobs of one kind panic as they start (tests that no pool
     /// job's panic aborts the process or unwinds into the caller).
     pub(crate) job_panic: Fault<Job>,
-    /// Pool threads running (tests that none outlives the workers).
-    pub(super) alive: Alive,
     /// How the stream's threads waited for each other (tests).
     pub(crate) waits: Waits,
 }
@@ -208,7 +208,6 @@ impl Workers {
         Workers {
             threads,
             pool: None,
-            handles: Vec::new(),
             pace: Pace::default(),
             gain: Gain::default(),
             ring_way: Gain::for_way(),
@@ -228,7 +227,6 @@ impl Workers {
             inject_panic: probe::worker_panic(),
             panicked: Arc::default(),
             job_panic: probe::job_panic(),
-            alive: Alive::default(),
             waits: Waits::default(),
         }
     }
@@ -238,50 +236,35 @@ impl Workers {
         self.threads
     }
 
-    /// Starts the pool threads if they are not running: `threads - 1`,
-    /// and at most one less than the machine's CPUs (a pool thread is
-    /// handed work only while it runs, and more than that many cannot run
-    /// beside the caller). `None` on a machine of one CPU, or when the
-    /// system refuses threads (the caller then does all the work itself:
-    /// the bytes are the same).
+    /// The process's pool, started by the first stream that needs it
+    /// and shared by every stream after: one thread per CPU beside the
+    /// caller's, whatever the streams alive (a stream owns no thread).
+    /// `None` on a machine of one CPU, or when the system refuses threads
+    /// (the caller then does all the work itself: the bytes are the
+    /// same).
     pub(super) fn pool(&mut self) -> Option<&rayon_core::ThreadPool> {
+        static POOL: OnceLock<Option<Arc<rayon_core::ThreadPool>>> = OnceLock::new();
         if self.pool_threads == 0 {
             return None;
         }
+        let build = |threads| {
+            let b = rayon_core::ThreadPoolBuilder::new().num_threads(threads);
+            b.thread_name(|i| format!("cipherio-{i}"))
+                .build()
+                .ok()
+                .map(Arc::new)
+        };
         if self.pool.is_none() {
-            let handles = &mut self.handles;
-            let alive = &self.alive;
-            let built = rayon_core::ThreadPoolBuilder::new()
-                .num_threads(self.pool_threads)
-                .thread_name(|i| format!("cipherio-{i}"))
-                .spawn_handler(|thread| {
-                    let mut b = std::thread::Builder::new();
-                    if let Some(name) = thread.name() {
-                        b = b.name(name.to_owned());
-                    }
-                    if let Some(size) = thread.stack_size() {
-                        b = b.stack_size(size);
-                    }
-                    let alive = alive.clone();
-                    handles.push(b.spawn(move || {
-                        alive.enter();
-                        thread.run();
-                        alive.leave();
-                    })?);
-                    Ok(())
-                })
-                .build();
-            match built {
-                Ok(pool) => self.pool = Some(pool),
-                Err(_) => {
-                    // The threads that did start end with the pool that
-                    // was never returned; wait for them.
-                    self.join();
-                    return None;
-                }
-            }
+            // The unit tests of one stream's runs count what its pool
+            // threads do: each has a pool of its own there, not one that
+            // the tests running beside it keep busy.
+            self.pool = if cfg!(test) {
+                build(self.pool_threads)
+            } else {
+                POOL.get_or_init(|| build(super::cpus() - 1)).clone()
+            };
         }
-        self.pool.as_ref()
+        self.pool.as_deref()
     }
 
     /// Whether runs' whole way with the pool was last judged a loss
@@ -299,10 +282,18 @@ impl Workers {
     }
 
     /// Begins a run: `None` when the caller does it alone (while the pool
-    /// does not pay, counted, or when the system refuses threads), else
-    /// whether the run is judged (the run that starts the pool pays for the
-    /// threads' start and is not).
+    /// does not pay, counted, when the system refuses threads, or on a
+    /// thread of another `rayon` pool), else whether the run is judged
+    /// (the run that starts the pool pays for the threads' start and is
+    /// not).
     pub(super) fn begin(&mut self) -> Option<bool> {
+        // A thread of another pool that waits for a scope's end runs that
+        // pool's jobs meanwhile (any job, for as long as it takes, one
+        // that takes a lock the caller holds included): its runs are its
+        // own. (Its other cores are that pool's anyway.)
+        if rayon_core::current_thread_index().is_some() {
+            return None;
+        }
         if !self.gain.threaded() || !self.run_way.0.threaded() {
             self.gain.rest();
             self.run_way.0.rest();
@@ -406,17 +397,6 @@ impl Workers {
         pool.spawn(move || caught(&panicked, fault, kind, job));
         true
     }
-
-    /// Ends the pool and waits for its threads.
-    fn join(&mut self) {
-        self.starting();
-        // Dropping the pool tells its threads to stop once idle.
-        drop(self.pool.take());
-        for h in self.handles.drain(..) {
-            // A thread that panicked outside a job has nothing to report.
-            let _ = h.join();
-        }
-    }
 }
 
 /// Runs the whole of a job on a pool thread (`kind`, for the test fault
@@ -436,7 +416,9 @@ pub(super) fn caught(panicked: &AtomicBool, fault: Fault<Job>, kind: Job, job: i
 }
 
 impl Drop for Workers {
+    /// The stream's lingering jobs end: its pool threads go back to the
+    /// process's other streams.
     fn drop(&mut self) {
-        self.join();
+        self.starting();
     }
 }

@@ -26,10 +26,9 @@ fn pieces<'a>(inputs: &'a [Vec<u8>], outputs: &'a mut [Vec<u8>]) -> Vec<Piece<'a
         .collect()
 }
 
-/// Every piece is done once, on more than one thread, and the pool
-/// threads are gone once the workers are dropped.
+/// Every piece is done once, on more than one thread.
 #[test]
-fn runs_every_piece_and_joins_its_threads() {
+fn runs_every_piece() {
     let mut w = Workers::new(3);
     let seen = Mutex::new(std::collections::HashSet::new());
     // A run hands shares to the pool threads once one is awake (woken
@@ -59,17 +58,6 @@ fn runs_every_piece_and_joins_its_threads() {
         seen.lock().unwrap().len() > 1,
         "the pool threads took shares"
     );
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    assert_eq!(
-        w.handles.len(),
-        3.min(cpus) - 1,
-        "a pool thread per other CPU"
-    );
-    let alive = w.alive.clone();
-    assert!(alive.get() > 0);
-    drop(w);
-    // Joined in drop: every pool thread has ended.
-    assert_eq!(alive.get(), 0);
 }
 
 /// A panic in a job is an error, not a hang and not an unwind into
@@ -114,13 +102,20 @@ fn a_panic_in_any_pool_job_is_an_error() {
         let mut w = Workers::new(2);
         w.job_panic.arm(kind);
         if kind == Job::Posted {
+            // On the process's pool, whose threads other tests share:
+            // another job posted after it may run first.
             assert!(w.post(|| ()));
+            while !w.panicked() {
+                std::thread::yield_now();
+            }
         } else {
             // It wakes its pool threads, and they linger after it (the
             // run fails if they panicked before its end).
             let _ = run(&mut w);
         }
-        after_posted(&mut w);
+        if kind != Job::Posted {
+            after_posted(&mut w);
+        }
         assert!(w.panicked(), "{kind:?}");
         assert_eq!(run(&mut w), Err(Error::WorkerPanicked), "{kind:?}");
     }
@@ -315,11 +310,9 @@ fn a_pipeline_hands_no_unit_to_a_pool_thread_not_running() {
 }
 
 /// After each run the pool threads stay awake for the next one (as
-/// many as the machine has CPUs besides the caller's), and dropping
-/// the workers still joins every thread at once: the lingering ends
-/// when they end.
+/// many as the machine has CPUs besides the caller's).
 #[test]
-fn pool_threads_linger_after_each_run_and_end_with_the_workers() {
+fn pool_threads_linger_after_each_run() {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     for threads in [2, 3, 8] {
         let mut w = Workers::new(threads);
@@ -348,9 +341,6 @@ fn pool_threads_linger_after_each_run_and_end_with_the_workers() {
         if cpus > 1 {
             assert!(w.lingered.get() > 0);
         }
-        let alive = w.alive.clone();
-        drop(w);
-        assert_eq!(alive.get(), 0, "threads {threads}");
     }
 }
 
@@ -913,81 +903,6 @@ fn a_pipeline_that_waits_at_its_end_for_a_stalled_thread_backs_off_every_stream(
             "threads {threads}: the later stream's pipeline on the pool"
         );
     }
-}
-
-/// Runs `one` (a pipeline or a batch run on `w`, whose pool thread sleeps
-/// 600 µs in each unit or share it claims) on the one thread of another
-/// pool, with a job of [`QUEUED`] queued in that pool (one at a time):
-/// while the run's end waits for its pool thread, the calling thread runs
-/// the queued job. Runs until three runs ran one at their end (a bound in
-/// case they do not: on a loaded machine the pool thread may not join,
-/// or leave before the caller gets there); returns how many did, and the
-/// longest any stall was judged to have lost (a loaded test machine may
-/// deschedule the pool thread for real, but not for half of [`QUEUED`]).
-fn queued_jobs_at_the_end(one: impl Fn(&mut Workers) + Sync) -> (usize, Duration) {
-    let mut w = judged_workers(2, Duration::from_micros(600));
-    let outer = rayon_core::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
-    let in_run = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (queued, done) = (
-        std::sync::Arc::new(AtomicUsize::new(0)),
-        std::sync::Arc::new(AtomicUsize::new(0)),
-    );
-    outer.install(|| {
-        let since = std::time::Instant::now();
-        let mut spawned = 0;
-        while queued.load(Ordering::SeqCst) < 3 && since.elapsed() < Duration::from_secs(20) {
-            if done.load(Ordering::SeqCst) == spawned {
-                spawned += 1;
-                let (during, ran, done) = (in_run.clone(), queued.clone(), done.clone());
-                rayon_core::spawn(move || {
-                    if during.load(Ordering::SeqCst) {
-                        ran.fetch_add(1, Ordering::SeqCst);
-                    }
-                    busy_for(QUEUED);
-                    done.fetch_add(1, Ordering::SeqCst);
-                });
-            }
-            w.gain.end_backing_off();
-            in_run.store(true, Ordering::SeqCst);
-            one(&mut w);
-            in_run.store(false, Ordering::SeqCst);
-        }
-    });
-    (queued.load(Ordering::SeqCst), w.gain.worst_stall())
-}
-
-/// How long the other pool's queued job takes.
-const QUEUED: Duration = Duration::from_millis(200);
-
-/// A stream used on a thread of another pool (a writer or a reader in a
-/// `par_iter` over files): while a run's end waits for a pool thread still
-/// in its last unit or share, the calling thread runs the other pool's
-/// queued jobs. Those are not the run's: only how late its own pool thread
-/// left it is judged, and a stall (if the test machine's load stops that
-/// thread for real) never counts a queued job's time.
-#[test]
-fn a_runs_end_on_a_thread_of_another_pool_judges_only_its_own_threads() {
-    let pipelines = queued_jobs_at_the_end(|w| {
-        one_pipeline(w, 6, Duration::from_micros(100));
-    });
-    let runs = queued_jobs_at_the_end(|w| {
-        copy_run(w, 32, 8 << 10, Duration::from_micros(20));
-    });
-    eprintln!(
-        "ends that ran another pool's job, the longest stall: pipelines {pipelines:?}, runs {runs:?}"
-    );
-    assert!(
-        pipelines.0 > 0 && runs.0 > 0,
-        "no end ran another pool's job"
-    );
-    // A stall that counted a queued job lost nearly all of it.
-    assert!(
-        pipelines.1 < QUEUED / 2 && runs.1 < QUEUED / 2,
-        "a queued job taken for a stall"
-    );
 }
 
 /// A batch run's caller waits awake for a pool thread inside its job
