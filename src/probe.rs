@@ -146,8 +146,6 @@ pub(crate) fn worker_panic() -> Fault {
 pub(crate) enum Job {
     /// A pool thread's part of a batch run.
     Share,
-    /// A pool thread's part of a writer's pipeline.
-    Unit,
     /// A pool thread kept awake between runs.
     Linger,
     /// A job posted to run on its own time (a reader's ring's).

@@ -8,7 +8,6 @@
 //! | [`suite`] | the per-segment AEAD of each provider: `seal_at` / `open_at(index, last, aad)` |
 //! | [`layout`] | segment sizes; the units as a type: fixed segments (with the offset arithmetic) or framed records |
 //! | [`unit`] | how one unit is opened: a segment (the final flag, a cut at a segment boundary, the empty final segment) or a record (its header as the AAD) |
-//! | [`pipe`] | planning a pipelined write: its shares, slots and tail job, from plain numbers |
 //! | [`sealer`] | the writer's state machine: plaintext in, sealed bytes out; its parts (held plaintext, the open stream's counter and header, a pipelined run as a job) in `sealer_*.rs` |
 //! | [`plain`] | the reader's plaintext buffer, and which segment it holds |
 //! | [`step`] | what a reader's engine asks of its front next (`Step`) |
@@ -17,10 +16,9 @@
 //! | [`runs`] | runs of two or more segments opened on the workers, released up to the first failure |
 //! | [`seek`] | the reader's position and its sub-machine of random access: seeking, the authenticated length query |
 //!
-//! The threads of `threads(n)` are not here: the sealer and the opener
-//! hand runs of segments to [`crate::threads`], which owns the pool, and
-//! the sealer describes a pipelined write as a job
-//! ([`sealer::PipeJob`]) that the drive loop runs there and writes out.
+//! The threads of `threads(n)` are not here: the opener hands runs of
+//! segments to [`crate::threads`], which owns the pool, and the sealer
+//! posts its units there through its ring (`sealer_ring.rs`).
 //!
 //! Every front (std, tokio) is glue over [`sealer::Sealer`] and
 //! [`opener::Opener`]: a rule fixed here is fixed everywhere.
@@ -30,7 +28,6 @@ pub(crate) mod ctr_hmac;
 pub(crate) mod kdf;
 pub(crate) mod layout;
 pub(crate) mod opener;
-pub(crate) mod pipe;
 pub(crate) mod plain;
 pub(crate) mod runs;
 pub(crate) mod sealer;

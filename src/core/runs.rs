@@ -160,7 +160,6 @@ pub(crate) fn open_fed(
             };
             pieces.push(Piece {
                 index,
-                last: false,
                 input: &[],
                 output: o,
                 // Not opened until a job says otherwise: a piece the
@@ -249,7 +248,6 @@ fn gather<'a>(
         let (o, r) = std::mem::take(&mut room).split_at_mut(plain);
         pieces.push(Piece {
             index,
-            last: false,
             input: &data[at..at + sealed],
             output: o,
             result: Ok(()),

@@ -20,18 +20,15 @@
 //!   after still has a final segment to seal.
 //! - **Explicit finish, sticky errors.** Only [`finish`](Sealer::finish)
 //!   seals the final segment; a fatal error is returned by every later call.
-//! - **Threads seal batches.** With `threads(n)`, n > 1, the buffer holds a
-//!   batch of segments ([`threads::batch_segments`]) instead of one, and
-//!   the hold-back applies to the batch: it is sealed, as one step, once
-//!   full and one more byte has arrived, every segment from its own index
-//!   on [`Workers`]; the bytes are those of one thread.
-//! - **Threads pipeline large writes.** With threads, a write of whole
-//!   segments (after the buffered ones) is one pipelined run, which the
-//!   sealer plans ([`plan_pipe`](Sealer::plan_pipe)) and settles
-//!   ([`settle`](Sealer::settle)) but does not run: the drive loop runs
-//!   it on [`Workers::pipeline`] and moves each sealed share to the inner
-//!   writer while the other threads seal the next ones, instead of a
-//!   hand-over and a serial copy per batch.
+//! - **Threads seal units on a ring.** With `threads(n)`, n > 1, the
+//!   buffer holds a unit of segments (about 64 KiB,
+//!   [`threads::batch_segments`]) instead of one, and the hold-back
+//!   applies to the unit: once full and one more byte has arrived (at
+//!   once where a full segment is never final), it is posted to the
+//!   writer's ring (`Ring`), which seals it on the process's pool and
+//!   gives it back, in order, as the output of a later step; the bytes
+//!   are those of one thread. The ring holds about 2·n units: a post to a
+//!   full ring first delivers its oldest unit.
 //!
 //! Its state is in parts, each keeping its own rules:
 //!
@@ -40,7 +37,7 @@
 //! | `Sealer` (here) | the stage, the hold-back step, flush and finish, the sticky error |
 //! | `Held` (`sealer_held.rs`) | the plaintext not sealed yet: how its buffer grows, fills and empties |
 //! | `Open` (`sealer_seal.rs`) | the key, the segment sizes, the header until it goes out, the next index: each index sealed once, the header once |
-//! | `PipeJob` (`sealer_pipe.rs`) | a pipelined run as a job: planned, run by the drive loop, settled |
+//! | `Ring` (`sealer_ring.rs`) | units posted and not delivered: sealed by whichever thread is free, delivered in order |
 //! | `Counts` (`sealer_probe.rs`) | what the tests count and inject; nothing outside the tests |
 
 use crate::core::layout::Ends;
@@ -51,17 +48,17 @@ use crate::{Error, Provider};
 
 #[path = "sealer_held.rs"]
 mod held;
-#[path = "sealer_pipe.rs"]
-mod pipe_run;
 #[path = "sealer_probe.rs"]
 mod probe;
+#[path = "sealer_ring.rs"]
+mod ring;
 #[path = "sealer_seal.rs"]
 mod seal;
 
 use held::Held;
+use ring::Ring;
 use seal::Open;
 
-pub(crate) use pipe_run::PipeJob;
 pub(crate) use probe::Counts;
 
 /// Where the writer is in the life of its stream.
@@ -96,9 +93,9 @@ pub(crate) struct Sealer {
     /// never cleared, so sealing does not first fill it with zeros.
     out: Window,
     config: Config,
-    /// Threads sealing batches (`threads(n)`, n > 1); made once the
-    /// stream is `alone` bytes in.
-    workers: Option<Workers>,
+    /// The ring its units are sealed on (`threads(n)`, n > 1); made once
+    /// the stream is `alone` bytes in.
+    ring: Option<Ring>,
     /// Plaintext bytes sealed so far (the workers are made once they
     /// reach the configured threshold).
     sealed: u64,
@@ -154,7 +151,7 @@ impl Sealer {
                 threads,
                 alone: WRITER_ALONE,
             },
-            workers: None,
+            ring: None,
             sealed: 0,
             counts: Counts::default(),
         }
@@ -168,17 +165,16 @@ impl Sealer {
         self
     }
 
-    /// Whether the workers are made (tests: a short stream starts none).
+    /// Whether the ring is made (tests: a short stream starts none).
     #[cfg(test)]
     pub(crate) fn threaded(&self) -> bool {
-        self.workers.is_some()
+        self.ring.is_some()
     }
 
-    /// Units of its pipelines the caller did outside their slots, taken
-    /// over from late pool threads (tests).
+    /// Units the caller took over from late pool threads (tests).
     #[cfg(test)]
     pub(crate) fn taken_over(&self) -> usize {
-        self.workers.as_ref().map_or(0, |w| w.waits.taken.get())
+        self.ring.as_ref().map_or(0, |r| r.taken_over)
     }
 
     /// Plaintext bytes per segment.
@@ -251,9 +247,6 @@ impl Sealer {
         match begun {
             Ok((header, Stream { suite, layout })) => {
                 self.stage = Stage::Open(Open::new(suite, layout, header));
-                // Here too, not only in `write`: the drive loop plans a
-                // pipelined write before it calls `write`.
-                self.workers_due();
                 Ok(())
             }
             Err(e) => {
@@ -270,10 +263,6 @@ impl Sealer {
     /// refuses what would follow it with [`Error::StreamTooLong`] (not
     /// sticky: it can still be finished).
     ///
-    /// With threads, the step ends after a copy too, so that the drive
-    /// loop can try the pipelined step ([`plan_pipe`](Self::plan_pipe))
-    /// on what follows.
-    ///
     /// # Errors
     ///
     /// A sticky error; `StreamTooLong` as above. When some bytes were
@@ -285,17 +274,18 @@ impl Sealer {
         self.steps(buf)
     }
 
-    /// Makes the workers once the stream is far enough in for them to pay,
-    /// at a segment's start (the buffer empty: it holds a batch only from
-    /// then on).
+    /// Makes the ring once the stream is far enough in for it to pay, at
+    /// a segment's start (the buffer empty: it holds a unit only from then
+    /// on).
     fn workers_due(&mut self) {
-        if self.config.threads > 1
-            && self.workers.is_none()
-            && matches!(self.stage, Stage::Open(_))
+        if let Stage::Open(open) = &mut self.stage
+            && self.config.threads > 1
+            && self.ring.is_none()
             && self.plain.is_empty()
             && self.sealed >= self.config.alone
         {
-            self.workers = Some(Workers::new(self.config.threads));
+            let workers = Workers::new(self.config.threads);
+            self.ring = Some(Ring::new(workers, open.share_suite(), *open.layout()));
         }
     }
 
@@ -312,19 +302,15 @@ impl Sealer {
                 Err(_) if taken > 0 => return Ok(taken),
                 Err(e) => return Err(e),
             }
-            if self.workers.is_some() && !self.full_due() {
-                // The segments after the one begun may be a pipelined run.
-                return Ok(taken);
-            }
         }
         Ok(taken)
     }
 
     /// One move of [`write`](Self::write) with `rest`: the hold-back.
-    /// A full batch held back is sealed now that a byte follows it; at an
-    /// empty buffer, whole segments of a batch are sealed straight from
-    /// `rest` (with a byte after them); otherwise `rest` is copied into
-    /// the buffer.
+    /// A full batch held back is sealed (with threads, posted to the
+    /// ring) now that a byte follows it; without threads, at an empty
+    /// buffer, a whole segment is sealed straight from `rest` (with a byte
+    /// after it); otherwise `rest` is copied into the buffer.
     fn step(&mut self, rest: &[u8]) -> Result<Step, Error> {
         let Stage::Open(open) = &self.stage else {
             unreachable!("started and not sealed")
@@ -341,26 +327,32 @@ impl Sealer {
         if held && last_index {
             return Err(Error::StreamTooLong);
         }
+        if held && self.ring.is_some() {
+            return self.post(count);
+        }
+        if self.ring.as_ref().is_some_and(Ring::front_sealed) {
+            // Sealed bytes go out as soon as they are ready (the buffer
+            // still has room for the bytes that follow them).
+            return self.deliver_held().map(|_| Step::Sealed(0));
+        }
         if held {
             // More data follows the batch held back, so it is not final.
             let r = self.seal_run(None, false);
             self.plain.clear();
             return r.map(|()| Step::Sealed(0));
         }
-        // Straight from the caller's slice only a whole batch (with a
-        // byte after it): a shorter run would seal its segments on fewer
-        // threads than the batch has, and leave the rest to be copied
-        // anyway.
-        if self.plain.is_empty() && rest.len() >= batch + hold_back && !last_index {
-            // Zero-copy: as many whole segments of the batch as leave a
-            // byte after them (with a hold-back).
-            let direct = open
-                .layout()
-                .run_len(open.next(), count, rest.len() - hold_back);
-            self.seal_run(Some(&rest[..direct]), false)?;
-            return Ok(Step::Sealed(direct));
+        // Zero-copy: one thread seals a whole segment (with a byte after
+        // it) straight from the caller's slice; the ring's units are its
+        // own, copied.
+        if self.ring.is_none()
+            && self.plain.is_empty()
+            && rest.len() >= batch + hold_back
+            && !last_index
+        {
+            self.seal_run(Some(&rest[..batch]), false)?;
+            return Ok(Step::Sealed(batch));
         }
-        let mut upto = self.copy_limit(open, batch);
+        let mut upto = batch;
         if last_index && hold_back == 0 {
             // A full segment at the last index would need a final one
             // after it, which the counter cannot number.
@@ -383,21 +375,79 @@ impl Sealer {
             && self.plain.available() == self.batch(open).1
     }
 
-    /// How full a [`step`](Self::step) fills the buffer: a batch, or with
-    /// threads only up to the end of the segment begun (the segments after
-    /// it go to a pipelined run from the caller's slice).
-    fn copy_limit(&self, open: &Open, batch: usize) -> usize {
-        if self.workers.is_none() {
-            return batch;
-        }
-        let (layout, next) = (open.layout(), open.next());
-        let whole = layout.run_len(next, u64::MAX, self.plain.available());
-        let end = if next == 0 && whole == 0 {
-            layout.plain(0)
-        } else {
-            whole + layout.rest
+    /// Posts the full unit buffered (`count` segments, not final: a byte
+    /// follows it, or a full segment is never final here) to the ring,
+    /// delivering the ring's oldest unit first when it is full, or after
+    /// when that one is due ([`Ring::front_due`]): the step's output.
+    fn post(&mut self, count: u64) -> Result<Step, Error> {
+        let Sealer {
+            stage: Stage::Open(open),
+            ring: Some(ring),
+            plain,
+            out,
+            ..
+        } = self
+        else {
+            unreachable!("posting on an open stream with a ring")
         };
-        end.min(batch)
+        let full = ring.is_full();
+        if full {
+            if let Err(e) = Self::deliver(ring, open, out) {
+                self.stage = Stage::Failed(e.clone());
+                return Err(e);
+            }
+            if ring.is_full() {
+                // The unit delivered was taken over from a late pool
+                // thread, which still holds its slot: the unit buffered
+                // waits for the next step, so the ring holds no more.
+                return Ok(Step::Sealed(0));
+            }
+        }
+        let len = plain.available() as u64;
+        ring.post(plain, open.next());
+        open.advance(count);
+        self.sealed = self.sealed.saturating_add(len);
+        self.counts
+            .sealed
+            .add(usize::try_from(count).unwrap_or(usize::MAX));
+        self.counts.posted.add(1);
+        if full {
+            return Ok(Step::Sealed(0));
+        }
+        if ring.front_due() {
+            if let Err(e) = Self::deliver(ring, open, out) {
+                self.stage = Stage::Failed(e.clone());
+                return Err(e);
+            }
+            return Ok(Step::Sealed(0));
+        }
+        Ok(Step::Copied(0))
+    }
+
+    /// Delivers the ring's oldest unit into the drained output, behind
+    /// the header if it has not gone out; `false` when the ring is empty.
+    fn deliver(ring: &mut Ring, open: &mut Open, out: &mut Window) -> Result<bool, Error> {
+        debug_assert!(out.is_empty(), "output drained before delivering");
+        if ring.is_empty() {
+            return Ok(false);
+        }
+        let head = open.take_header();
+        ring.deliver(out, head).transpose().map(|d| d.is_some())
+    }
+
+    /// Delivers the ring's oldest unit, if the ring holds any: the step
+    /// of a `flush` or `finish` before it seals what is buffered.
+    fn deliver_held(&mut self) -> Result<bool, Error> {
+        let Sealer {
+            stage: Stage::Open(open),
+            ring: Some(ring),
+            out,
+            ..
+        } = self
+        else {
+            return Ok(false);
+        };
+        Self::deliver(ring, open, out).inspect_err(|e| self.stage = Stage::Failed(e.clone()))
     }
 
     /// After a segment sealed by [`write`](Self::write) could not be
@@ -421,17 +471,17 @@ impl Sealer {
     /// and their plaintext bytes: what the buffer holds before it seals.
     fn batch(&self, open: &Open) -> (u64, usize) {
         let (layout, next) = (open.layout(), open.next());
-        let Some(w) = &self.workers else {
+        if self.ring.is_none() {
             return (1, layout.plain(next));
-        };
-        let per = threads::batch_segments(w.threads(), layout.rest) as u64;
+        }
+        let per = threads::batch_segments(1, layout.rest) as u64;
         let count = per.min(u64::from(u32::MAX).saturating_sub(next)).max(1);
         (count, layout.run_len(next, count, usize::MAX))
     }
 
-    /// Seals `direct` (whole segments from the caller's slice) or else the
-    /// buffer, as the stream's next segments: several on the workers when
-    /// it holds more than one, all non-final but the last when `last`.
+    /// Seals `direct` (a whole segment from the caller's slice) or else the
+    /// buffer, as the stream's next segments on the caller's thread, all
+    /// non-final but the last when `last`.
     fn seal_run(&mut self, direct: Option<&[u8]>, last: bool) -> Result<(), Error> {
         let held = self.plain.available();
         self.seal_from(direct, held, last)
@@ -445,12 +495,7 @@ impl Sealer {
             unreachable!("sealing only an open stream")
         };
         let len = plain.len() as u64;
-        let r = match &mut self.workers {
-            Some(workers) if plain.len() > open.layout().plain(open.next()) => {
-                open.seal_parallel(&mut self.out, plain, last, workers)
-            }
-            _ => open.seal(&mut self.out, plain, last).map(|()| 1),
-        };
+        let r = open.seal(&mut self.out, plain, last);
         if let Err(e) = &r {
             self.stage = Stage::Failed(e.clone());
         }
@@ -459,7 +504,6 @@ impl Sealer {
             self.counts
                 .sealed
                 .add(usize::try_from(n).unwrap_or(usize::MAX));
-            self.counts.runs.add(usize::from(n > 1));
         }
         r.map(|_| ())
     }
@@ -481,15 +525,19 @@ impl Sealer {
 
     /// Seals whatever is buffered (possibly nothing, for an empty stream)
     /// as the final segment. Call it with the output drained, until
-    /// [`is_sealed`](Self::is_sealed) (where a full segment is never
-    /// final, a buffer of full segments takes two calls); once sealed, it
-    /// does nothing more.
+    /// [`is_sealed`](Self::is_sealed) (the ring's units are delivered
+    /// first, one a call; where a full segment is never final, a buffer
+    /// of full segments takes two calls); once sealed, it does nothing
+    /// more.
     ///
     /// # Errors
     ///
     /// A sticky error, or a sealing error (which becomes sticky).
     pub(crate) fn finish(&mut self) -> Result<(), Error> {
         self.start()?;
+        if self.deliver_held()? {
+            return Ok(());
+        }
         if let Stage::Open(open) = &self.stage {
             debug_assert!(self.out.is_empty(), "output drained before sealing");
             let held = self.plain.available();
@@ -504,8 +552,8 @@ impl Sealer {
             self.seal_run(None, true)?;
             self.plain.clear();
             self.stage = Stage::Sealed;
-            // The derived key is gone; so are the threads.
-            self.workers = None;
+            // The derived key is gone; so is the ring.
+            self.ring = None;
         }
         Ok(())
     }
@@ -516,14 +564,24 @@ impl Sealer {
     /// if it is the final one), with threads, seals the whole segments of
     /// the batch begun but the last (which may yet be the final one): what
     /// one thread would have sealed by now, so a `flush` delivers what it
-    /// delivers with one thread. Call it with the output drained.
+    /// delivers with one thread. Call it with the output drained, again
+    /// after draining while it returns `true` (it delivered one of the
+    /// ring's units first).
     ///
     /// # Errors
     ///
     /// A sticky error; a sealing error (sticky); [`Error::StreamTooLong`]
     /// when the counter has no number left for a non-final record.
-    pub(crate) fn flush_record(&mut self) -> Result<(), Error> {
-        if !self.config.framed && (self.workers.is_some() || self.full_due()) {
+    pub(crate) fn flush_record(&mut self) -> Result<bool, Error> {
+        if self.deliver_held()? {
+            return Ok(true);
+        }
+        self.flush_buffered().map(|()| false)
+    }
+
+    /// [`flush_record`](Self::flush_record) once the ring is empty.
+    fn flush_buffered(&mut self) -> Result<(), Error> {
+        if !self.config.framed && (self.ring.is_some() || self.full_due()) {
             return self.flush_batch();
         }
         if !self.config.framed || self.plain.is_empty() {

@@ -4,43 +4,28 @@
 
 #[cfg(test)]
 use super::{Sealer, Stage};
-use crate::probe::{Count, Fault};
+use crate::probe::Count;
 
-/// What a [`Sealer`] did, for the tests (zero-copy paths, runs on the
-/// workers), and the failure they can inject.
+/// What a [`Sealer`] did, for the tests (segments sealed, bytes
+/// copied).
 #[derive(Default)]
 pub(crate) struct Counts {
     /// Segments sealed so far.
     pub(crate) sealed: Count,
     /// Plaintext bytes copied into `plain`.
     pub(crate) copied: Count,
-    /// Runs of segments sealed on the workers.
-    pub(crate) runs: Count,
-    /// Of those, the pipelined ones.
-    pub(crate) pipelines: Count,
-    /// Of those, the ones whose last job copied the write's tail into the
-    /// buffer.
-    pub(crate) tails: Count,
-    /// The tail job's allocation fails (tests of the fallback).
-    pub(crate) fail_tail_alloc: Fault,
-    /// The job of this unit of a pipelined run panics (tests of a failure
-    /// partway through a run).
-    pub(crate) fail_unit: Fault<usize>,
+    /// Units posted to the ring.
+    pub(crate) posted: Count,
 }
 
 #[cfg(test)]
 impl Sealer {
-    /// Makes every job of the workers panic from now on (tests of the
-    /// panic path through a pipeline; the stream must have started).
+    /// Makes every seal of the ring's units panic from now on (tests of
+    /// the panic path; the ring must be made).
     pub(crate) fn inject_panic(&mut self) {
-        if let Some(w) = &mut self.workers {
-            w.inject_panic.arm(());
+        if let Some(r) = &mut self.ring {
+            r.inject_panic();
         }
-    }
-
-    /// The output buffer's allocated length (tests of its growth).
-    pub(crate) fn out_allocated(&self) -> usize {
-        self.out.len()
     }
 
     /// Moves segment numbering to `index` (tests of the counter's end).

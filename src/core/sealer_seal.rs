@@ -1,12 +1,14 @@
-//! An open stream's sealing state ([`Open`]): sealing into the output one
-//! segment, or a run of them on the workers, or one share of a pipelined
-//! run; the stream header goes out ahead of the first sealed bytes.
+//! An open stream's sealing state ([`Open`]): sealing segments into the
+//! output ([`seal_segments`], on the caller's thread or a ring's); the
+//! stream header goes out ahead of the first sealed bytes.
 
 use crate::Error;
 use crate::core::layout::{Layout, RECORD_HEADER_LEN, record_header};
 use crate::core::suite::Suite;
 use crate::core::window::Window;
-use crate::threads::{Piece, Workers};
+use std::sync::Arc;
+
+use crate::core::unit::Keyed;
 
 /// What a stream seals with once its header is made: the key, the
 /// segment sizes, the header until it goes out, the next index. It keeps
@@ -15,7 +17,7 @@ use crate::threads::{Piece, Workers};
 /// first sealed bytes, in the same inner write. An error of a seal is
 /// fatal: the [`Sealer`](super::Sealer) fails the stream.
 pub(super) struct Open {
-    suite: Suite,
+    suite: Keyed,
     layout: Layout,
     /// Held until it can go out in one inner write with the first segment.
     header: Option<Vec<u8>>,
@@ -27,15 +29,22 @@ impl Open {
     /// A stream whose `header` has not gone out and nothing is sealed.
     pub(super) fn new(suite: Suite, layout: Layout, header: Vec<u8>) -> Open {
         Open {
-            suite,
+            suite: Keyed::Own(suite),
             layout,
             header: Some(header),
             next: 0,
         }
     }
 
+    #[cfg(test)]
     pub(super) fn suite(&self) -> &Suite {
         &self.suite
+    }
+
+    /// The suite, shared with a ring's pool jobs (moved into an `Arc`
+    /// the first time).
+    pub(super) fn share_suite(&mut self) -> Arc<Suite> {
+        self.suite.share()
     }
 
     pub(super) fn layout(&self) -> &Layout {
@@ -48,6 +57,7 @@ impl Open {
     }
 
     /// The stream header, while it has not gone out (empty after).
+    #[cfg(test)]
     pub(super) fn header(&self) -> &[u8] {
         self.header.as_deref().unwrap_or_default()
     }
@@ -58,13 +68,16 @@ impl Open {
         self.next >= u64::from(u32::MAX)
     }
 
-    /// A pipelined run sealed `segments` segments from [`next`](Self::next)
-    /// on, the header at the head of the first when `header_sent`.
-    pub(super) fn advance(&mut self, segments: usize, header_sent: bool) {
-        if header_sent {
-            self.header = None;
-        }
-        self.next += segments as u64;
+    /// The header went out with a unit the ring sealed; `segments` more
+    /// are numbered (posted to the ring, sealed there or by the caller).
+    pub(super) fn advance(&mut self, segments: u64) {
+        self.next += segments;
+    }
+
+    /// Takes the header not written yet (it goes out ahead of the next
+    /// sealed bytes).
+    pub(super) fn take_header(&mut self) -> Option<Vec<u8>> {
+        self.header.take()
     }
 
     /// Moves segment numbering to `index` (tests of the counter's end).
@@ -73,104 +86,78 @@ impl Open {
         self.next = index;
     }
 
-    /// Seals `plain` as the stream's next segment into the drained `out`,
-    /// behind the header if it has not gone out yet.
-    pub(super) fn seal(&mut self, out: &mut Window, plain: &[u8], last: bool) -> Result<(), Error> {
-        let record = if self.layout.framed {
-            RECORD_HEADER_LEN
-        } else {
-            0
-        };
-        let body = record + plain.len() + self.suite.tag_len();
-        let start = self.behind_header(out, body)?;
-        let end = start + body;
-        let output = &mut out.whole_mut()[start..end];
-        seal_piece(
-            &self.suite,
-            self.layout.framed,
-            self.next,
-            last,
-            plain,
-            output,
-        )?;
-        self.next += 1;
-        out.set(0, end);
-        Ok(())
-    }
-
-    /// Seals `plain`, more than one segment, as the stream's next segments
-    /// into the drained `out` (behind the header if it has not gone out
-    /// yet), on the workers: each from its own index, the last one final
-    /// when `last`. Returns how many were sealed. A panic is an error.
-    pub(super) fn seal_parallel(
+    /// Seals `plain` (one segment, or whole segments and perhaps a short
+    /// last one) as the stream's next segments into the drained `out`,
+    /// behind the header if it has not gone out yet; the last one final
+    /// when `last`. Returns how many were sealed.
+    pub(super) fn seal(
         &mut self,
         out: &mut Window,
         plain: &[u8],
         last: bool,
-        workers: &mut Workers,
     ) -> Result<u64, Error> {
-        let (record, tag) = (
-            if self.layout.framed {
-                RECORD_HEADER_LEN
-            } else {
-                0
-            },
-            self.suite.tag_len(),
+        let head = self.header.take();
+        let r = seal_segments(
+            &self.suite,
+            &self.layout,
+            self.next,
+            last,
+            head.as_deref().unwrap_or_default(),
+            plain,
+            out,
         );
-        // The pieces: whole segments from `next` on; the last may be short
-        // (the final segment, or a framed record sealed by a flush).
-        let mut sizes = Vec::new();
-        let mut left = plain.len();
-        while left > 0 {
-            let n = left.min(self.layout.plain(self.next + sizes.len() as u64));
-            sizes.push(n);
-            left -= n;
+        if r.is_err() {
+            self.header = head;
         }
-        let body = sizes.iter().map(|n| record + n + tag).sum();
-        let head = self.behind_header(out, body)?;
-        let need = head + body;
-        let mut pieces = Vec::with_capacity(sizes.len());
-        let (mut input, mut output) = (plain, &mut out.whole_mut()[head..need]);
-        for (i, &n) in sizes.iter().enumerate() {
-            let (p, rest_in) = input.split_at(n);
-            let (o, rest_out) = output.split_at_mut(record + n + tag);
-            pieces.push(Piece {
-                index: self.next + i as u64,
-                last: last && i + 1 == sizes.len(),
-                input: p,
-                output: o,
-                result: Ok(()),
-            });
-            (input, output) = (rest_in, rest_out);
-        }
-        let (suite, framed) = (&self.suite, self.layout.framed);
-        let ran = workers.run(&mut pieces, |p| {
-            p.result = seal_piece(suite, framed, p.index, p.last, p.input, p.output);
-        });
-        ran.and_then(|()| pieces.iter().try_for_each(|p| p.result.clone()))?;
-        drop(pieces);
-        self.next += sizes.len() as u64;
-        out.set(0, need);
-        Ok(sizes.len() as u64)
+        let n = r?;
+        self.next += n;
+        Ok(n)
     }
+}
 
-    /// Readies the drained `out` for `body` sealed bytes behind the stream
-    /// header not written yet (copied in, and so gone from `header`): grows
-    /// it and returns where the body starts.
-    fn behind_header(&mut self, out: &mut Window, body: usize) -> Result<usize, Error> {
-        let head = self.header().len();
-        out.grow(head + body)?;
-        out.clear();
-        if let Some(h) = self.header.take() {
-            out.whole_mut()[..head].copy_from_slice(&h);
-        }
-        Ok(head)
+/// Seals `plain` as segments from index `first` on (each of the layout's
+/// size, the last perhaps shorter; an empty `plain` is one empty segment)
+/// into the drained `out` behind `head`, the last one final when `last`;
+/// returns how many. Every thread seals with it: the same bytes wherever
+/// a segment is sealed.
+pub(super) fn seal_segments(
+    suite: &Suite,
+    layout: &Layout,
+    first: u64,
+    last: bool,
+    head: &[u8],
+    plain: &[u8],
+    out: &mut Window,
+) -> Result<u64, Error> {
+    let extra = suite.tag_len() + if layout.framed { RECORD_HEADER_LEN } else { 0 };
+    // The length of segment `i` of the run, starting at `at`.
+    let piece = |at: usize, i: usize| (plain.len() - at).min(layout.plain(first + i as u64));
+    let (mut count, mut at) = (0usize, 0);
+    while at < plain.len() || count == 0 {
+        at += piece(at, count);
+        count += 1;
     }
+    let need = head.len() + plain.len() + count * extra;
+    out.grow(need)?;
+    out.clear();
+    let output = out.whole_mut();
+    output[..head.len()].copy_from_slice(head);
+    let (mut to, mut at) = (head.len(), 0);
+    for i in 0..count {
+        let n = piece(at, i);
+        let o = &mut output[to..to + n + extra];
+        let last = last && i + 1 == count;
+        let index = first + i as u64;
+        seal_piece(suite, layout.framed, index, last, &plain[at..at + n], o)?;
+        (at, to) = (at + n, to + o.len());
+    }
+    out.set(0, need);
+    Ok(count as u64)
 }
 
 /// Seals segment `index` of `plain` into `output` (exactly its sealed
 /// length): in the framed variant first the record header, which is also
-/// the segment's AAD. What the one-thread and the threaded paths share.
+/// the segment's AAD.
 fn seal_piece(
     suite: &Suite,
     framed: bool,
@@ -186,30 +173,6 @@ fn seal_piece(
     let (h, body) = output.split_at_mut(RECORD_HEADER_LEN);
     h.copy_from_slice(&rh);
     suite.seal_at(index, last, &rh, plain, body)
-}
-
-/// Seals the segments of one share of a pipelined write, non-final, from
-/// segment `first` on, into `output` behind `head` (the stream header, in
-/// the first share only), each `extra` bytes longer sealed; returns the
-/// bytes written.
-pub(super) fn seal_share(
-    suite: &Suite,
-    layout: &Layout,
-    first: u64,
-    extra: usize,
-    head: &[u8],
-    mut input: &[u8],
-    output: &mut [u8],
-) -> Result<usize, Error> {
-    output[..head.len()].copy_from_slice(head);
-    let (mut at, mut index) = (head.len(), first);
-    while !input.is_empty() {
-        let (p, rest) = input.split_at(layout.plain(index));
-        let o = &mut output[at..at + p.len() + extra];
-        seal_piece(suite, layout.framed, index, false, p, o)?;
-        (input, at, index) = (rest, at + o.len(), index + 1);
-    }
-    Ok(at)
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@ use crate::core::window::Window;
 use crate::key::sealed::Sealed;
 use crate::probe::FIXED_RANDOM;
 use crate::profile::{self, Stream};
-use crate::threads::Workers;
 use crate::{Algorithm, Key, Provider};
 
 /// An open stream of `capacity`-byte segments, with a fixed salt and
@@ -44,7 +43,7 @@ fn the_header_goes_out_once_ahead_of_the_first_segment() {
 }
 
 #[test]
-fn a_run_on_the_workers_is_its_segments_sealed_one_by_one() {
+fn segments_sealed_together_are_the_segments_sealed_one_by_one() {
     let plain: Vec<u8> = (0..=255).cycle().take(16 * 5 + 7).collect();
     let (mut one, _) = open(16);
     let mut serial = Vec::new();
@@ -56,23 +55,16 @@ fn a_run_on_the_workers_is_its_segments_sealed_one_by_one() {
         out.consume(out.available());
     }
     let (mut run, _) = open(16);
-    let mut workers = Workers::new(3);
-    let n = run
-        .seal_parallel(&mut out, &plain, true, &mut workers)
-        .unwrap();
-    assert_eq!(n, 6);
+    assert_eq!(run.seal(&mut out, &plain, true).unwrap(), 6);
     assert_eq!(out.data(), &serial[..]);
     assert_eq!((run.next(), one.next()), (6, 6));
 }
 
 #[test]
-fn a_pipelined_run_moves_the_counter_past_its_segments_and_sends_the_header() {
+fn the_counter_moves_past_posted_segments_to_its_last_index() {
     let (mut open, _) = open(16);
     assert!(!open.at_last_index());
-    open.advance(0, false);
-    assert!(!open.header().is_empty(), "a run that started nothing");
-    open.advance(4, true);
-    assert!(open.header().is_empty());
+    open.advance(4);
     assert_eq!(open.next(), 4);
     open.set_next(u64::from(u32::MAX));
     assert!(open.at_last_index());

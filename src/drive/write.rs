@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use crate::Error;
-use crate::core::sealer::{PipeJob, Sealer};
+use crate::core::sealer::Sealer;
 
 /// One call to `inner`, retrying `Interrupted`: how many bytes of
 /// `bytes` it took. `Ok(0)` from `inner` is [`Error::WriteZero`].
@@ -47,74 +47,21 @@ pub(crate) fn write<W: Write>(engine: &mut Sealer, inner: &mut W, buf: &[u8]) ->
     drain(engine, inner)?;
     let mut taken = 0;
     while taken < buf.len() {
-        let rest = &buf[taken..];
-        let mut stopped = None;
-        let step = match pipe(engine, inner, rest, &mut stopped) {
-            Some(piped) => piped,
-            None => engine.write(rest).map(|n| (n, false)),
-        };
-        match step {
-            Ok((n, false)) => taken += n,
-            Ok((n, true)) => {
-                // The segments sealed are non-final: the bytes after them
-                // are taken now, as after any drain that failed; the error
-                // comes back with the next call.
-                taken += n;
-                taken += engine.hold(&buf[taken..]);
-                return match stopped {
-                    Some(e) if taken == 0 => Err(e),
-                    _ => Ok(taken),
-                };
-            }
+        match engine.write(&buf[taken..]) {
+            Ok(n) => taken += n,
             Err(e) if taken == 0 => return Err(e.into()),
             // The error comes back with the next call.
             Err(_) => return Ok(taken),
         }
-        if drain(engine, inner).is_err() {
+        if let Err(e) = drain(engine, inner) {
             // The segment just sealed is non-final: the bytes after it are
-            // taken now, and the call reports them.
+            // taken now, and the call reports them (or, when the buffer
+            // is full and it took none, the error).
             taken += engine.hold(&buf[taken..]);
-            return Ok(taken);
+            return if taken == 0 { Err(e) } else { Ok(taken) };
         }
     }
     Ok(taken)
-}
-
-/// With threads, the pipelined step of a write of `rest`, when it applies
-/// ([`Sealer::plan_pipe`]): the run goes to the workers, and each sealed
-/// share to `inner` as soon as it and those before it are ready. When
-/// `inner` takes none, the run stops and its error is kept in `stopped`
-/// (`inner` is not called again in this call). Returns what
-/// [`Sealer::settle`] says: the bytes of `rest` taken and whether the run
-/// stopped. A panic of `inner` goes on once the engine is settled.
-fn pipe<W: Write>(
-    engine: &mut Sealer,
-    inner: &mut W,
-    rest: &[u8],
-    stopped: &mut Option<io::Error>,
-) -> Option<Result<(usize, bool), Error>> {
-    let PipeJob {
-        workers,
-        slots,
-        shares,
-    } = match engine.plan_pipe(rest)? {
-        Ok(job) => job,
-        Err(e) => return Some(Err(e)),
-    };
-    let to_inner = |bytes: &[u8]| {
-        write_once(inner, bytes).unwrap_or_else(|e| {
-            *stopped = Some(e);
-            0
-        })
-    };
-    let piped = workers.pipeline(shares.jobs(), slots, |u, out| shares.run(u, out), to_inner);
-    let mut ran = shares.finish(piped);
-    let panic = ran.take_panic();
-    let settled = engine.settle(ran);
-    if let Some(p) = panic {
-        std::panic::resume_unwind(p);
-    }
-    Some(settled)
 }
 
 /// `Write::flush`: writes out every sealed byte (framed: what is buffered
@@ -124,7 +71,9 @@ pub(crate) fn flush<W: Write>(engine: &mut Sealer, inner: &mut W) -> io::Result<
         return Err(e.clone().into());
     }
     drain(engine, inner)?;
-    engine.flush_record()?;
+    while engine.flush_record()? {
+        drain(engine, inner)?;
+    }
     drain(engine, inner)?;
     inner.flush()
 }

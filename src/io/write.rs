@@ -148,78 +148,38 @@ impl WriterBuilder {
         self
     }
 
-    /// Seal on `n` threads (default 1): the buffer then holds a batch of
-    /// segments, about one per thread (several per thread when segments
-    /// are under 64 KiB), and a full batch is sealed at once, each segment
-    /// on a thread from its own index. The bytes written are exactly those
-    /// of one thread; so are the rules (nothing sealed twice, the final
-    /// segment sealed once, last, by [`finish`](CipherWriter::finish)).
+    /// Seal on `n` threads (default 1): the calling thread and the
+    /// process's one pool (one thread per CPU besides the caller's,
+    /// shared by every stream). The buffer then holds a unit of segments
+    /// (one, or 64 KiB of smaller ones); a full unit, once a byte follows
+    /// it (once full where a full segment is never final), goes to the
+    /// writer's ring of about `2 n` units, where whichever pool thread is
+    /// free seals it from its own indices, and the writer writes the
+    /// sealed units out in order. The bytes written are exactly those of
+    /// one thread; so are the rules (nothing sealed twice, the final
+    /// segment sealed once, last, by [`finish`](CipherWriter::finish), the
+    /// same resumable `Interrupted`/`WouldBlock`).
     ///
-    /// A write of several segments is sealed straight from the caller's
-    /// slice, in a pipeline: each thread takes the next share (a segment,
-    /// or 64 KiB of smaller ones) when it is done with one, and the calling
-    /// thread writes each sealed share to the inner writer as soon as it
-    /// and those before it are ready, while the others seal on; only the
-    /// segment the write ends in is copied (it may be the final one), as
-    /// with one thread. If the inner writer stops (an error, `WouldBlock`),
-    /// the shares begun are finished and what it did not take is written
-    /// first by the next call, as with one thread.
+    /// The calling thread seals a unit itself when no pool thread has
+    /// started it by the time the next unit is full, and takes the unit it
+    /// must write out next over from a pool thread that holds it more than
+    /// twice a unit's usual time (on a busy machine, one descheduled in the
+    /// middle of it): that thread's copy, the same bytes, is dropped. It
+    /// waits for a pool thread with a short spin, then parked. A panic
+    /// while sealing fails the stream with
+    /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked), sticky.
+    /// A writer seals its first MiB alone
+    /// ([`threads_after`](Self::threads_after)): a short stream posts
+    /// nothing to the pool.
     ///
-    /// Threads pay off for segments of 64 KiB and more, writes of several
-    /// segments at a time, and streams of a few MiB or more: starting and
-    /// joining the threads costs each stream tens to hundreds of
-    /// microseconds, so a writer seals its first MiB on the calling
-    /// thread alone, as with one thread, and a stream of 1 MiB or less
-    /// starts no thread (sealed on two threads from its first byte, a
-    /// 256 KiB stream took 1.3 to 2.5 times as long as on one). Measured
-    /// at `threads(2)` against one thread: 1 MiB writes 1.0× for a 1 MiB
-    /// stream, 0.95–1.13× for 2 MiB, 1.04–1.39× for 4 MiB, 1.6–1.8× for
-    /// 32 MiB; 1 KiB writes 0.8–1.07× for 2 MiB, 0.8–1.24× for 4 MiB,
-    /// 1.0–1.45× for 32 MiB. The
-    /// calling thread is one of the `n`; the other
-    /// `n − 1` (at most one per CPU besides the caller's: more could only
-    /// wait for a core) start with the first batch after that, wait between writes
-    /// (awake for up to 100 µs after each batch or write, so that the next
-    /// batch does not wait for one to wake; asleep after that), and are
-    /// joined when the writer is finished or dropped. A panic on one of
-    /// them fails the stream with
-    /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked) (unless the
-    /// calling thread had already sealed that share itself, below).
+    /// On the async front (`build_async`, feature `tokio`) the ring is the
+    /// same: the polling thread is the calling thread, and a poll that
+    /// waits for a unit (or seals one) holds it for that long.
     ///
-    /// A thread is handed work only while it is seen running (awake after
-    /// the last batch, or woken by this one and found running before the
-    /// caller is done): on a busy machine, one waiting for a core gets
-    /// none, and the caller seals alone rather than wait for it. A thread
-    /// may still be descheduled in the middle of its share. In a
-    /// pipelined write the calling thread then seals that share itself,
-    /// once it has waited twice what sealing a share takes it (at least
-    /// 20 µs, at most 2 ms), writes it out and goes on; the late thread's
-    /// copy, the same bytes, is dropped, but the write still returns only
-    /// once that thread has left it (the shares borrow the caller's
-    /// slice). A pipelined write whose last thread left it a millisecond
-    /// or more after its last share was written out was held up that way
-    /// (below). A batch waits for its shares, so
-    /// the runs on the threads are also timed, eight
-    /// at a time, against the calling thread alone, and while they do not
-    /// pay, the calling thread does the runs alone (for a while that
-    /// doubles as they keep not paying, at most 0.5 s), then tries the
-    /// threads again. A run that a thread stopped in the middle of its
-    /// share held up by a millisecond or more sends every stream of the
-    /// process to its calling thread alone at once, for the same while
-    /// (a stream made later does not pay for the same lesson).
-    ///
-    /// On the async front (`build_async`, feature `tokio`) the sealing
-    /// happens inside `poll_write`, as with one thread: the polling thread
-    /// is the calling thread, and a poll that seals a batch or pipelines a
-    /// write holds it for that long: a write's length ÷ `n` of sealing
-    /// (ChaCha20-Poly1305 seals about 1.2 GB/s per core with RustCrypto
-    /// here, so a 4 MiB write on 2 threads takes about 2 ms). On a runtime
-    /// that serves many tasks, that is CPU work to weigh as any other in
-    /// a task.
-    ///
-    /// Memory: a batch of plaintext and `n + 1` sealed shares, about
-    /// `2 n + 1` segments (`(2 n + 1) · max(capacity, 64 KiB)` bytes),
-    /// grown as data is written. `threads(0)` makes every call fail with
+    /// Memory: the ring, `2 n` units of plaintext and their sealed bytes,
+    /// with the unit being filled and the one going out: about `4 n + 2`
+    /// units (`(4 n + 2) · max(capacity, 64 KiB)` bytes), grown as data is
+    /// written. `threads(0)` makes every call fail with
     /// [`Error::ZeroThreads`](crate::Error::ZeroThreads).
     ///
     /// `n` is clamped here to the machine's CPUs

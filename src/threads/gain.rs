@@ -199,12 +199,6 @@ impl Gain {
         self.alone = Some(self.alone.map_or(per, |a| 0.75 * a + 0.25 * per));
     }
 
-    /// Ends the stream's backing off, if any, for the next run (tests).
-    #[cfg(test)]
-    pub(super) fn end_backing_off(&mut self) {
-        self.solo_until = None;
-    }
-
     /// Whether the last verdict was a loss (tests).
     #[cfg(test)]
     pub(super) fn backed_off(&self) -> bool {
@@ -245,23 +239,6 @@ impl Gain {
     /// after a backing off.
     pub(super) fn rest(&mut self) {
         self.warm = false;
-    }
-
-    /// A threaded run's units were all done, and its last pool thread
-    /// left it `t` after that: more than [`STALL`] past two units'
-    /// work (`unit`, the caller's time for one), and a thread was stopped
-    /// in the middle of a unit (the caller did that unit itself, and a
-    /// thread that runs finishes one in about a unit's time). That is a
-    /// stall, whatever the rest of the run took (a writer's run includes
-    /// the inner writer's time, which may wait for its peer and is never
-    /// taken for one). The first run after runs alone is not judged, as
-    /// in [`judge`](Self::judge). Returns whether it stalled.
-    pub(super) fn waited_at_end(&mut self, t: Duration, unit: Duration) -> bool {
-        let stalled = self.checked && self.warm && t > STALL + 2 * unit;
-        if stalled {
-            self.stall(t - 2 * unit);
-        }
-        stalled
     }
 
     /// A run stalled, losing `lost`: the stream backs off at once, for at
@@ -419,32 +396,6 @@ mod tests {
         window(&mut g, 2, 195 * US);
         assert!(!g.threaded());
         assert_eq!(g.solo_for, 200 * US * u32::try_from(WINDOW).unwrap_or(0));
-    }
-
-    /// A pool thread that left a run more than a millisecond past two
-    /// units' work after its last unit was done stalled: the stream, and
-    /// every stream of its machine, back off at once, for what was lost
-    /// past those two units times [`SOLO_PER_LOSS`]. One that left within
-    /// that did not; nothing is judged unchecked, nor in the first run
-    /// after runs alone.
-    #[test]
-    fn a_pool_thread_that_leaves_a_run_late_stalled_it() {
-        let (unit, lost) = (300 * US, 10_000 * US);
-        let mut g = checked();
-        assert!(!g.waited_at_end(STALL + 2 * unit, unit));
-        assert!(g.threaded() && !g.machine.solo(), "within the bound");
-        assert!(g.waited_at_end(STALL + 2 * unit + lost, unit));
-        assert!(!g.threaded() && g.machine.solo(), "a stall");
-        assert_eq!(g.solo_for, (STALL + lost) * SOLO_PER_LOSS);
-        let mut unchecked = Gain {
-            checked: false,
-            ..Gain::default()
-        };
-        assert!(!unchecked.waited_at_end(10 * STALL, unit));
-        let mut rested = checked();
-        rested.rest();
-        assert!(!rested.waited_at_end(10 * STALL, unit), "after runs alone");
-        assert!(!rested.machine.solo());
     }
 
     /// Unchecked (the unit tests that count the pool's work), nothing

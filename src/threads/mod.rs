@@ -6,7 +6,7 @@
 //! consecutive segments are independent work. The sealer and the opener
 //! cut a run of them into [`Piece`]s, each with its own index, plaintext
 //! and output slice (never a nonce carried from one piece to the next),
-//! and [`Workers::run`] hands the pieces out in whole batches: contiguous
+//! and a run (`Workers::run_beside`) hands the pieces out in whole batches: contiguous
 //! shares of about 64 KiB (at least one per thread), each claimed from a
 //! shared counter by whichever thread is free, the calling thread
 //! included. A pool thread gets a job only while it is seen awake (a
@@ -25,18 +25,9 @@
 //! unit over from a pool thread that does not finish it in time, and takes
 //! each opened unit's buffer whole, in trade for one of its own.
 //!
-//! A writer's large writes go through [`Workers::pipeline`] instead: the
-//! shares are taken one after the other by whichever thread is free, each
-//! sealed into one of `n + 1` slots, and the caller moves each one out to
-//! the inner writer (in order, as soon as it is ready) while the others
-//! seal the next. The `Write` contract makes that copy the caller's, and
-//! done after each batch it left the other threads waiting: the pipeline
-//! overlaps it with their sealing, with no hand-over per batch. The caller
-//! seals shares too, as many as its measured times say leave it no later
-//! than the others ([`Pace`]), and all of them until a pool thread is seen
-//! awake to join. The share it must write out next, if a pool thread
-//! holds it too long (descheduled on a busy machine), it seals itself
-//! into a spare buffer, and that thread's copy is dropped.
+//! A writer's units go through a ring of its own
+//! (`crate::core::sealer`'s `Ring`), posted to the pool the same way
+//! ([`Workers::post`]).
 //!
 //! The threads are one [`rayon_core`] pool per process, shared by every
 //! stream (one thread per CPU beside the caller's, whatever the streams
@@ -53,28 +44,19 @@
 //! | module | owns |
 //! |---|---|
 //! | `pool` | [`Workers`]: the process's pool, started once; a stream's pool threads kept awake after a run or woken for one, seen awake ([`Awake`](pool::Awake)) |
-//! | `run` | batch runs of [`Piece`]s, shares claimed by whichever thread runs ([`Workers::run`]), and their size ([`batch_segments`], a reader's [`open_batch_segments`]) |
-//! | `pipeline` | the writer's pipeline ([`Workers::pipeline`]): what it returns ([`Piped`](pipeline::Piped), [`gather`]) |
-//! | `line` | what the threads of one pipeline share, and what each does in it; units taken over from a late pool thread |
+//! | `run` | batch runs of [`Piece`]s, shares claimed by whichever thread runs (`Workers::run_beside`), and their size ([`batch_segments`], a reader's [`open_batch_segments`]) |
 //! | `ring` | a reader's ring ([`Ring`]): units read into slots it owns and opened in order by a pool thread posted to work between the caller's calls (`Workers::post`), or by the caller; taken over from a pool thread that does not finish in time; halted and drained |
-//! | `pace` | the caller's share of a pipeline's units, from its measured times |
 //! | `gain` | whether runs on the pool pay against the caller alone (their own time, and their units' whole way through the stream against the way on one thread), and backing off to the caller alone while they do not ([`Gain`](gain::Gain)) |
 //! | `wait` | spinning, yielding, parking: how a thread waits for another; when the last pool thread left a run ([`Left`](wait::Left)), which ends the run for its verdicts |
 //!
-//! The engine (`crate::core`) calls [`Workers::run`] with jobs of its own,
-//! and the writer's drive loop (`crate::drive::write`) calls
-//! [`Workers::pipeline`] with a job the sealer planned: nothing here
-//! knows what a segment, a key or a stream format is.
+//! The engine (`crate::core`) calls [`Workers`]' runs and posts with jobs
+//! of its own: nothing here knows what a segment, a key or a stream
+//! format is.
 
 #[cfg(test)]
 mod alone_tests;
 mod feed;
 mod gain;
-mod line;
-mod pace;
-mod pipeline;
-#[cfg(test)]
-mod pipeline_tests;
 mod pool;
 mod ring;
 mod run;
@@ -106,7 +88,6 @@ pub(crate) fn clamp(n: usize) -> usize {
 }
 
 pub(crate) use feed::{Fed, Places, Plan};
-pub(crate) use pipeline::{Piped, gather};
 pub(crate) use pool::Workers;
 pub(crate) use ring::{Front, Open, Ring, RingCounts};
 pub(crate) use run::{Piece, batch_segments, fed_batch_segments, open_batch_segments};

@@ -13,7 +13,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::gain::Gain;
-use super::pace::Pace;
 use super::wait::{self, Waits};
 use crate::probe::{self, Count, Fault, Job, Tally};
 
@@ -133,8 +132,6 @@ pub(crate) struct Workers {
     pub(super) threads: usize,
     /// The process's pool, once the stream used it.
     pub(super) pool: Option<Arc<rayon_core::ThreadPool>>,
-    /// The caller's times in pipelines.
-    pub(super) pace: Pace,
     /// Whether runs on the pool pay, and while they do not, the runs the
     /// caller does alone.
     pub(super) gain: Gain,
@@ -159,9 +156,6 @@ pub(crate) struct Workers {
     /// The units a ring publishes go to the caller alone this many
     /// times, as while the pool does not pay (tests).
     pub(crate) ring_solo: Fault<usize>,
-    /// Pool threads of a pipeline sleep this long holding a unit's slot
-    /// before they claim the unit (tests: one descheduled mid-claim).
-    pub(crate) claim_delay: Fault<Duration>,
     /// Bumped when work is handed to the pool, when a run ends with a pool
     /// thread not lingering (its lingering is posted anew), when runs go
     /// to the caller alone and when the workers end: a pool thread kept
@@ -208,7 +202,6 @@ impl Workers {
         Workers {
             threads,
             pool: None,
-            pace: Pace::default(),
             gain: Gain::default(),
             ring_way: Gain::for_way(),
             run_way: (Gain::for_way(), None),
@@ -216,7 +209,6 @@ impl Workers {
             pool_delay: probe::pool_stall(),
             ring_solo: Fault::default(),
             slow_handout: probe::slow_handout(),
-            claim_delay: Fault::default(),
             generation: Arc::default(),
             pool_threads: threads.min(super::cpus()) - 1,
             lingered: Count::default(),

@@ -72,8 +72,6 @@ pub(crate) fn open_batch_segments(threads: usize, seg: usize) -> usize {
 pub(crate) struct Piece<'a> {
     /// The segment's index in the stream (its nonce's counter).
     pub(crate) index: u64,
-    /// Whether it is sealed or opened as the final segment.
-    pub(crate) last: bool,
     /// Plaintext to seal, or sealed bytes to open.
     pub(crate) input: &'a [u8],
     /// Where its sealed bytes or plaintext go.
@@ -190,6 +188,7 @@ impl Workers {
     /// [`Error::WorkerPanicked`] when a job panicked (every other job has
     /// still run to its end), or a pool thread's job did, in this run or
     /// before it.
+    #[cfg(test)]
     pub(crate) fn run(
         &mut self,
         pieces: &mut [Piece<'_>],

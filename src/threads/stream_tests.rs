@@ -46,18 +46,21 @@ pub(super) fn write_std(b: WriterBuilder, pt: &[u8], plan: Plan, threads: usize)
             flushed.push(w.get_ref().len());
         }
     }
-    let two_batches = 2 * crate::threads::batch_segments(threads, w.capacity()) * w.capacity();
-    if threads > 1 && pt.len() > two_batches && (!plan.flush || plan.chunk > 2 * w.capacity()) {
+    // A unit goes to the ring once full with a byte after it; a flush
+    // seals the whole segments buffered itself (and the ring may be
+    // made up to 2.5 segments in).
+    let unit = crate::threads::batch_segments(1, w.capacity()) * w.capacity();
+    if threads > 1 && pt.len() > 4 * unit && (!plan.flush || plan.chunk > unit) {
         assert!(
-            w.engine.counts.runs.get() > 0,
-            "no run sealed on the workers: {plan:?} len {} cap {}",
+            w.engine.counts.posted.get() > 0,
+            "no unit posted to the ring: {plan:?} len {} cap {}",
             pt.len(),
             w.capacity()
         );
     }
     if threads == 1 {
         assert_eq!(
-            w.engine.counts.runs.get(),
+            w.engine.counts.posted.get(),
             0,
             "one thread seals one segment at a time"
         );
@@ -327,16 +330,16 @@ fn a_worker_panic_is_a_sticky_error() {
         .threads(2)
         .threads_after(0)
         .build(Vec::new());
-    let e = w.write(&pt).unwrap_err();
+    let e = w.write_all(&pt).unwrap_err();
     assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked));
-    assert!(w.get_ref().is_empty(), "nothing of the batch went out");
+    assert!(w.get_ref().is_empty(), "nothing of a failed unit went out");
     let e = w.write(b"x").unwrap_err();
     assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
     let e = w.try_finish().unwrap_err();
     assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
 
-    // In a pipeline (the header out, then whole segments sealed and moved
-    // out share by share): nothing of the failing share goes out.
+    // Units posted after some went out: the failure comes with the write
+    // that delivers the failed unit, or with the finish.
     INJECT_PANIC.with(|f| f.set(false));
     let mut w = CipherWriter::builder(&key)
         .capacity(seg)
@@ -344,18 +347,14 @@ fn a_worker_panic_is_a_sticky_error() {
         .threads_after(0)
         .build(Vec::new());
     w.write_all(&pt[..2 * seg + 1]).unwrap();
-    let before = w.get_ref().len();
-    assert!(before > 2 * seg, "the first batch went out");
-    let runs = w.engine.counts.runs.get();
+    let posted = w.engine.counts.posted.get();
     w.engine.inject_panic();
-    let e = w.write_all(&pt[2 * seg + 1..]).unwrap_err();
+    let e = match w.write_all(&pt[2 * seg + 1..]) {
+        Err(e) => e,
+        Ok(()) => w.try_finish().unwrap_err(),
+    };
     assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked));
-    assert_eq!(w.engine.counts.runs.get(), runs + 1, "a pipeline ran");
-    assert_eq!(
-        w.get_ref().len(),
-        before,
-        "nothing of the pipeline went out"
-    );
+    assert!(w.engine.counts.posted.get() > posted, "units were posted");
     let e = w.try_finish().unwrap_err();
     assert_eq!(Error::from_io(&e), Some(&Error::WorkerPanicked), "sticky");
 

@@ -24,12 +24,6 @@ pub(crate) struct Waits {
     /// every share or unit was claimed: the caller waited for them to
     /// start, for nothing.
     pub(crate) late: Tally,
-    /// Units of a pipeline the caller took over from a pool thread that
-    /// held them too long, and did outside their slots.
-    pub(crate) taken: Tally,
-    /// Units of a pipeline the caller claimed and did outside their slots
-    /// because a late thread still held the slot.
-    pub(crate) spared: Tally,
 }
 
 /// How long the caller of a batch run waits awake for a pool thread
@@ -125,29 +119,9 @@ impl<'w> Wait<'w> {
         }
     }
 
-    pub(super) fn pause(&mut self) {
-        self.pause_unless(|| true);
-    }
-
-    /// [`pause`](Self::pause), sleeping no longer than `most` (the time
-    /// the waiting thread has left before it stops waiting), if given.
-    pub(super) fn pause_within(&mut self, most: Option<Duration>) {
-        let Some(most) = most else {
-            return self.pause();
-        };
-        let (nap, cut) = (self.nap, self.nap.min(most));
-        self.nap = cut;
-        self.pause();
-        // A sleep doubled the cut nap: the whole one doubles instead.
-        self.nap = if self.nap == cut {
-            nap
-        } else {
-            (nap * 2).min(NAP_MAX)
-        };
-    }
-
-    /// [`pause`](Self::pause), where the sleep happens only if `still`
-    /// says the wait goes on: called just before, it lets the waiting
+    /// One pause of the wait (a spin, a yield, or a sleep that doubles
+    /// each time), where the sleep happens only if `still` says the wait
+    /// goes on: called just before, it lets the waiting
     /// thread say where it sleeps, then look once more, so that a wake-up
     /// sent after that look is not lost.
     pub(super) fn pause_unless(&mut self, still: impl FnOnce() -> bool) {
