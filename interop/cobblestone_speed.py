@@ -11,7 +11,9 @@ pyca/cryptography encrypting 4 updates of 64 MiB (`update`, then
 doing the same through `cargo run --release --example cobblestone_speed`
 (`write_all` of 64 MiB pieces into a `CipherWriter<Vec<u8>>`, `read`
 into a 64 MiB buffer from a `CipherReader<&[u8]>`; its own clock, so
-process start and the payload's allocation are outside). Prints GB/s per
+process start, the payload and its output buffers, touched beforehand,
+are outside; pyca/cryptography allocates the bytes each update returns,
+which its API cannot avoid, inside the clock). Prints GB/s per
 round, then the median and spread over the rounds.
 """
 
