@@ -138,8 +138,9 @@ pub struct CobblestoneKey {
     bytes: Zeroizing<Vec<u8>>,
     /// HMAC-SHA-512 keyed with `bytes`, where every stream's key
     /// derivation starts: keying hashes two blocks, half of what a
-    /// stream's derivation hashes, done once per key instead.
-    prk: Hmac<Sha512>,
+    /// stream's derivation hashes, done once per key instead. Boxed: a
+    /// key is moved by value, and the HMAC's state is about 340 bytes.
+    prk: Box<Hmac<Sha512>>,
 }
 
 impl CobblestoneKey {
@@ -203,7 +204,7 @@ impl CobblestoneKey {
         CobblestoneKey {
             instantiation,
             bytes,
-            prk,
+            prk: Box::new(prk),
         }
     }
 
