@@ -90,11 +90,16 @@ impl Records {
 
     /// The object was not written, and the store said so for certain
     /// (an error that may hide a write keeps the record): its record
-    /// goes.
+    /// goes. A store refuses for certain a create-only or conditional
+    /// write that does not hold, and a mode or attributes it does not
+    /// implement.
     pub(crate) async fn refused(&self, e: &object_store::Error) {
         if matches!(
             e,
-            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
+            object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. }
+                | object_store::Error::NotImplemented { .. }
+                | object_store::Error::NotSupported { .. }
         ) {
             let _ = self.inner.delete(&self.new).await;
         }
