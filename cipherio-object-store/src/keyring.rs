@@ -188,10 +188,14 @@ impl EncryptedStore {
     /// Moves the data key of the object at `location` to the keyring's
     /// primary KEK, without moving its data: one ranged GET of its
     /// 56-byte header, one GET of its key record, an unwrap by the KEK
-    /// the record names and a wrap by the primary, one PUT of the record
-    /// (well under 1 KiB whatever the object's size). Nothing is written
-    /// when the primary wraps it already. Afterwards a keyring without
-    /// the primary reads nothing of the object.
+    /// the record names and a wrap by the primary, one PUT of the record,
+    /// a second ranged GET of the header (well under 1 KiB whatever the
+    /// object's size). Nothing is written when the primary wraps it
+    /// already. Afterwards a keyring without the primary reads nothing
+    /// of the object. When a put or delete replaced the object meanwhile
+    /// (the second GET shows another header, or none), the record written
+    /// back names no object and is deleted; the new version keeps the
+    /// record its writer gave it.
     ///
     /// **Revocation** is rewrap to a new KEK: rewrap every object, then
     /// retire the old KEK (drop it from every keyring, destroy it in its
@@ -225,7 +229,17 @@ impl EncryptedStore {
         let key = unwrap_key(keyring, location, &header, &record.key).await?;
         SegmentOpener::new(&key, &header, &self.aad(location)).map_err(store_error)?;
         let wrapped = wrap_key(keyring, location, &header, &key).await?;
-        self.put_record(&at, wrapped).await
+        self.put_record(&at, wrapped).await?;
+        // A put or delete that landed meanwhile replaced this version
+        // and deleted its record, perhaps before it was written back:
+        // the record then names no object, and goes.
+        match self.current_header(location).await {
+            Err(object_store::Error::NotFound { .. }) => {}
+            Ok(now) if now != header => {}
+            _ => return Ok(()),
+        }
+        let _ = self.inner().delete(&at).await;
+        Ok(())
     }
 
     /// A new stream for the object at `path` under a fresh data key,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use cipherio::cobblestone::CHUNK_SIZE;
 use cipherio_object_store::{EncryptedStore, Keyring, KeyringError, LocalKek, keyring_error};
-use common::keyring::{kek, keyring, record_of};
+use common::keyring::{HookedKek, kek, keyring, record_of};
 use common::{data, raw};
 use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
@@ -355,6 +355,42 @@ fn debug_shows_no_key_bytes() {
     ] {
         for secret in ["171", "205", "ab", "cd", "AB", "CD"] {
             assert!(!shown.contains(secret), "{shown}");
+        }
+    }
+}
+
+/// A put or a delete that lands while a rewrap is between reading the
+/// record and writing it back leaves the new version readable and no
+/// record of the replaced one.
+#[tokio::test]
+async fn a_rewrap_racing_a_put_or_a_delete_leaves_no_record_behind() {
+    for (inner, _dir) in inners() {
+        for delete in [true, false] {
+            let (old, new) = (kek("old"), HookedKek::new("new"));
+            let path = Path::from("race/obj");
+            EncryptedStore::with_keyring(Arc::clone(&inner), Keyring::new(old.clone()))
+                .put(&path, data(3 * CHUNK_SIZE, 1).into())
+                .await
+                .unwrap();
+            let other = EncryptedStore::with_keyring(Arc::clone(&inner), Keyring::new(old));
+            let p = path.clone();
+            new.arm(async move {
+                if delete {
+                    other.delete(&p).await.unwrap();
+                } else {
+                    other.put(&p, data(10, 2).into()).await.unwrap();
+                }
+            });
+            let keyring = Keyring::new(new.clone()).with_older(kek("old"));
+            let rotated = EncryptedStore::with_keyring(Arc::clone(&inner), keyring);
+            let _ = rotated.rewrap(&path).await;
+            if delete {
+                assert!(everything(inner.as_ref()).await.is_empty());
+            } else {
+                assert_eq!(raw(&rotated, &path).await, data(10, 2));
+                holds(inner.as_ref(), &["race/obj"], 0).await;
+                rotated.delete(&path).await.unwrap();
+            }
         }
     }
 }
