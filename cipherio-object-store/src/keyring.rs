@@ -141,7 +141,10 @@ impl EncryptedStore {
     ///   so a record moved to another object, or given another KEK id,
     ///   fails to unwrap. Records work on any store (a file system keeps
     ///   no attributes) and are left out of every listing; names of that
-    ///   shape are the store's own.
+    ///   shape are the store's own. A record's file name is its object's
+    ///   and 62 bytes more: on a file system whose names have at most 255
+    ///   bytes, a `put` of an object whose file name is longer than about
+    ///   190 bytes fails (before the object is written).
     /// - **Consistency.** A record names the one version of the object
     ///   whose salt it carries, and the key commitment in that version's
     ///   header checks the key: neither `ETag` nor version pinning is
@@ -151,7 +154,9 @@ impl EncryptedStore {
     ///   writes leaves the old object readable and an orphan record
     ///   (never read; a store's refusal, as for a create-only `put` of an
     ///   existing path, deletes it at once); a crash after the object
-    ///   leaves the replaced version's record as an orphan.
+    ///   leaves the replaced version's record as an orphan. Two writers
+    ///   of one path at once (puts, or a put and a delete) may leave the
+    ///   record of the version that lost as an orphan too.
     /// - **Copy, rename, delete.** `copy` and `rename` re-encrypt through
     ///   the client under a new data key and record, whatever the path
     ///   binding (the record binds the path); `delete` deletes the object,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use cipherio::cobblestone::CHUNK_SIZE;
 use cipherio_object_store::{EncryptedStore, Keyring, KeyringError, LocalKek, keyring_error};
-use common::keyring::{HookedKek, kek, keyring, record_of};
+use common::keyring::{CountingKek, HookedKek, kek, keyring, record_of};
 use common::{data, raw};
 use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
@@ -390,6 +390,137 @@ async fn a_rewrap_racing_a_put_or_a_delete_leaves_no_record_behind() {
                 assert_eq!(raw(&rotated, &path).await, data(10, 2));
                 holds(inner.as_ref(), &["race/obj"], 0).await;
                 rotated.delete(&path).await.unwrap();
+            }
+        }
+    }
+}
+
+/// Worker-side edits of a keyring plan: its wrapped key's KEK id edited
+/// (to one the worker holds, and to one it does not), its wrapped key
+/// dropped: each refused before anything is sent or completed.
+#[tokio::test]
+async fn an_edited_keyring_plan_is_refused_before_anything_is_sent() {
+    use cipherio_object_store::{
+        Source, UploadOptions, UploadPlan, complete_plan_with_keyring, upload_share_with_keyring,
+    };
+    let faulty = Arc::new(common::faults::Faulty::new(Arc::new(InMemory::new())));
+    let inner: Arc<dyn ObjectStore> = faulty.clone();
+    let mp: Arc<dyn object_store::multipart::MultipartStore> = faulty.clone();
+    let store = EncryptedStore::with_keyring(Arc::clone(&inner), keyring());
+    let source: Source = Arc::new(data(3 * CHUNK_SIZE, 1));
+    let path = Path::from("plan/a");
+    let plan = store
+        .create_plan(&*mp, &path, source.clone(), &UploadOptions::default())
+        .await
+        .unwrap();
+    let worker = keyring().with_older(kek("older"));
+    let with_kek = |id: &str| {
+        let mut p = plan.clone();
+        p.data_key.as_mut().unwrap().kek = id.into();
+        p
+    };
+    let edits: [(UploadPlan, Option<KeyringError>); 3] = [
+        (
+            with_kek("older"),
+            Some(KeyringError::Unwrap {
+                kek: "older".into(),
+            }),
+        ),
+        (
+            with_kek("gone"),
+            Some(KeyringError::UnknownKek { kek: "gone".into() }),
+        ),
+        (
+            UploadPlan {
+                data_key: None,
+                ..plan.clone()
+            },
+            None,
+        ),
+    ];
+    for (edited, want) in edits {
+        let all = common::share(&edited, 0, 1);
+        let e = upload_share_with_keyring(mp.clone(), &worker, &edited, &all, source.clone(), 2)
+            .await
+            .unwrap_err();
+        assert_eq!(keyring_error(&e), want.as_ref(), "{e}");
+        let e = complete_plan_with_keyring(&*mp, &worker, &edited, Vec::new())
+            .await
+            .unwrap_err();
+        assert_eq!(keyring_error(&e), want.as_ref(), "{e}");
+    }
+    assert!(faulty.sent.part_sizes(&plan.upload_id).is_empty());
+}
+
+/// Reads of every kind through the default caches: 200 ranged reads,
+/// 200 multi-range reads and 20 whole reads of one object cost one
+/// unwrap.
+#[tokio::test]
+async fn reads_of_every_kind_cost_one_unwrap() {
+    let counting = CountingKek::new("primary");
+    for (inner, _dir) in inners() {
+        let before = counting.unwraps();
+        let keyring = Keyring::new(counting.clone());
+        let path = Path::from("often");
+        let pt = data(6 * CHUNK_SIZE, 3);
+        EncryptedStore::with_keyring(Arc::clone(&inner), keyring.clone())
+            .put(&path, pt.clone().into())
+            .await
+            .unwrap();
+        let store = EncryptedStore::with_keyring(Arc::clone(&inner), keyring);
+        for i in 0..200u64 {
+            let at = i * 977 % (pt.len() as u64 - 20);
+            let got = store.get_range(&path, at..at + 10).await.unwrap();
+            assert_eq!(&got[..], &pt[at as usize..at as usize + 10]);
+            let got = store
+                .get_ranges(&path, &[at..at + 1, at + 10..at + 20])
+                .await
+                .unwrap();
+            assert_eq!(&got[1][..], &pt[at as usize + 10..at as usize + 20]);
+        }
+        for _ in 0..20 {
+            assert_eq!(raw(&store, &path).await, pt);
+        }
+        assert_eq!(counting.unwraps() - before, 1);
+    }
+}
+
+/// Another object's bytes put in place of one a store has read (both
+/// caches warm), with and without that object's record planted beside
+/// it: refused by that store as by a fresh one.
+#[tokio::test]
+async fn an_object_replaced_under_a_warm_store_is_refused() {
+    for (inner, _dir) in inners() {
+        for plant in [false, true] {
+            let store = EncryptedStore::with_keyring(Arc::clone(&inner), keyring());
+            let (a, b) = (Path::from("w/a"), Path::from("w/b"));
+            store.put(&a, data(3 * CHUNK_SIZE, 1).into()).await.unwrap();
+            store.put(&b, data(3 * CHUNK_SIZE, 2).into()).await.unwrap();
+            raw(&store, &a).await;
+            store.get_range(&a, 20000..20010).await.unwrap();
+            let rb = record_of(inner.as_ref(), &b).await;
+            inner
+                .put(&a, raw(inner.as_ref(), &b).await.into())
+                .await
+                .unwrap();
+            let want = if plant {
+                let salt = rb.filename().unwrap().rsplit_once('.').unwrap().1;
+                let planted = Path::from(format!("{a}.cipherio-key.{salt}"));
+                let bytes = raw(inner.as_ref(), &rb).await;
+                inner.put(&planted, bytes.into()).await.unwrap();
+                KeyringError::Unwrap {
+                    kek: "primary".into(),
+                }
+            } else {
+                KeyringError::MissingRecord {
+                    path: a.to_string(),
+                }
+            };
+            refused_everywhere(&store, &a, &want).await;
+            let fresh = EncryptedStore::with_keyring(Arc::clone(&inner), keyring());
+            refused_everywhere(&fresh, &a, &want).await;
+            for p in everything(inner.as_ref()).await {
+                inner.delete(&p.into()).await.unwrap();
             }
         }
     }
