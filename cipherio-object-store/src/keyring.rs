@@ -181,9 +181,8 @@ impl EncryptedStore {
     }
 
     /// Caches at most `entries` unwrapped data keys, each for at most
-    /// `ttl` (0 of either: none; every read of an object whose header is
-    /// not cached then unwraps its key). A key is wiped when it leaves
-    /// the cache.
+    /// `ttl` (0 of either: none; every read then unwraps its object's
+    /// key). A key is wiped when it leaves the cache.
     #[must_use]
     pub fn with_key_cache(mut self, entries: usize, ttl: Duration) -> Self {
         self.keys = Arc::new(KeyCache::new(entries, ttl));
@@ -211,8 +210,9 @@ impl EncryptedStore {
     /// data, the same ciphertext they could already reach. Objects
     /// written afterwards have new data keys, out of their reach. To cut
     /// such a holder off from an existing object, write it again (a new
-    /// data key). Data keys already unwrapped and cached by a running
-    /// store stay usable there until they expire.
+    /// data key). A running store reads the record on every read: a data
+    /// key it cached from the record before the rewrap is not used after
+    /// it, so a store without the new KEK is refused at once.
     ///
     /// # Errors
     ///
