@@ -155,6 +155,25 @@ async fn every_write_leaves_the_objects_and_one_record_each() {
             assert_eq!(raw(&store, &a).await, data(6, 5));
         }
         holds(inner.as_ref(), &["d/a"], 4).await;
+        // Attributes, where the store keeps them (a file system refuses
+        // them, the single PUT and the multipart upload alike).
+        let attributes =
+            object_store::Attributes::from_iter([(object_store::Attribute::ContentType, "x/y")]);
+        let put = PutOptions {
+            attributes: attributes.clone(),
+            ..PutOptions::default()
+        };
+        if store.put_opts(&b, data(5, 6).into(), put).await.is_ok() {
+            store.delete(&b).await.unwrap();
+        }
+        let opts = object_store::PutMultipartOptions {
+            attributes,
+            ..Default::default()
+        };
+        if let Ok(mut up) = store.put_multipart_opts(&b, opts).await {
+            up.abort().await.unwrap();
+        }
+        holds(inner.as_ref(), &["d/a"], 13).await;
         // Copies and renames, plain and create-only.
         store.copy(&a, &b).await.unwrap();
         holds(inner.as_ref(), &["d/a", "d/b"], 5).await;
