@@ -299,7 +299,8 @@ impl EncryptedStore {
     /// [`complete_plan_with_keyring`](crate::complete_plan_with_keyring).
     /// The segment size and the path binding are this store's (Cobblestone
     /// chunks), whatever `options` says. The record of a version the
-    /// upload replaces stays, as an orphan.
+    /// upload replaces stays, as an orphan; a plan that fails to be made
+    /// deletes its record.
     ///
     /// # Errors
     ///
@@ -314,14 +315,14 @@ impl EncryptedStore {
         let Some(keyring) = self.keyring() else {
             return Err(generic("create_plan: this store has no keyring"));
         };
-        let (sealer, _, (key, wrapped)) = self.keyed_stream_with(keyring, path).await?;
+        let (sealer, records, (key, wrapped)) = self.keyed_stream_with(keyring, path).await?;
         let options = UploadOptions {
             segment_size: self.layout().segment_size(),
             bind_path: self.binds_path(),
             ..options.clone()
         };
         let source = source.into();
-        plan(
+        let planned = plan(
             multipart,
             &key,
             &sealer,
@@ -330,7 +331,12 @@ impl EncryptedStore {
             &options,
             Some(wrapped),
         )
-        .await
+        .await;
+        // No plan, no object under this key: its record goes.
+        if planned.is_err() {
+            records.aborted().await;
+        }
+        planned
     }
 
     /// The data key of the stream `header` at `path`: cached, else

@@ -544,3 +544,25 @@ async fn an_object_replaced_under_a_warm_store_is_refused() {
         }
     }
 }
+
+/// A keyring plan that cannot be made (a source that does not fit the
+/// store's limits) leaves no key record.
+#[tokio::test]
+async fn a_keyring_plan_refused_leaves_no_record() {
+    use cipherio::segments::PartLimits;
+    use cipherio_object_store::{Source, UploadOptions};
+    for (inner, _dir) in inners() {
+        let mp = Arc::new(InMemory::new());
+        let store = EncryptedStore::with_keyring(Arc::clone(&inner), keyring());
+        let options = UploadOptions {
+            limits: PartLimits::new(1, 2 * CHUNK_SIZE as u64, 2),
+            ..UploadOptions::default()
+        };
+        let source: Source = Arc::new(data(10 * CHUNK_SIZE, 1));
+        let e = store
+            .create_plan(&*mp, &"p/a".into(), source, &options)
+            .await
+            .unwrap_err();
+        assert!(everything(inner.as_ref()).await.is_empty(), "{e}");
+    }
+}
