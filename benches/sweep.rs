@@ -376,7 +376,14 @@ impl Raw {
     /// of `out` (`msg` bytes, reused), as a caller reading `msg` bytes at a
     /// time does.
     fn open_each(&self, sealed: &[u8], msg: usize, out: &mut [u8]) {
-        with_raw!(self, a => open_each(&**a, sealed, msg, out));
+        with_raw!(self, a => open_each(&**a, sealed, msg, None, out));
+    }
+
+    /// [`open_each`](Self::open_each), each message first copied out of
+    /// `sealed` into `copy` (`msg + TAG` bytes, reused), as `Read` hands
+    /// a reader its bytes: the least work a reader through `Read` does.
+    fn open_each_read(&self, sealed: &[u8], msg: usize, copy: &mut [u8], out: &mut [u8]) {
+        with_raw!(self, a => open_each(&**a, sealed, msg, Some(copy), out));
     }
 }
 
@@ -404,8 +411,20 @@ fn seal_each<A: OneShot>(
     black_box(&out[..]);
 }
 
-fn open_each<A: OneShot>(a: &A, sealed: &[u8], msg: usize, out: &mut [u8]) {
-    for (i, m) in sealed.chunks(msg + TAG).enumerate() {
+/// Opens each message of `sealed` into `out`, where it lies or, given
+/// `copy`, after copying it there.
+fn open_each<A: OneShot>(
+    a: &A,
+    sealed: &[u8],
+    msg: usize,
+    mut copy: Option<&mut [u8]>,
+    out: &mut [u8],
+) {
+    for (i, mut m) in sealed.chunks(msg + TAG).enumerate() {
+        if let Some(c) = copy.as_deref_mut() {
+            c[..m.len()].copy_from_slice(m);
+            m = &c[..m.len()];
+        }
         let (body, tag) = m.split_at(m.len() - TAG);
         if !a.open_msg(i, body, tag, &mut out[..body.len()]) {
             panic!("raw message {i} must open");

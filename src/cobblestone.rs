@@ -73,6 +73,8 @@
 
 use std::fmt;
 
+use hmac::{Hmac, KeyInit};
+use sha2::Sha512;
 use zeroize::Zeroizing;
 
 use crate::tink::{hex_bytes, random_bytes};
@@ -134,6 +136,11 @@ impl fmt::Display for Instantiation {
 pub struct CobblestoneKey {
     instantiation: Instantiation,
     bytes: Zeroizing<Vec<u8>>,
+    /// HMAC-SHA-512 keyed with `bytes`, where every stream's key
+    /// derivation starts: keying hashes two blocks, half of what a
+    /// stream's derivation hashes, done once per key instead. Boxed: a
+    /// key is moved by value, and the HMAC's state is about 340 bytes.
+    prk: Box<Hmac<Sha512>>,
 }
 
 impl CobblestoneKey {
@@ -150,10 +157,10 @@ impl CobblestoneKey {
                 actual: bytes.len(),
             });
         }
-        Ok(CobblestoneKey {
+        Ok(CobblestoneKey::keyed(
             instantiation,
-            bytes: Zeroizing::new(bytes.to_vec()),
-        })
+            Zeroizing::new(bytes.to_vec()),
+        ))
     }
 
     /// A key from its hex encoding (upper or lower case).
@@ -184,10 +191,26 @@ impl CobblestoneKey {
     ///
     /// [`Error::Random`] if the operating system's generator fails.
     pub fn try_generate(instantiation: Instantiation) -> Result<CobblestoneKey, Error> {
-        Ok(CobblestoneKey {
+        Ok(CobblestoneKey::keyed(
             instantiation,
-            bytes: random_bytes(instantiation.key_len())?,
-        })
+            random_bytes(instantiation.key_len())?,
+        ))
+    }
+
+    /// The key of `bytes`, of the right length.
+    fn keyed(instantiation: Instantiation, bytes: Zeroizing<Vec<u8>>) -> CobblestoneKey {
+        let prk = <Hmac<Sha512> as KeyInit>::new_from_slice(&bytes)
+            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+        CobblestoneKey {
+            instantiation,
+            bytes,
+            prk: Box::new(prk),
+        }
+    }
+
+    /// HMAC-SHA-512 keyed with the input key (the key derivation's PRK).
+    pub(crate) fn prk(&self) -> &Hmac<Sha512> {
+        &self.prk
     }
 
     /// The instantiation this key is for.

@@ -17,7 +17,11 @@
 //! - `crate`: the `cobblestone` crate's `EncryptWriter<io::Sink>` and
 //!   `DecryptReader<&[u8]>` doing the same calls;
 //! - `threads2`: the same cipherio stream with `threads(2)` from the
-//!   first byte.
+//!   first byte;
+//! - `raw-read` (decrypt groups): the raw AES-128-GCM opening each message
+//!   after copying it out of the payload into a reused buffer, as every
+//!   `Read` hands a reader its bytes: the least a reader through `Read`
+//!   does (`decrypt` pays that copy, `decrypt-bufread` does not).
 //!
 //! `CIPHERIO_BENCH_COBBLESTONE=0` (or empty) leaves the groups out.
 
@@ -117,6 +121,7 @@ pub fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs, flip: &mut bool
     let raw_sealed = raw.seal_all(&plain, s);
     let (mut out, mut raw_out) = (vec![0u8; s], vec![0u8; s]);
     let mut crate_out = vec![0u8; s];
+    let (mut raw_copy, mut read_out) = (vec![0u8; s + TAG], vec![0u8; s]);
     let mut threads_out = vec![0u8; s];
     let n = drain(
         cobblestone::DecryptReader::new(&theirs, b"", &sealed[..]),
@@ -148,6 +153,9 @@ pub fn sweep(c: &mut Criterion, cfg: &Config, pairs: &mut Pairs, flip: &mut bool
                     },
                     &mut [
                         ("raw", &mut || raw.open_each(&raw_sealed, s, &mut raw_out)),
+                        ("raw-read", &mut || {
+                            raw.open_each_read(&raw_sealed, s, &mut raw_copy, &mut read_out);
+                        }),
                         ("crate", &mut || {
                             let r = cobblestone::DecryptReader::new(&theirs, b"", &sealed[..]);
                             drain(r, &mut crate_out);

@@ -90,11 +90,16 @@ impl Records {
 
     /// The object was not written, and the store said so for certain
     /// (an error that may hide a write keeps the record): its record
-    /// goes.
+    /// goes. A store refuses for certain a create-only or conditional
+    /// write that does not hold, and a mode or attributes it does not
+    /// implement.
     pub(crate) async fn refused(&self, e: &object_store::Error) {
         if matches!(
             e,
-            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
+            object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. }
+                | object_store::Error::NotImplemented { .. }
+                | object_store::Error::NotSupported { .. }
         ) {
             let _ = self.inner.delete(&self.new).await;
         }
@@ -136,7 +141,10 @@ impl EncryptedStore {
     ///   so a record moved to another object, or given another KEK id,
     ///   fails to unwrap. Records work on any store (a file system keeps
     ///   no attributes) and are left out of every listing; names of that
-    ///   shape are the store's own.
+    ///   shape are the store's own. A record's file name is its object's
+    ///   and 62 bytes more: on a file system whose names have at most 255
+    ///   bytes, a `put` of an object whose file name is longer than about
+    ///   190 bytes fails (before the object is written).
     /// - **Consistency.** A record names the one version of the object
     ///   whose salt it carries, and the key commitment in that version's
     ///   header checks the key: neither `ETag` nor version pinning is
@@ -146,7 +154,9 @@ impl EncryptedStore {
     ///   writes leaves the old object readable and an orphan record
     ///   (never read; a store's refusal, as for a create-only `put` of an
     ///   existing path, deletes it at once); a crash after the object
-    ///   leaves the replaced version's record as an orphan.
+    ///   leaves the replaced version's record as an orphan. Two writers
+    ///   of one path at once (puts, or a put and a delete) may leave the
+    ///   record of the version that lost as an orphan too.
     /// - **Copy, rename, delete.** `copy` and `rename` re-encrypt through
     ///   the client under a new data key and record, whatever the path
     ///   binding (the record binds the path); `delete` deletes the object,
@@ -171,9 +181,8 @@ impl EncryptedStore {
     }
 
     /// Caches at most `entries` unwrapped data keys, each for at most
-    /// `ttl` (0 of either: none; every read of an object whose header is
-    /// not cached then unwraps its key). A key is wiped when it leaves
-    /// the cache.
+    /// `ttl` (0 of either: none; every read then unwraps its object's
+    /// key). A key is wiped when it leaves the cache.
     #[must_use]
     pub fn with_key_cache(mut self, entries: usize, ttl: Duration) -> Self {
         self.keys = Arc::new(KeyCache::new(entries, ttl));
@@ -183,10 +192,14 @@ impl EncryptedStore {
     /// Moves the data key of the object at `location` to the keyring's
     /// primary KEK, without moving its data: one ranged GET of its
     /// 56-byte header, one GET of its key record, an unwrap by the KEK
-    /// the record names and a wrap by the primary, one PUT of the record
-    /// (well under 1 KiB whatever the object's size). Nothing is written
-    /// when the primary wraps it already. Afterwards a keyring without
-    /// the primary reads nothing of the object.
+    /// the record names and a wrap by the primary, one PUT of the record,
+    /// a second ranged GET of the header (well under 1 KiB whatever the
+    /// object's size). Nothing is written when the primary wraps it
+    /// already. Afterwards a keyring without the primary reads nothing
+    /// of the object. When a put or delete replaced the object meanwhile
+    /// (the second GET shows another header, or none), the record written
+    /// back names no object and is deleted; the new version keeps the
+    /// record its writer gave it.
     ///
     /// **Revocation** is rewrap to a new KEK: rewrap every object, then
     /// retire the old KEK (drop it from every keyring, destroy it in its
@@ -197,8 +210,9 @@ impl EncryptedStore {
     /// data, the same ciphertext they could already reach. Objects
     /// written afterwards have new data keys, out of their reach. To cut
     /// such a holder off from an existing object, write it again (a new
-    /// data key). Data keys already unwrapped and cached by a running
-    /// store stay usable there until they expire.
+    /// data key). A running store reads the record on every read: a data
+    /// key it cached from the record before the rewrap is not used after
+    /// it, so a store without the new KEK is refused at once.
     ///
     /// # Errors
     ///
@@ -220,7 +234,17 @@ impl EncryptedStore {
         let key = unwrap_key(keyring, location, &header, &record.key).await?;
         SegmentOpener::new(&key, &header, &self.aad(location)).map_err(store_error)?;
         let wrapped = wrap_key(keyring, location, &header, &key).await?;
-        self.put_record(&at, wrapped).await
+        self.put_record(&at, wrapped).await?;
+        // A put or delete that landed meanwhile replaced this version
+        // and deleted its record, perhaps before it was written back:
+        // the record then names no object, and goes.
+        match self.current_header(location).await {
+            Err(object_store::Error::NotFound { .. }) => {}
+            Ok(now) if now != header => {}
+            _ => return Ok(()),
+        }
+        let _ = self.inner().delete(&at).await;
+        Ok(())
     }
 
     /// A new stream for the object at `path` under a fresh data key,
@@ -275,7 +299,8 @@ impl EncryptedStore {
     /// [`complete_plan_with_keyring`](crate::complete_plan_with_keyring).
     /// The segment size and the path binding are this store's (Cobblestone
     /// chunks), whatever `options` says. The record of a version the
-    /// upload replaces stays, as an orphan.
+    /// upload replaces stays, as an orphan; a plan that fails to be made
+    /// deletes its record.
     ///
     /// # Errors
     ///
@@ -290,14 +315,14 @@ impl EncryptedStore {
         let Some(keyring) = self.keyring() else {
             return Err(generic("create_plan: this store has no keyring"));
         };
-        let (sealer, _, (key, wrapped)) = self.keyed_stream_with(keyring, path).await?;
+        let (sealer, records, (key, wrapped)) = self.keyed_stream_with(keyring, path).await?;
         let options = UploadOptions {
             segment_size: self.layout().segment_size(),
             bind_path: self.binds_path(),
             ..options.clone()
         };
         let source = source.into();
-        plan(
+        let planned = plan(
             multipart,
             &key,
             &sealer,
@@ -306,7 +331,12 @@ impl EncryptedStore {
             &options,
             Some(wrapped),
         )
-        .await
+        .await;
+        // No plan, no object under this key: its record goes.
+        if planned.is_err() {
+            records.aborted().await;
+        }
+        planned
     }
 
     /// The data key of the stream `header` at `path`: cached, else

@@ -510,7 +510,11 @@ impl ObjectStore for EncryptedStore {
                 };
                 self.inner.put_multipart_opts(location, opts)
             })
-            .await?;
+            .await;
+        if let (Err(e), Some(records)) = (&inner, &records) {
+            records.refused(e).await;
+        }
+        let inner = inner?;
         self.cache.remove(location);
         Ok(Box::new(EncryptedUpload::new(
             inner,

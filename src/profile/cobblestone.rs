@@ -3,7 +3,7 @@
 //! XOR the chunk index, and a final chunk told by its length. The key
 //! type is public in [`crate::cobblestone`].
 
-use hmac::{Hmac, KeyInit, Mac};
+use hmac::{Hmac, Mac};
 use sha2::Sha512;
 use zeroize::Zeroizing;
 
@@ -23,14 +23,13 @@ pub(crate) const HEADER_LEN: usize = SALT_LEN + COMMITMENT_LEN;
 const LABEL: &[u8] = b"c2sp.org/chunked-encryption@v1+";
 
 /// HKDF-Expand (RFC 5869, section 2.3) with HMAC-SHA-512 into `okm`, at
-/// most 255 blocks, with `prk` the input key as it is (no Extract step:
-/// the spec's input key is uniformly random, and may be shorter than a
-/// SHA-512 output).
-fn hkdf_expand_sha512(prk: &[u8], info: &[&[u8]], okm: &mut [u8]) {
+/// most 255 blocks, with `prk` the HMAC keyed with the input key as it is
+/// (no Extract step: the spec's input key is uniformly random, and may be
+/// shorter than a SHA-512 output).
+fn hkdf_expand_sha512(prk: &Hmac<Sha512>, info: &[&[u8]], okm: &mut [u8]) {
     let mut previous = Zeroizing::new(Vec::new());
     for (counter, block) in (1u8..).zip(okm.chunks_mut(64)) {
-        let mut mac = <Hmac<Sha512> as KeyInit>::new_from_slice(prk)
-            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+        let mut mac = prk.clone();
         mac.update(&previous);
         for part in info {
             mac.update(part);
@@ -53,7 +52,7 @@ fn derive(
     let key_len = inst.key_len();
     let mut okm = Zeroizing::new(vec![0u8; key_len + NONCE_LEN + COMMITMENT_LEN]);
     let info: [&[u8]; 5] = [LABEL, inst.aead_name().as_bytes(), &[0], salt, context];
-    hkdf_expand_sha512(key.as_bytes(), &info, &mut okm);
+    hkdf_expand_sha512(key.prk(), &info, &mut okm);
     let (derived, rest) = okm.split_at(key_len);
     let (nonce, commitment) = rest.split_at(NONCE_LEN);
     let mut base = [0u8; NONCE_LEN];
@@ -118,6 +117,7 @@ pub(super) fn cobblestone_read(
 mod tests {
     use super::*;
     use hkdf::Hkdf;
+    use hmac::KeyInit;
 
     /// Where the input key is at least a SHA-512 output long, the hkdf
     /// crate's Expand takes it as a PRK: both must agree.
@@ -126,7 +126,8 @@ mod tests {
         let prk = [0x42u8; 64];
         for len in [1, 60, 64, 65, 76, 200] {
             let mut ours = vec![0u8; len];
-            hkdf_expand_sha512(&prk, &[b"a", b"", b"bc"], &mut ours);
+            let keyed = <Hmac<Sha512> as KeyInit>::new_from_slice(&prk).expect("any length");
+            hkdf_expand_sha512(&keyed, &[b"a", b"", b"bc"], &mut ours);
             let mut theirs = vec![0u8; len];
             Hkdf::<Sha512>::from_prk(&prk)
                 .expect("64-byte PRK")

@@ -108,3 +108,53 @@ fn dir(path: &Path) -> Path {
     let parts: Vec<_> = path.parts().collect();
     Path::from_iter(parts[..parts.len() - 1].iter().cloned())
 }
+
+/// A KEK that runs a task once, inside the first `wrap` after it is
+/// armed, and passes every call to a real [`LocalKek`]: another writer
+/// acting at a given point of an operation (a wrapper, since no real
+/// KEK can be told when to let others act).
+pub struct HookedKek {
+    pub inner: Arc<LocalKek>,
+    hook: std::sync::Mutex<Option<futures::future::BoxFuture<'static, ()>>>,
+}
+
+impl HookedKek {
+    pub fn new(id: &str) -> Arc<Self> {
+        Arc::new(HookedKek {
+            inner: kek(id),
+            hook: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// Runs `task` inside the next `wrap`.
+    pub fn arm(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        *self.hook.lock().unwrap() = Some(Box::pin(task));
+    }
+}
+
+impl std::fmt::Debug for HookedKek {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookedKek")
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl KeyEncryptionKey for HookedKek {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    async fn wrap(&self, data_key: &[u8], context: &[u8]) -> object_store::Result<Vec<u8>> {
+        let hook = self.hook.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook.await;
+        }
+        self.inner.wrap(data_key, context).await
+    }
+
+    async fn unwrap(&self, wrapped: &[u8], context: &[u8]) -> object_store::Result<Vec<u8>> {
+        self.inner.unwrap(wrapped, context).await
+    }
+}
