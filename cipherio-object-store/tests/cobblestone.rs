@@ -172,13 +172,7 @@ async fn a_cobblestone_object_opens_under_its_key_and_path_only() {
     }
     let native = EncryptedStore::new(Arc::clone(&inner), common::key());
     assert!(native.get(&path).await.is_err());
-    let got = store(inner)
-        .get(&path)
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let got = common::whole(&store(inner), &path).await;
     assert_eq!(got, pt);
 }
 

@@ -274,13 +274,7 @@ async fn parts_lost_once_and_resent_seal_the_same_bytes() {
         complete_plan_checked(&*faulty, &key, &plan, done)
             .await
             .unwrap();
-        let back = fresh(&faulty)
-            .get(&path)
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
+        let back = common::whole(&fresh(&faulty), &path).await;
         assert_eq!(back, data(len, 10));
     }
     faulty.sent.assert_no_reuse();
@@ -422,13 +416,7 @@ async fn an_edited_plan_is_not_completed() {
     complete_plan_checked(&*faulty, &key(), &plan, done)
         .await
         .unwrap();
-    let back = fresh(&faulty)
-        .get(&path)
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let back = common::whole(&fresh(&faulty), &path).await;
     assert_eq!(back, data(len, 12));
 }
 

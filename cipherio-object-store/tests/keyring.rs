@@ -16,24 +16,13 @@ use cipherio_object_store::{
     UploadPlan, cipher_error, complete_plan_with_keyring, keyring_error, upload_share_with_keyring,
 };
 use common::faults::Faulty;
+use common::keyring::inners;
 use common::keyring::{CountingKek, kek, keyring, record_of, records_of};
 use common::{data, raw};
 use futures::TryStreamExt;
-use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions};
-
-/// The inner stores every case runs over: memory, and files in a
-/// directory of their own (kept until the test ends).
-fn inners() -> Vec<(Arc<dyn ObjectStore>, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().unwrap();
-    let files = LocalFileSystem::new_with_prefix(dir.path()).unwrap();
-    vec![
-        (Arc::new(InMemory::new()), None),
-        (Arc::new(files), Some(dir)),
-    ]
-}
 
 /// The keyring error a read of `path` through `store` fails with (whole
 /// and ranged alike).

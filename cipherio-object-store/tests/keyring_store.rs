@@ -11,22 +11,13 @@ use std::sync::Arc;
 
 use cipherio::cobblestone::CHUNK_SIZE;
 use cipherio_object_store::{EncryptedStore, Keyring, KeyringError, LocalKek, keyring_error};
+use common::keyring::inners;
 use common::keyring::{CountingKek, HookedKek, kek, keyring, record_of};
 use common::{data, raw};
 use futures::TryStreamExt;
-use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, UpdateVersion};
-
-fn inners() -> Vec<(Arc<dyn ObjectStore>, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().unwrap();
-    let files = LocalFileSystem::new_with_prefix(dir.path()).unwrap();
-    vec![
-        (Arc::new(InMemory::new()), None),
-        (Arc::new(files), Some(dir)),
-    ]
-}
 
 /// Every path in the inner store, sorted.
 async fn everything(inner: &dyn ObjectStore) -> Vec<String> {

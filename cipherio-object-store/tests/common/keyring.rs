@@ -158,3 +158,14 @@ impl KeyEncryptionKey for HookedKek {
         self.inner.unwrap(wrapped, context).await
     }
 }
+
+/// The inner stores every keyring case runs over: memory, and files in a
+/// directory of their own (kept while the returned directory lives).
+pub fn inners() -> Vec<(Arc<dyn ObjectStore>, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let files = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+    vec![
+        (Arc::new(object_store::memory::InMemory::new()), None),
+        (Arc::new(files), Some(dir)),
+    ]
+}

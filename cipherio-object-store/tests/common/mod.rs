@@ -75,3 +75,13 @@ pub async fn raw(store: &dyn ObjectStore, path: &object_store::path::Path) -> Ve
         .unwrap()
         .to_vec()
 }
+
+/// The whole plaintext of the object at `path`, read through `store`.
+pub async fn whole(store: &dyn ObjectStore, path: &object_store::path::Path) -> bytes::Bytes {
+    object_store::ObjectStoreExt::get(store, path)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+}
