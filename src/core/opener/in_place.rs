@@ -67,6 +67,7 @@ impl Opener {
     #[inline]
     pub(super) fn window_wanted(&self) -> bool {
         if !self.in_place.may_try(self.next)
+            || self.ring.is_some()
             || !self.ahead.is_empty()
             || self.ahead.at_end()
             || !self.plain.is_empty()
@@ -82,7 +83,6 @@ impl Opener {
     /// Opens whole segments where they lie in `window`, the inner reader's
     /// buffered bytes (after [`Step::Window`]): every full-length segment
     /// there that fits in `buf` is opened as non-final straight into `buf`
-    /// (with threads, as one run on the workers);
     /// if `buf` cannot hold the next one, that one segment goes into the
     /// internal plaintext buffer instead. Returns the bytes of `window`
     /// used (for the inner reader's `consume`) and the bytes put in `buf`.
@@ -94,9 +94,6 @@ impl Opener {
             return (0, 0);
         };
         let into_plain = buf.len() < layout.plain(self.next);
-        if !into_plain && let Some(done) = self.window_run(window, buf) {
-            return done;
-        }
         let (used, n) = self.window_segments(&layout, window, buf, into_plain);
         if used > 0 {
             self.authenticated();
@@ -104,47 +101,6 @@ impl Opener {
         self.position.inner_read(used);
         self.position.delivered(n);
         (used, n)
-    }
-
-    /// With threads: every whole segment of the window that fits in `buf`
-    /// as one run on the workers (the one that ends the window too, as in
-    /// [`window_segments`](Self::window_segments)). `None`: no run (fewer
-    /// than two segments qualify).
-    fn window_run(&mut self, window: &[u8], buf: &mut [u8]) -> Option<(usize, usize)> {
-        let (Some(workers), Some(stream)) = (&mut self.workers, &self.stream) else {
-            return None;
-        };
-        match open_pieces(
-            workers,
-            stream,
-            self.next,
-            window,
-            buf,
-            usize::MAX,
-            true,
-            |_| (),
-        ) {
-            Ok(run) if run.tried > 0 => {
-                self.counts.opens.add(run.tried);
-                self.counts.runs.add(1);
-                if run.opened < run.tried {
-                    self.in_place.fail(self.next + run.opened as u64);
-                }
-                self.next += run.opened as u64;
-                if run.opened > 0 {
-                    self.authenticated();
-                }
-                self.position.inner_read(run.used);
-                self.position.delivered(run.plain);
-                Some((run.used, run.plain))
-            }
-            Ok(_) => None,
-            Err(e) => {
-                // The copying path reports it (sticky).
-                self.fail(e);
-                Some((0, 0))
-            }
-        }
     }
 
     /// One thread: the segments of the window, each opened as non-final

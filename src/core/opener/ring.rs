@@ -1,0 +1,259 @@
+//! With threads, segments are opened on a [`Ring`]: the caller moves
+//! units (a few whole segments each) of sealed bytes it read from the
+//! read-ahead into the ring, in order; whichever thread is free opens
+//! one; and once the plaintext buffer is empty the front unit's
+//! plaintext is traded into it whole, where the calls take it as any
+//! segments opened there.
+//!
+//! The rules it owns:
+//! - **Only segments that more input follows**: a unit holds only whole
+//!   segments with at least one byte read after them (records whose
+//!   header says they are not final), so each can only be non-final, and
+//!   opens as such; everything else (the final segment, a cut) is left to
+//!   the one-thread path, once the units before it are delivered.
+//! - **A unit that fails unwinds the ring**: the sealed bytes of every
+//!   unit not delivered go back in front of the read-ahead, in order, and
+//!   the one-thread path opens them again, releasing the same segments
+//!   and giving the same error as one thread; no ring starts again. A
+//!   seek and a length query unwind it the same way (a ring may start
+//!   again after them).
+//! - **Reads only where one thread reads**: the caller reads more input
+//!   only when the ring holds nothing to deliver and the read-ahead no
+//!   whole unit, or, with prefetch, while the ring has room.
+
+use std::collections::VecDeque;
+
+use super::*;
+use crate::core::layout::{RECORD_HEADER_LEN, record_at};
+use crate::core::seek::Landing;
+use crate::core::suite::Suite;
+use crate::core::window::Window;
+use crate::core::unit;
+use crate::threads::{Ring, Work, Workers};
+
+/// A stream's ring and the units in it.
+pub(super) struct Ringed {
+    ring: Ring,
+    /// Each unit in the ring, in order: its first segment's index and
+    /// plaintext length, and its sealed bytes.
+    units: VecDeque<(u64, usize, usize)>,
+    /// The next unit's sealed bytes, traded into the ring.
+    spare: Window,
+    /// The most whole segments in a unit.
+    per_unit: usize,
+}
+
+impl Ringed {
+    /// A ring on `threads` threads for the stream `setup`.
+    pub(super) fn new(threads: usize, setup: &mut Setup) -> Ringed {
+        let (suite, units) = (setup.suite.share(), setup.units);
+        let work: Box<Work> =
+            Box::new(move |first, _, input, out| open_unit(&suite, &units, first, input, out));
+        Ringed {
+            ring: Ring::new(Workers::new(threads), work, true),
+            units: VecDeque::new(),
+            spare: Window::public(),
+            per_unit: crate::threads::unit_segments(units.layout().rest),
+        }
+    }
+
+    /// The sealed bytes a full ring and the read-ahead hold at most: what
+    /// the read-ahead may grow to take in one read.
+    pub(super) fn sealed(&self, layout: &crate::core::layout::Layout) -> usize {
+        layout.max_sealed().saturating_mul(self.per_unit)
+    }
+}
+
+/// Opens the unit of whole non-final segments `input`, from index
+/// `first`, into `out`.
+fn open_unit(
+    suite: &Suite,
+    units: &Units,
+    first: u64,
+    input: &[u8],
+    out: &mut Window,
+) -> Result<(), Error> {
+    out.clear();
+    out.grow(input.len())?;
+    let buf = out.whole_mut();
+    let (mut at, mut n, mut index) = (0, 0, first);
+    while at < input.len() {
+        let (len, sealed) = match units {
+            Units::Fixed(l) => {
+                let (len, sealed) = (l.plain(index), l.sealed(index));
+                let data = input.get(at..at + sealed).ok_or(Error::Truncated)?;
+                suite.open_at(index, false, &[], data, &mut buf[n..n + len])?;
+                (len, sealed)
+            }
+            Units::Framed(l) => {
+                let (opened, sealed) =
+                    unit::open_record(suite, l.tag, index, &input[at..], &mut buf[n..])?;
+                (opened.len, sealed)
+            }
+        };
+        (at, n, index) = (at + sealed, n + len, index + 1);
+    }
+    out.set(0, n);
+    Ok(())
+}
+
+impl Opener {
+    /// Whether the ring may take units now: in the body, after a segment
+    /// authenticated, with no seek or length query under way.
+    fn ring_fits(&self) -> bool {
+        self.ring.is_some()
+            && !self.ring_off
+            && matches!(self.stage, Stage::Body)
+            && self.ahead.proven()
+            && self.position.pending().is_none()
+            && self.position.landing() == Landing::Steady
+            && !self.position.skips()
+            && !self.position.querying()
+    }
+
+    /// The whole segments at the start of the read-ahead that can only
+    /// be non-final, up to a unit: their count and sealed bytes.
+    fn next_ring_unit(&self, per_unit: usize) -> (usize, usize) {
+        let units = self.units().expect("in the body");
+        let data = self.ahead.data();
+        let (mut count, mut at) = (0, 0);
+        while count < per_unit {
+            let index = self.next + count as u64;
+            let sealed = match units {
+                Units::Fixed(l) if data.len() - at > l.sealed(index) => l.sealed(index),
+                Units::Framed(l) => match record_at(&data[at..]) {
+                    Some((_, len, false)) if len <= l.rest => {
+                        let sealed = RECORD_HEADER_LEN + len + l.tag;
+                        if data.len() - at < sealed {
+                            break;
+                        }
+                        sealed
+                    }
+                    _ => break,
+                },
+                Units::Fixed(_) => break,
+            };
+            (count, at) = (count + 1, at + sealed);
+        }
+        (count, at)
+    }
+
+    /// Moves the read-ahead's whole units into the ring while it has room.
+    fn post_units(&mut self) {
+        let Some(units) = self.units() else { return };
+        loop {
+            let Some(r) = &self.ring else { return };
+            let (count, sealed) = self.next_ring_unit(r.per_unit);
+            let Some(r) = &mut self.ring else { return };
+            if count == 0 || r.ring.is_full() {
+                return;
+            }
+            r.spare.clear();
+            if r.spare.grow(sealed).is_err() {
+                // The one-thread path opens it.
+                return;
+            }
+            r.spare.extend(&self.ahead.data()[..sealed]);
+            r.ring.post(&mut r.spare, self.next);
+            r.units
+                .push_back((self.next, units.layout().plain(self.next), sealed));
+            self.ahead.consume(sealed);
+            self.next += count as u64;
+            self.counts.ring_units.add(1);
+        }
+    }
+
+    /// With the plaintext buffer empty, a step through the ring: the front
+    /// unit's plaintext is put in the plaintext buffer (`true`), or the
+    /// ring has nothing to deliver and the one-thread path goes on
+    /// (`false`: it reads or opens the next segment).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WorkerPanicked`] (sticky); [`Error::Allocation`] (sticky)
+    /// when unwinding cannot grow the read-ahead.
+    pub(super) fn ring_step(
+        &mut self,
+        mut side: Option<&mut (dyn Beside + '_)>,
+    ) -> Result<bool, Error> {
+        if !self.ring_fits() {
+            return Ok(false);
+        }
+        loop {
+            self.post_units();
+            let Some(r) = &mut self.ring else {
+                return Ok(false);
+            };
+            if r.units.is_empty() {
+                return Ok(false);
+            }
+            let (reads, per_unit) = (!r.ring.front_done() && !r.ring.is_full(), r.per_unit);
+            if reads
+                && self.prefetch
+                && !self.ahead.at_end()
+                && self.next_ring_unit(per_unit).0 == 0
+                && let Some(s) = side.as_deref_mut()
+            {
+                let room = self.room()?;
+                match s.read_beside(room) {
+                    Some(n) => self.filled(n),
+                    // An error the front keeps for the next call that
+                    // needs input: no more reads beside in this call.
+                    None => side = None,
+                }
+                continue;
+            }
+            let Some(r) = &mut self.ring else {
+                return Ok(false);
+            };
+            let (first, len, _) = r.units[0];
+            let held = Held {
+                index: first,
+                len,
+                last: false,
+            };
+            let ring = &mut r.ring;
+            match self.plain.fill_from(held, |out| ring.deliver(out, None).unwrap_or(Ok(()))) {
+                Ok(()) => {
+                    r.units.pop_front();
+                    self.authenticated();
+                    return Ok(true);
+                }
+                Err(Error::WorkerPanicked) => return Err(self.fail(Error::WorkerPanicked)),
+                Err(_) => {
+                    // The one-thread path settles it.
+                    self.unwind_ring()?;
+                    self.ring_off = true;
+                    return Ok(false);
+                }
+            }
+        }
+    }
+
+    /// Puts every unit not delivered back in front of the read-ahead, in
+    /// order (see the module docs).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Allocation`] (sticky) when the read-ahead cannot grow to
+    /// take them.
+    pub(super) fn unwind_ring(&mut self) -> Result<(), Error> {
+        let Some(r) = &mut self.ring else {
+            return Ok(());
+        };
+        let Some(&(first, ..)) = r.units.front() else {
+            return Ok(());
+        };
+        let mut back = Vec::with_capacity(r.units.iter().map(|u| u.2).sum());
+        r.ring.drain(|input| back.extend_from_slice(input));
+        r.units.clear();
+        self.next = first;
+        let put = self.ahead.put_front(&back);
+        put.map_err(|e| self.fail(e))
+    }
+
+    /// Sealed bytes held by the ring, of units not delivered yet.
+    pub(super) fn ring_read_ahead(&self) -> usize {
+        self.ring.as_ref().map_or(0, |r| r.units.iter().map(|u| u.2).sum())
+    }
+}
