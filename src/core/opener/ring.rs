@@ -112,38 +112,43 @@ impl Opener {
     }
 
     /// The whole segments at the start of the read-ahead that can only
-    /// be non-final, up to a unit: their count and sealed bytes.
-    fn next_ring_unit(&self, per_unit: usize) -> (usize, usize) {
+    /// be non-final, up to a unit: their count, their sealed bytes and
+    /// the first one's plaintext length.
+    fn next_ring_unit(&self, per_unit: usize) -> (usize, usize, usize) {
         let units = self.units().expect("in the body");
         let data = self.ahead.data();
-        let (mut count, mut at) = (0, 0);
+        let (mut count, mut at, mut first) = (0, 0, 0);
         while count < per_unit {
             let index = self.next + count as u64;
-            let sealed = match units {
-                Units::Fixed(l) if data.len() - at > l.sealed(index) => l.sealed(index),
+            let (len, sealed) = match units {
+                Units::Fixed(l) if data.len() - at > l.sealed(index) => {
+                    (l.plain(index), l.sealed(index))
+                }
                 Units::Framed(l) => match record_at(&data[at..]) {
                     Some((_, len, false)) if len <= l.rest => {
                         let sealed = RECORD_HEADER_LEN + len + l.tag;
                         if data.len() - at < sealed {
                             break;
                         }
-                        sealed
+                        (len, sealed)
                     }
                     _ => break,
                 },
                 Units::Fixed(_) => break,
             };
+            if count == 0 {
+                first = len;
+            }
             (count, at) = (count + 1, at + sealed);
         }
-        (count, at)
+        (count, at, first)
     }
 
     /// Moves the read-ahead's whole units into the ring while it has room.
     fn post_units(&mut self) {
-        let Some(units) = self.units() else { return };
         loop {
             let Some(r) = &self.ring else { return };
-            let (count, sealed) = self.next_ring_unit(r.per_unit);
+            let (count, sealed, first_len) = self.next_ring_unit(r.per_unit);
             let Some(r) = &mut self.ring else { return };
             if count == 0 || r.ring.is_full() {
                 return;
@@ -155,8 +160,7 @@ impl Opener {
             }
             r.spare.extend(&self.ahead.data()[..sealed]);
             r.ring.post(&mut r.spare, self.next);
-            r.units
-                .push_back((self.next, units.layout().plain(self.next), sealed));
+            r.units.push_back((self.next, first_len, sealed));
             self.ahead.consume(sealed);
             self.next += count as u64;
             self.counts.ring_units.add(1);
