@@ -11,10 +11,6 @@
 #[cfg(test)]
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
-#[cfg(test)]
-use std::sync::Arc;
-#[cfg(test)]
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::Provider;
 

@@ -205,8 +205,7 @@ impl Opener {
             && let Some(s) = &mut self.stream
         {
             let ring = Ringed::new(self.threads, s);
-            let sealed = ring.sealed(s.units.layout());
-            self.ahead.size_for_run(sealed.saturating_mul(self.threads));
+            self.ahead.size_for_run(ring.read_ahead(s.units.layout()));
             self.ring = Some(ring);
         }
     }
@@ -466,7 +465,8 @@ impl Opener {
         };
         Shape {
             grid,
-            framed: matches!(units, Some(Units::Framed(_))),
+            // (A ring's read-ahead grows to its target as a fixed one does.)
+            framed: matches!(units, Some(Units::Framed(_))) && (aligned || !body),
             // With an inner buffer, ask only for the rest of the segment
             // begun (as the reader may: with none begun it asks for its
             // capacity): the read-ahead then empties on a segment boundary,

@@ -179,7 +179,10 @@ mod tests {
             Err(Error::Authentication)
         });
         assert!(r.is_err());
-        assert!(p.is_empty() && p.held().is_none(), "nothing held after a failure");
+        assert!(
+            p.is_empty() && p.held().is_none(),
+            "nothing held after a failure"
+        );
         let next = Held { index: 4, ..SEG };
         let mut traded = Window::secret();
         traded.grow(8).unwrap();
@@ -192,7 +195,11 @@ mod tests {
         assert_eq!(p.data(), b"wxyzWXYZ", "the whole unit is shown");
         assert_eq!(p.held(), Some(next));
         p.consume(5);
-        assert_eq!(p.show(4, 1), Some(next), "a seek back into its first segment");
+        assert_eq!(
+            p.show(4, 1),
+            Some(next),
+            "a seek back into its first segment"
+        );
         assert_eq!(p.data(), b"xyz");
     }
 

@@ -30,8 +30,12 @@
 //! The engine (`crate::core`) gives the ring its work: nothing here knows
 //! what a segment, a key or a stream format is.
 
+#[cfg(test)]
+mod alone_tests;
 mod pool;
 mod ring;
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 mod tests;
 

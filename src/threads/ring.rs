@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -84,14 +84,14 @@ impl Slot {
 
     /// Claims the unit if no thread did, works it into the slot, and
     /// wakes the caller. A copy done after the caller took the unit over
-    /// is dropped.
-    fn run(&self, job: &Job) {
+    /// is dropped. Whether it claimed the unit.
+    fn run(&self, job: &Job) -> bool {
         if self
             .state
             .compare_exchange(POSTED, CLAIMED, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            return;
+            return false;
         }
         let start = Instant::now();
         *lock(&self.claimed) = Some(start);
@@ -118,6 +118,7 @@ impl Slot {
         if let Some(t) = lock(&self.waiter).take() {
             t.unpark();
         }
+        true
     }
 }
 
@@ -129,6 +130,8 @@ struct Job {
     /// Pool threads sleep this long once they claimed a unit (tests: a
     /// thread descheduled in the middle of a unit).
     delay: Option<Duration>,
+    /// Units the pool threads claimed.
+    pooled: AtomicUsize,
 }
 
 impl Job {
@@ -136,7 +139,10 @@ impl Job {
     /// is wiped of whatever the work left there).
     fn work(&self, first: u64, head: &[u8], input: &[u8], out: &mut Window) -> Result<(), Error> {
         let r = catch_unwind(AssertUnwindSafe(|| {
-            assert!(!self.panic.load(Ordering::Relaxed), "injected panic in a unit's work");
+            assert!(
+                !self.panic.load(Ordering::Relaxed),
+                "injected panic in a unit's work"
+            );
             (self.work)(first, head, input, out)
         }));
         r.unwrap_or_else(|_| {
@@ -176,6 +182,7 @@ impl Ring {
             work,
             panic: AtomicBool::new(workers.inject_panic.armed().is_some()),
             delay: workers.pool_delay.armed(),
+            pooled: AtomicUsize::new(0),
         };
         Ring {
             workers,
@@ -220,6 +227,12 @@ impl Ring {
             || self.queue.len() >= 2 && self.queue[0].state.load(Ordering::Acquire) == POSTED
     }
 
+    /// Units the pool threads claimed so far (tests).
+    #[cfg(test)]
+    pub(crate) fn pooled(&self) -> usize {
+        self.job.pooled.load(Ordering::Relaxed)
+    }
+
     /// Makes every later unit's work panic (tests).
     #[cfg(test)]
     pub(crate) fn inject_panic(&mut self) {
@@ -233,7 +246,10 @@ impl Ring {
     /// when it delivers it.
     pub(crate) fn post(&mut self, input: &mut Window, first: u64) {
         let secret = self.secret;
-        let slot = self.free.pop().unwrap_or_else(|| Arc::new(Slot::new(secret)));
+        let slot = self
+            .free
+            .pop()
+            .unwrap_or_else(|| Arc::new(Slot::new(secret)));
         {
             let mut held = slot.input.write().unwrap_or_else(|e| e.into_inner());
             held.clear();
@@ -248,8 +264,10 @@ impl Ring {
             // job the pool runs after the stream is gone does nothing.
             let (slot, job) = (Arc::downgrade(&slot), Arc::downgrade(&self.job));
             self.workers.post(move || {
-                if let (Some(slot), Some(job)) = (slot.upgrade(), job.upgrade()) {
-                    slot.run(&job);
+                if let (Some(slot), Some(job)) = (slot.upgrade(), job.upgrade())
+                    && slot.run(&job)
+                {
+                    job.pooled.fetch_add(1, Ordering::Relaxed);
                 }
             });
         }
@@ -357,9 +375,12 @@ impl Ring {
     /// Works on the caller's thread the first unit behind the front that
     /// no thread claimed, into its slot; whether there was one.
     fn help(&mut self) -> bool {
-        let Some(slot) = self.queue.iter().skip(1).find(|s| {
-            s.state.load(Ordering::Acquire) == POSTED
-        }) else {
+        let Some(slot) = self
+            .queue
+            .iter()
+            .skip(1)
+            .find(|s| s.state.load(Ordering::Acquire) == POSTED)
+        else {
             return false;
         };
         let slot = Arc::clone(slot);
@@ -379,7 +400,12 @@ impl Ring {
     }
 
     /// Works `slot`'s unit on the caller's thread, timing it.
-    fn work_here(&mut self, slot: &Slot, out: &mut Window, head: Option<&[u8]>) -> Result<(), Error> {
+    fn work_here(
+        &mut self,
+        slot: &Slot,
+        out: &mut Window,
+        head: Option<&[u8]>,
+    ) -> Result<(), Error> {
         let start = Instant::now();
         let first = *lock(&slot.first);
         let input = slot.input.read().unwrap_or_else(|e| e.into_inner());

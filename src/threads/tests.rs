@@ -166,10 +166,14 @@ fn a_header_goes_in_front_of_a_unit_on_every_path() {
     std::thread::sleep(Duration::from_millis(20));
     ring.post(&mut unit(b"q"), 8);
     let mut out = Window::public();
-    ring.deliver(&mut out, Some(b"HDR".to_vec())).unwrap().unwrap();
+    ring.deliver(&mut out, Some(b"HDR".to_vec()))
+        .unwrap()
+        .unwrap();
     assert_eq!(out.data(), b"HDR\x07p");
     let mut out = Window::public();
-    ring.deliver(&mut out, Some(b"H".to_vec())).unwrap().unwrap();
+    ring.deliver(&mut out, Some(b"H".to_vec()))
+        .unwrap()
+        .unwrap();
     assert_eq!(out.data(), b"H\x08q");
 }
 
@@ -182,7 +186,11 @@ fn a_ring_inside_another_pools_job_posts_nothing() {
     let posted = AtomicUsize::new(0);
     other.install(|| {
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let mut ring = Ring::new(Workers::new(2), copying(Arc::clone(&seen), Duration::ZERO), false);
+        let mut ring = Ring::new(
+            Workers::new(2),
+            copying(Arc::clone(&seen), Duration::ZERO),
+            false,
+        );
         for i in 0..6u8 {
             ring.post(&mut unit(&[i]), u64::from(i));
         }
@@ -193,5 +201,9 @@ fn a_ring_inside_another_pools_job_posts_nothing() {
         let all_here = seen.lock().unwrap().iter().all(|&t| t == me);
         posted.store(usize::from(!all_here), Ordering::SeqCst);
     });
-    assert_eq!(posted.load(Ordering::SeqCst), 0, "a unit ran on a pool thread");
+    assert_eq!(
+        posted.load(Ordering::SeqCst),
+        0,
+        "a unit ran on a pool thread"
+    );
 }

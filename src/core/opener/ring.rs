@@ -27,8 +27,8 @@ use super::*;
 use crate::core::layout::{RECORD_HEADER_LEN, record_at};
 use crate::core::seek::Landing;
 use crate::core::suite::Suite;
-use crate::core::window::Window;
 use crate::core::unit;
+use crate::core::window::Window;
 use crate::threads::{Ring, Work, Workers};
 
 /// A stream's ring and the units in it.
@@ -41,6 +41,8 @@ pub(super) struct Ringed {
     spare: Window,
     /// The most whole segments in a unit.
     per_unit: usize,
+    /// The stream's threads, the caller's included.
+    threads: usize,
 }
 
 impl Ringed {
@@ -54,13 +56,17 @@ impl Ringed {
             units: VecDeque::new(),
             spare: Window::public(),
             per_unit: crate::threads::unit_segments(units.layout().rest),
+            threads,
         }
     }
 
-    /// The sealed bytes a full ring and the read-ahead hold at most: what
-    /// the read-ahead may grow to take in one read.
-    pub(super) fn sealed(&self, layout: &crate::core::layout::Layout) -> usize {
-        layout.max_sealed().saturating_mul(self.per_unit)
+    /// The sealed bytes the read-ahead may grow to take in one read: a
+    /// unit for each thread and one more, so that a read gives every
+    /// thread a unit (the last, cut by the read's end, waits for the
+    /// next).
+    pub(super) fn read_ahead(&self, layout: &crate::core::layout::Layout) -> usize {
+        let units = self.per_unit.saturating_mul(self.threads + 1);
+        layout.max_sealed().saturating_mul(units)
     }
 }
 
@@ -217,7 +223,10 @@ impl Opener {
                 last: false,
             };
             let ring = &mut r.ring;
-            match self.plain.fill_from(held, |out| ring.deliver(out, None).unwrap_or(Ok(()))) {
+            match self
+                .plain
+                .fill_from(held, |out| ring.deliver(out, None).unwrap_or(Ok(())))
+            {
                 Ok(()) => {
                     r.units.pop_front();
                     self.authenticated();
@@ -256,8 +265,23 @@ impl Opener {
         put.map_err(|e| self.fail(e))
     }
 
+    /// Units of the ring the pool threads opened (tests).
+    #[cfg(test)]
+    pub(crate) fn ring_pooled(&self) -> usize {
+        self.ring.as_ref().map_or(0, |r| r.ring.pooled())
+    }
+
+    /// Units of the ring the caller took over from a late pool thread
+    /// (tests).
+    #[cfg(test)]
+    pub(crate) fn ring_taken_over(&self) -> usize {
+        self.ring.as_ref().map_or(0, |r| r.ring.taken_over)
+    }
+
     /// Sealed bytes held by the ring, of units not delivered yet.
     pub(super) fn ring_read_ahead(&self) -> usize {
-        self.ring.as_ref().map_or(0, |r| r.units.iter().map(|u| u.2).sum())
+        self.ring
+            .as_ref()
+            .map_or(0, |r| r.units.iter().map(|u| u.2).sum())
     }
 }

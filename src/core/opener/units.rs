@@ -124,11 +124,9 @@ impl Opener {
     /// so with threads the read-ahead may now grow to a batch of segments.
     pub(super) fn authenticated(&mut self) {
         self.position.opened();
-        let (ring, stream, threads) = (&self.ring, &self.stream, self.threads);
-        self.ahead.prove(|| {
-            let sealed = ring.as_ref()?.sealed(stream.as_ref()?.units.layout());
-            Some(sealed.saturating_mul(threads))
-        });
+        let (ring, stream) = (&self.ring, &self.stream);
+        self.ahead
+            .prove(|| Some(ring.as_ref()?.read_ahead(stream.as_ref()?.units.layout())));
     }
 
     /// Opens the next unit, which [`fill_segment`](Self::fill_segment)
