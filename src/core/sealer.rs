@@ -285,7 +285,7 @@ impl Sealer {
             let work: Box<Work> = Box::new(move |first, head, plain, out| {
                 seal::seal_segments(&suite, &layout, first, false, head, plain, out).map(|_| ())
             });
-            self.ring = Some(Ring::new(workers, work, false));
+            self.ring = Some(Ring::new(workers, work));
         }
     }
 

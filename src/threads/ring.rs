@@ -62,14 +62,10 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(secret: bool) -> Slot {
-        let window = || {
-            if secret {
-                Window::secret()
-            } else {
-                Window::public()
-            }
-        };
+    /// An empty slot; its buffers (plaintext on one side or the other)
+    /// are wiped on drop, wherever trades take them.
+    fn new() -> Slot {
+        let window = Window::secret;
         Slot {
             state: AtomicU8::new(TAKEN),
             first: Mutex::new(0),
@@ -165,8 +161,6 @@ pub(crate) struct Ring {
     late: Vec<Arc<Slot>>,
     /// The most units posted at once.
     slots: usize,
-    /// Slots' buffers are wiped on drop.
-    secret: bool,
     /// How long a unit took, last measured on any thread.
     unit_time: Option<Duration>,
     /// Units the caller took over from a late pool thread.
@@ -174,9 +168,8 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
-    /// A ring of about twice the threads' units, doing `work`; `secret`:
-    /// its buffers hold plaintext (wiped on drop).
-    pub(crate) fn new(workers: Workers, work: Box<Work>, secret: bool) -> Ring {
+    /// A ring of about twice the threads' units, doing `work`.
+    pub(crate) fn new(workers: Workers, work: Box<Work>) -> Ring {
         let slots = 2 * workers.threads();
         let job = Job {
             work,
@@ -191,7 +184,6 @@ impl Ring {
             free: Vec::new(),
             late: Vec::new(),
             slots,
-            secret,
             unit_time: None,
             taken_over: 0,
         }
@@ -245,11 +237,7 @@ impl Ring {
     /// could mean running that pool's jobs): the caller works the unit
     /// when it delivers it.
     pub(crate) fn post(&mut self, input: &mut Window, first: u64) {
-        let secret = self.secret;
-        let slot = self
-            .free
-            .pop()
-            .unwrap_or_else(|| Arc::new(Slot::new(secret)));
+        let slot = self.free.pop().unwrap_or_else(|| Arc::new(Slot::new()));
         {
             let mut held = slot.input.write().unwrap_or_else(|e| e.into_inner());
             held.clear();

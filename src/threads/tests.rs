@@ -45,7 +45,7 @@ fn deliver(ring: &mut Ring) -> Result<Vec<u8>, Error> {
 fn units_are_delivered_in_order_and_the_pool_works_some_of_them() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let work = copying(Arc::clone(&seen), Duration::from_micros(200));
-    let mut ring = Ring::new(Workers::new(2), work, false);
+    let mut ring = Ring::new(Workers::new(2), work);
     let mut got = Vec::new();
     for i in 0..200u8 {
         if ring.is_full() {
@@ -73,7 +73,7 @@ fn a_late_pool_thread_is_taken_over_and_its_copy_dropped() {
     let workers = Workers::new(2);
     crate::probe::STALL_POOL.with(|c| c.set(None));
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut ring = Ring::new(workers, copying(Arc::clone(&seen), Duration::ZERO), false);
+    let mut ring = Ring::new(workers, copying(Arc::clone(&seen), Duration::ZERO));
     let mut got = Vec::new();
     for i in 0..8u8 {
         ring.post(&mut unit(&[i]), u64::from(i));
@@ -91,7 +91,7 @@ fn a_late_pool_thread_is_taken_over_and_its_copy_dropped() {
 fn the_caller_works_units_behind_the_one_it_waits_for() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let work = copying(Arc::clone(&seen), Duration::from_millis(20));
-    let mut ring = Ring::new(Workers::new(2), work, false);
+    let mut ring = Ring::new(Workers::new(2), work);
     // Delivered at once, worked by the caller: a unit's usual time.
     ring.post(&mut unit(b"w"), 9);
     assert_eq!(deliver(&mut ring).unwrap(), b"\x09w");
@@ -114,7 +114,7 @@ fn the_caller_works_units_behind_the_one_it_waits_for() {
 #[test]
 fn a_failed_unit_stays_at_the_front_and_drains_back_in_order() {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut ring = Ring::new(Workers::new(2), copying(seen, Duration::ZERO), false);
+    let mut ring = Ring::new(Workers::new(2), copying(seen, Duration::ZERO));
     for (i, u) in [&b"ok"[..], b"bad", b"x", b"y"].iter().enumerate() {
         ring.post(&mut unit(u), i as u64);
     }
@@ -131,7 +131,7 @@ fn a_failed_unit_stays_at_the_front_and_drains_back_in_order() {
 fn a_panicking_unit_is_worker_panicked_on_any_thread() {
     for posted in [1, 6] {
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let mut ring = Ring::new(Workers::new(2), copying(seen, Duration::ZERO), false);
+        let mut ring = Ring::new(Workers::new(2), copying(seen, Duration::ZERO));
         ring.inject_panic();
         for i in 0..posted {
             ring.post(&mut unit(b"u"), i);
@@ -146,7 +146,7 @@ fn a_panicking_pool_job_leaves_its_unit_to_the_caller() {
     let workers = Workers::new(2);
     crate::probe::PANIC_JOB.with(|c| c.set(false));
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut ring = Ring::new(workers, copying(Arc::clone(&seen), Duration::ZERO), false);
+    let mut ring = Ring::new(workers, copying(Arc::clone(&seen), Duration::ZERO));
     for i in 0..4u8 {
         ring.post(&mut unit(&[i]), u64::from(i));
     }
@@ -161,7 +161,7 @@ fn a_panicking_pool_job_leaves_its_unit_to_the_caller() {
 #[test]
 fn a_header_goes_in_front_of_a_unit_on_every_path() {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut ring = Ring::new(Workers::new(2), copying(seen, Duration::ZERO), false);
+    let mut ring = Ring::new(Workers::new(2), copying(seen, Duration::ZERO));
     ring.post(&mut unit(b"p"), 7);
     std::thread::sleep(Duration::from_millis(20));
     ring.post(&mut unit(b"q"), 8);
@@ -186,11 +186,7 @@ fn a_ring_inside_another_pools_job_posts_nothing() {
     let posted = AtomicUsize::new(0);
     other.install(|| {
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let mut ring = Ring::new(
-            Workers::new(2),
-            copying(Arc::clone(&seen), Duration::ZERO),
-            false,
-        );
+        let mut ring = Ring::new(Workers::new(2), copying(Arc::clone(&seen), Duration::ZERO));
         for i in 0..6u8 {
             ring.post(&mut unit(&[i]), u64::from(i));
         }

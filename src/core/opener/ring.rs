@@ -52,7 +52,7 @@ impl Ringed {
         let work: Box<Work> =
             Box::new(move |first, _, input, out| open_unit(&suite, &units, first, input, out));
         Ringed {
-            ring: Ring::new(Workers::new(threads), work, true),
+            ring: Ring::new(Workers::new(threads), work),
             units: VecDeque::new(),
             spare: Window::public(),
             per_unit: crate::threads::unit_segments(units.layout().rest),
