@@ -282,6 +282,12 @@ impl ReadAhead {
         self.buf.grow(grown.min(self.target))
     }
 
+    /// Offers the next read at most `n` bytes of the room made (at least
+    /// `capacity`, as every read).
+    pub(crate) fn offer_at_most(&mut self, n: usize) {
+        self.offered = self.offered.min(n.max(self.capacity));
+    }
+
     /// The room made by [`make_room`](Self::make_room).
     #[inline]
     pub(crate) fn spare(&mut self) -> &mut [u8] {

@@ -438,6 +438,15 @@ impl Opener {
             Err(e) => return Err(self.fail(e)),
         };
         self.counts.moved.add(moved);
+        if self.prefetch
+            && !self.ring_off
+            && let (Some(r), Some(u)) = (&self.ring, self.units())
+        {
+            // With prefetch, a unit at a time: the pool opens each as
+            // soon as the read after it arrived, while the caller reads
+            // the next.
+            self.ahead.offer_at_most(r.unit_sealed(u.layout()));
+        }
         Ok(self.ahead.spare())
     }
 

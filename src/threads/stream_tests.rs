@@ -664,7 +664,9 @@ fn calls_that_leave_a_ring_in_the_middle_of_a_segment_keep_the_plaintext() {
             let mut small = |r: &mut CipherReader<_>, got: &mut Vec<u8>, upto: usize| {
                 while got.len() < upto {
                     let want = buf.len().min(upto - got.len());
-                    let n = r.read(&mut buf[..want]).unwrap();
+                    let n = r
+                        .read(&mut buf[..want])
+                        .unwrap_or_else(|e| panic!("{e} at {}", got.len()));
                     if n == 0 {
                         break;
                     }

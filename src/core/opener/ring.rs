@@ -60,13 +60,17 @@ impl Ringed {
         }
     }
 
+    /// The sealed bytes of a whole unit.
+    pub(super) fn unit_sealed(&self, layout: &crate::core::layout::Layout) -> usize {
+        layout.max_sealed().saturating_mul(self.per_unit)
+    }
+
     /// The sealed bytes the read-ahead may grow to take in one read: a
     /// unit for each thread and one more, so that a read gives every
     /// thread a unit (the last, cut by the read's end, waits for the
     /// next).
     pub(super) fn read_ahead(&self, layout: &crate::core::layout::Layout) -> usize {
-        let units = self.per_unit.saturating_mul(self.threads + 1);
-        layout.max_sealed().saturating_mul(units)
+        self.unit_sealed(layout).saturating_mul(self.threads + 1)
     }
 }
 
@@ -105,7 +109,8 @@ fn open_unit(
 
 impl Opener {
     /// Whether the ring may take units now: in the body, after a segment
-    /// authenticated, with no seek or length query under way.
+    /// authenticated, with no seek or length query under way (nor the
+    /// inner reader's move that one left: reads beside come after it).
     fn ring_fits(&self) -> bool {
         self.ring.is_some()
             && !self.ring_off
@@ -114,6 +119,7 @@ impl Opener {
             && self.position.pending().is_none()
             && self.position.landing() == Landing::Steady
             && !self.position.skips()
+            && !self.position.moves_inner()
             && !self.position.querying()
     }
 
@@ -194,9 +200,8 @@ impl Opener {
             let Some(r) = &mut self.ring else {
                 return Ok(false);
             };
-            if r.units.is_empty() {
-                return Ok(false);
-            }
+            // With prefetch, the caller reads while the front is not done
+            // and the ring has room for the unit the read completes.
             let (reads, per_unit) = (!r.ring.front_done() && !r.ring.is_full(), r.per_unit);
             if reads
                 && self.prefetch
@@ -204,8 +209,7 @@ impl Opener {
                 && self.next_ring_unit(per_unit).0 == 0
                 && let Some(s) = side.as_deref_mut()
             {
-                let room = self.room()?;
-                match s.read_beside(room) {
+                match s.read_beside(self.room()?) {
                     Some(n) => self.filled(n),
                     // An error the front keeps for the next call that
                     // needs input: no more reads beside in this call.
@@ -216,7 +220,9 @@ impl Opener {
             let Some(r) = &mut self.ring else {
                 return Ok(false);
             };
-            let (first, len, _) = r.units[0];
+            let Some(&(first, len, _)) = r.units.front() else {
+                return Ok(false);
+            };
             let held = Held {
                 index: first,
                 len,
