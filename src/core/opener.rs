@@ -94,8 +94,8 @@ pub(crate) struct Opener {
     next: u64,
     /// Ciphertext read ahead from the inner reader.
     ahead: ReadAhead,
-    /// One opened segment (with threads, a run) for small reads and
-    /// `BufRead`, and which segment it is.
+    /// One opened segment (with threads, a unit of them) for small reads
+    /// and `BufRead`, and which segment it holds first.
     plain: Plain,
     /// The caller's and the inner reader's positions, a seek and a length
     /// query.
@@ -174,8 +174,8 @@ impl Opener {
         }
     }
 
-    /// With threads, whether the next run's input is read while a run
-    /// opens (see [`Beside`]); off by default.
+    /// With threads, whether more input is read while the ring has room
+    /// (see [`Beside`]); off by default.
     pub(crate) fn with_prefetch(mut self, on: bool) -> Opener {
         self.prefetch = on;
         self
@@ -270,7 +270,7 @@ impl Opener {
 
     /// One step of a `read` into `buf`. `fresh`: the first step of a
     /// caller's call (the inner buffer is shown at most once per call,
-    /// before any inner read). `side`: the front's read beside a run.
+    /// before any inner read). `side`: the front's read beside the ring.
     ///
     /// # Errors
     ///

@@ -1,5 +1,7 @@
 //! The ring on its own: work on the pool, in order, taken over, drained.
 
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
