@@ -249,7 +249,7 @@ impl ReadAhead {
             Some(l) if l > end => l,
             _ => len,
         };
-        if shape.exact && pos < end {
+        if shape.exact && pos < end && pos + self.need > end {
             limit = limit.min(pos + self.need);
         }
         self.offered = limit - end;

@@ -131,6 +131,8 @@ pub(crate) struct Counts {
     pub(crate) opens: Count,
     /// Units posted to the ring.
     pub(crate) ring_units: Count,
+    /// Runs opened in place on the workers (large reads).
+    pub(crate) runs: Count,
 }
 
 impl Opener {
@@ -298,7 +300,7 @@ impl Opener {
                     _ => Ok(Step::Done(0)),
                 };
             }
-            if self.ring_step(side.as_deref_mut())? {
+            if !self.opens_in_place(buf.len()) && self.ring_step(side.as_deref_mut())? {
                 // The front unit's plaintext is buffered now.
                 continue;
             }
@@ -322,11 +324,29 @@ impl Opener {
     }
 
     /// Zero-copy: decrypts straight into `buf` every complete segment that
-    /// is already read ahead and fits. `None`: nothing was delivered (an
-    /// empty final segment opened).
+    /// is already read ahead and fits (with threads, as runs on the
+    /// workers). `None`: nothing was delivered (an empty final segment
+    /// opened).
     fn read_direct(&mut self, buf: &mut [u8]) -> Result<Option<usize>, Error> {
-        let mut n = 0;
+        let (mut n, runs) = (0, self.run_pays(buf.len()));
         loop {
+            let ran = if runs {
+                self.run_ahead(&mut buf[n..])
+            } else {
+                Ok(0)
+            };
+            let run = match ran {
+                Ok(k) => k,
+                Err(e) if n == 0 => return Err(e),
+                Err(_) => break,
+            };
+            n += run;
+            if run > 0 {
+                if !self.next_fits(buf.len() - n) {
+                    break;
+                }
+                continue;
+            }
             let r = self.open_next(&mut buf[n..]);
             match self.after_open(r) {
                 Ok(k) => n += k,
@@ -456,8 +476,9 @@ impl Opener {
         let body = matches!(self.stage, Stage::Body);
         // A ring takes whole units wherever a read ends: reads fill their
         // room, so the last segment read is followed by a byte of the next
-        // (it can only be non-final) and goes to the ring too.
-        let aligned = body && (self.ring.is_none() || self.ring_off);
+        // (it can only be non-final) and goes to the ring too. (Not with an
+        // inner buffer, whose window opens the segments in place.)
+        let aligned = body && (self.ring.is_none() || self.ring_off || self.in_place.is_on());
         let grid = match units {
             Some(Units::Fixed(l)) if aligned => {
                 Some((l.sealed(self.next), l.sealed(self.next.saturating_add(1))))
@@ -483,7 +504,7 @@ impl Opener {
             // segments open in place. (A whole read-ahead would end inside
             // a segment of the inner buffer's refill, and every later
             // segment would be copied too.)
-            exact: self.in_place.is_on() && body && self.ring.is_none(),
+            exact: self.in_place.is_on() && body,
         }
     }
 

@@ -2,10 +2,12 @@
 //! the first unit any stream posts (a process whose streams stay small
 //! spawns nothing) and is shared by every stream after, one thread per
 //! CPU beside the caller's, so a process's threads do not grow with its
-//! streams. A stream posts jobs; it owns no thread.
+//! streams. A stream posts jobs, or runs a batch on it that borrows the
+//! caller's buffers; it owns no thread.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::probe::{self, Fault};
@@ -45,18 +47,17 @@ impl Workers {
         self.threads
     }
 
-    /// Posts `job` to the process's pool, to run on a pool thread on its
-    /// own time (not scoped to the caller's call). The pool is started by
-    /// the first stream that posts and shared by every stream after: one
-    /// thread per CPU beside the caller's, whatever the streams alive.
-    /// Nothing runs on a machine of one CPU or when the system refuses
-    /// threads (the caller then does all the work itself: the bytes are
-    /// the same). A panic in `job` is caught where it happens, never
-    /// unwound into the pool (where it would abort the process).
-    pub(crate) fn post(&mut self, job: impl FnOnce() + Send + 'static) {
+    /// The process's pool, started by the first stream that needs it and
+    /// shared by every stream after: one thread per CPU beside the
+    /// caller's, whatever the streams alive. `None` on a machine of one
+    /// CPU, when the system refuses threads (the caller then does all the
+    /// work itself: the bytes are the same), and on a thread of another
+    /// `rayon` pool (waiting for work there could mean running that
+    /// pool's jobs).
+    fn pool(&mut self) -> Option<&rayon_core::ThreadPool> {
         static POOL: OnceLock<Option<Arc<rayon_core::ThreadPool>>> = OnceLock::new();
-        if super::cpus() < 2 {
-            return;
+        if super::cpus() < 2 || rayon_core::current_thread_index().is_some() {
+            return None;
         }
         let build = |threads| {
             let b = rayon_core::ThreadPoolBuilder::new().num_threads(threads);
@@ -75,8 +76,17 @@ impl Workers {
                 POOL.get_or_init(|| build(super::cpus() - 1)).clone()
             };
         }
-        if let Some(pool) = &self.pool {
-            let fault = self.job_panic;
+        self.pool.as_deref()
+    }
+
+    /// Posts `job` to the process's pool, to run on a pool thread on its
+    /// own time (not scoped to the caller's call); nothing runs without a
+    /// pool (see [`pool`](Self::pool)). A panic in `job` is caught where
+    /// it happens, never unwound into the pool (where it would abort the
+    /// process).
+    pub(crate) fn post(&mut self, job: impl FnOnce() + Send + 'static) {
+        let fault = self.job_panic;
+        if let Some(pool) = self.pool() {
             pool.spawn(move || {
                 let _ = catch_unwind(AssertUnwindSafe(|| {
                     assert!(fault.armed().is_none(), "injected panic in a pool job");
@@ -84,5 +94,43 @@ impl Workers {
                 }));
             });
         }
+    }
+
+    /// Runs `work` on every piece, in shares of about equal size claimed
+    /// by whichever thread is free, the caller's included (it claims until
+    /// none is left, then waits for the shares the pool threads claimed):
+    /// for work that borrows the caller's buffers. Whether no `work`
+    /// panicked (a panic is caught where it happens).
+    pub(crate) fn run<P: Send>(&mut self, pieces: &mut [P], work: impl Fn(&mut P) + Sync) -> bool {
+        let helpers = (self.threads - 1).min(pieces.len().saturating_sub(1));
+        let per = pieces.len().div_ceil(helpers + 1).max(1);
+        let shares: Vec<Mutex<&mut [P]>> = pieces.chunks_mut(per).map(Mutex::new).collect();
+        let (next, panicked) = (AtomicUsize::new(0), AtomicBool::new(false));
+        let (delay, inject) = (self.pool_delay.armed(), self.inject_panic.armed().is_some());
+        let claim = |on_pool: bool| {
+            while let Some(share) = shares.get(next.fetch_add(1, Ordering::AcqRel)) {
+                if let (true, Some(d)) = (on_pool, delay) {
+                    std::thread::sleep(d);
+                }
+                let mut share = super::lock(share);
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    assert!(!inject, "injected panic in a run");
+                    share.iter_mut().for_each(&work);
+                }));
+                if r.is_err() {
+                    panicked.store(true, Ordering::Release);
+                }
+            }
+        };
+        match self.pool() {
+            Some(pool) if helpers > 0 => pool.in_place_scope(|s| {
+                for _ in 0..helpers {
+                    s.spawn(|_| claim(true));
+                }
+                claim(false);
+            }),
+            _ => claim(false),
+        }
+        !panicked.load(Ordering::Acquire)
     }
 }

@@ -219,6 +219,11 @@ impl Ring {
             || self.queue.len() >= 2 && self.queue[0].state.load(Ordering::Acquire) == POSTED
     }
 
+    /// The stream's workers, for a run that borrows the caller's buffers.
+    pub(crate) fn workers(&mut self) -> &mut Workers {
+        &mut self.workers
+    }
+
     /// Units the pool threads claimed so far (tests).
     #[cfg(test)]
     pub(crate) fn pooled(&self) -> usize {

@@ -3,6 +3,7 @@
 //! non-final without a copy; whatever fails or is cut is left to the
 //! copying path, which applies the full rules (final flag, trailing data).
 
+use super::ring::open_run;
 use super::*;
 
 /// Whether the front shows its inner buffer ([`Step::Window`]), and where
@@ -67,7 +68,7 @@ impl Opener {
     #[inline]
     pub(super) fn window_wanted(&self) -> bool {
         if !self.in_place.may_try(self.next)
-            || self.ring.is_some()
+            || self.ring_read_ahead() > 0
             || !self.ahead.is_empty()
             || self.ahead.at_end()
             || !self.plain.is_empty()
@@ -94,6 +95,11 @@ impl Opener {
             return (0, 0);
         };
         let into_plain = buf.len() < layout.plain(self.next);
+        if self.run_pays(buf.len())
+            && let Some(done) = self.window_run(window, buf)
+        {
+            return done;
+        }
         let (used, n) = self.window_segments(&layout, window, buf, into_plain);
         if used > 0 {
             self.authenticated();
@@ -101,6 +107,39 @@ impl Opener {
         self.position.inner_read(used);
         self.position.delivered(n);
         (used, n)
+    }
+
+    /// With threads: every whole segment of the window that fits in `buf`
+    /// as one run on the workers (the one that ends the window too, as in
+    /// [`window_segments`](Self::window_segments)). `None`: no run (fewer
+    /// than two segments qualify).
+    fn window_run(&mut self, window: &[u8], buf: &mut [u8]) -> Option<(usize, usize)> {
+        let (Some(r), Some(s)) = (&mut self.ring, &self.stream) else {
+            return None;
+        };
+        match open_run(r, s, self.next, window, buf, true) {
+            Ok(run) if run.tried == 0 => None,
+            Ok(run) => {
+                self.counts.opens.add(run.tried);
+                self.counts.runs.add(1);
+                if run.opened < run.tried {
+                    // The copying path settles it, with the full rules.
+                    self.in_place.fail(self.next + run.opened as u64);
+                }
+                self.next += run.opened as u64;
+                if run.opened > 0 {
+                    self.authenticated();
+                }
+                self.position.inner_read(run.used);
+                self.position.delivered(run.plain);
+                Some((run.used, run.plain))
+            }
+            Err(e) => {
+                // The copying path reports it (sticky).
+                self.fail(e);
+                Some((0, 0))
+            }
+        }
     }
 
     /// One thread: the segments of the window, each opened as non-final

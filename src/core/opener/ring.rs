@@ -17,6 +17,12 @@
 //!   and giving the same error as one thread; no ring starts again. A
 //!   seek and a length query unwind it the same way (a ring may start
 //!   again after them).
+//! - **Large reads open in place**: without prefetch, a read of a
+//!   segment or more, with no unit in the ring, opens the whole segments
+//!   read ahead that fit in it straight into the caller's buffer, as one
+//!   run on the workers (`open_run`): no copy on the caller's thread,
+//!   where a unit's plaintext is copied out. So does a read from the
+//!   inner reader's buffer, prefetch or not.
 //! - **Reads only where one thread reads**: the caller reads more input
 //!   only when the ring holds nothing to deliver and the read-ahead no
 //!   whole unit, or, with prefetch, while the ring has room.
@@ -105,6 +111,108 @@ fn open_unit(
     }
     out.set(0, n);
     Ok(())
+}
+
+/// One segment of a run: its index, its sealed bytes, where its
+/// plaintext goes, and how its opening went.
+struct Piece<'a> {
+    index: u64,
+    input: &'a [u8],
+    output: &'a mut [u8],
+    result: Result<(), Error>,
+}
+
+/// What [`open_run`] did: segments tried, those opened before the first
+/// failure, their sealed bytes (from the start of the input) and their
+/// plaintext bytes (from the start of the output).
+#[derive(Default)]
+pub(super) struct Run {
+    pub(super) tried: usize,
+    pub(super) opened: usize,
+    pub(super) used: usize,
+    pub(super) plain: usize,
+}
+
+/// The plaintext length and sealed length of segment `index` at the start
+/// of `rest`, if only a non-final one can be there: a fixed-size segment
+/// that more input follows (or, `ends`, that ends `rest`: then tried as
+/// non-final, as one thread tries it first), a whole record whose header
+/// says it is not final.
+fn non_final(units: &Units, index: u64, rest: &[u8], ends: bool) -> Option<(usize, usize)> {
+    match units {
+        Units::Fixed(l) => {
+            let (len, sealed) = (l.plain(index), l.sealed(index));
+            (rest.len() > sealed || rest.len() == sealed && ends).then_some((len, sealed))
+        }
+        Units::Framed(l) => match record_at(rest) {
+            Some((_, len, false)) if len <= l.rest => {
+                let sealed = RECORD_HEADER_LEN + len + l.tag;
+                (rest.len() >= sealed).then_some((len, sealed))
+            }
+            _ => None,
+        },
+    }
+}
+
+/// Opens on the workers, straight into `out`, the segments from `next` at
+/// the start of `data` that [`non_final`] allows and that fit in `out`,
+/// each from its own index; what opened after the first failure is wiped
+/// (not released before it). Fewer than two: nothing is done.
+///
+/// # Errors
+///
+/// [`Error::WorkerPanicked`], with `out` wiped.
+pub(super) fn open_run(
+    ring: &mut Ringed,
+    setup: &Setup,
+    next: u64,
+    data: &[u8],
+    out: &mut [u8],
+    ends: bool,
+) -> Result<Run, Error> {
+    let (units, suite) = (&setup.units, &setup.suite);
+    let (mut pieces, mut at, mut room) = (Vec::new(), 0, &mut *out);
+    while let Some((len, sealed)) = non_final(units, next + pieces.len() as u64, &data[at..], ends)
+        && room.len() >= len
+    {
+        let (output, rest) = std::mem::take(&mut room).split_at_mut(len);
+        let index = next + pieces.len() as u64;
+        let input = &data[at..at + sealed];
+        pieces.push(Piece {
+            index,
+            input,
+            output,
+            result: Ok(()),
+        });
+        (room, at) = (rest, at + sealed);
+    }
+    if pieces.len() < 2 {
+        return Ok(Run::default());
+    }
+    let written: usize = pieces.iter().map(|p| p.output.len()).sum();
+    let ok = ring.ring.workers().run(&mut pieces, |p| {
+        p.result = match units {
+            Units::Fixed(_) => suite.open_at(p.index, false, &[], p.input, p.output),
+            Units::Framed(l) => {
+                unit::open_record(suite, l.tag, p.index, p.input, p.output).map(|_| ())
+            }
+        };
+    });
+    let good = pieces.iter().take_while(|p| p.result.is_ok());
+    let tried = pieces.len();
+    let run = good.fold(Run::default(), |r, p| Run {
+        tried,
+        opened: r.opened + 1,
+        used: r.used + p.input.len(),
+        plain: r.plain + p.output.len(),
+    });
+    drop(pieces);
+    if !ok {
+        zeroize::Zeroize::zeroize(&mut out[..written]);
+        return Err(Error::WorkerPanicked);
+    }
+    zeroize::Zeroize::zeroize(&mut out[run.plain..written]);
+    Ok(run)
 }
 
 impl Opener {
@@ -282,6 +390,48 @@ impl Opener {
     #[cfg(test)]
     pub(crate) fn ring_taken_over(&self) -> usize {
         self.ring.as_ref().map_or(0, |r| r.ring.taken_over)
+    }
+
+    /// Whether a read of `len` bytes opens in place (see the module
+    /// docs): threads without prefetch (which reads through the ring, its
+    /// reads beside the opening), no unit in the ring, and room for a
+    /// unit and two segments at least (a run pays for its start once).
+    pub(super) fn opens_in_place(&self, len: usize) -> bool {
+        !self.prefetch && self.ring_read_ahead() == 0 && self.run_pays(len)
+    }
+
+    /// Whether a run into `len` bytes may pay: threads, and room for a
+    /// unit and two segments at least (a run pays for its start once).
+    pub(super) fn run_pays(&self, len: usize) -> bool {
+        let (Some(r), Some(u)) = (&self.ring, self.units()) else {
+            return false;
+        };
+        len >= u.layout().rest.saturating_mul(r.per_unit.max(2))
+    }
+
+    /// With threads, opens the whole segments at the start of the
+    /// read-ahead that fit in `out` as one run on the workers: the
+    /// plaintext bytes, released up to the first failure (which the
+    /// one-thread path then settles).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WorkerPanicked`] (sticky).
+    pub(super) fn run_ahead(&mut self, out: &mut [u8]) -> Result<usize, Error> {
+        let (Some(r), Some(s), Stage::Body) = (&mut self.ring, &self.stream, &self.stage) else {
+            return Ok(0);
+        };
+        let ends = !self.ahead.looks_ended();
+        let run = open_run(r, s, self.next, self.ahead.data(), out, ends);
+        let run = run.map_err(|e| self.fail(e))?;
+        self.ahead.consume(run.used);
+        self.next += run.opened as u64;
+        self.counts.opens.add(run.tried);
+        self.counts.runs.add(usize::from(run.tried > 0));
+        if run.opened > 0 {
+            self.authenticated();
+        }
+        Ok(run.plain)
     }
 
     /// Sealed bytes held by the ring, of units not delivered yet.
