@@ -177,9 +177,10 @@ impl Opener {
     }
 
     /// With threads, whether more input is read while the ring has room
-    /// (see [`Beside`]); off by default.
+    /// (see [`Beside`]); off by default, and with an inner buffer (whose
+    /// segments open in place, with nothing copied to overlap).
     pub(crate) fn with_prefetch(mut self, on: bool) -> Opener {
-        self.prefetch = on;
+        self.prefetch = on && !self.in_place.is_on();
         self
     }
 

@@ -173,7 +173,12 @@ impl ReaderBuilder {
     /// order, in a ring of about `2 n` units; whichever thread is free
     /// opens a unit, each segment from its own index, and each unit's
     /// plaintext is handed to the reader's buffer whole, in order, where
-    /// every kind of call takes it. Plaintext is still released in order
+    /// every kind of call takes it. A read of a unit or more without
+    /// [`prefetch`](Self::prefetch), and a read from the inner reader's
+    /// buffer ([`build_from_buf_read`](Self::build_from_buf_read)), opens
+    /// its whole segments in place instead: straight into the caller's
+    /// buffer, in shares claimed by whichever thread is free (the caller
+    /// waits for the shares a pool thread claimed). Plaintext is still released in order
     /// and only once its segment authenticated; a damaged stream fails
     /// with the error one thread gives, after the same authenticated
     /// prefix (a unit that fails goes back to the one-thread path).
@@ -244,7 +249,9 @@ impl ReaderBuilder {
     /// report a `WouldBlock` or `TimedOut` that `inner` gave earlier (an
     /// `Interrupted` is dropped). [`into_inner`](CipherReader::into_inner)
     /// loses what the ring holds, and such an error. No effect with one
-    /// thread or on the async front.
+    /// thread, with [`build_from_buf_read`](Self::build_from_buf_read)
+    /// (its segments open in place, with nothing copied to overlap) or
+    /// on the async front.
     ///
     /// ```
     /// # use cipherio::{Algorithm, CipherReader, CipherWriter, Key};
@@ -292,9 +299,9 @@ impl ReaderBuilder {
     /// `io::Cursor<Vec<u8>>`, a memory map — or comes through a
     /// `BufReader` whose capacity holds several segments. (Over a plain
     /// `BufReader<File>` the copy merely moves into the `BufReader`.)
-    /// With [`threads`](Self::threads), once the ring starts (after the
-    /// first 2 MiB) the segments are copied into it instead: the ring's
-    /// units are opened on several threads.
+    /// With [`threads`](Self::threads), reads of a unit or more open
+    /// their segments there as runs on the threads; smaller reads and
+    /// `BufRead` open one segment at a time on the calling thread.
     ///
     /// ```
     /// # use cipherio::{Algorithm, CipherReader, CipherWriter, Key};

@@ -12,6 +12,9 @@ use std::time::Duration;
 
 use crate::probe::{self, Fault};
 
+/// The shares a run is cut into per thread.
+const SHARES: usize = 4;
+
 /// The threads of one stream: the caller plus the process's pool, at
 /// most `threads - 1` of whose threads work for it at once.
 pub(crate) struct Workers {
@@ -103,7 +106,9 @@ impl Workers {
     /// panicked (a panic is caught where it happens).
     pub(crate) fn run<P: Send>(&mut self, pieces: &mut [P], work: impl Fn(&mut P) + Sync) -> bool {
         let helpers = (self.threads - 1).min(pieces.len().saturating_sub(1));
-        let per = pieces.len().div_ceil(helpers + 1).max(1);
+        // Several shares per thread: a pool thread that starts late leaves
+        // the caller shares to take, not one half to wait for.
+        let per = pieces.len().div_ceil(SHARES * (helpers + 1)).max(1);
         let shares: Vec<Mutex<&mut [P]>> = pieces.chunks_mut(per).map(Mutex::new).collect();
         let (next, panicked) = (AtomicUsize::new(0), AtomicBool::new(false));
         let (delay, inject) = (self.pool_delay.armed(), self.inject_panic.armed().is_some());
