@@ -8,12 +8,15 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::probe::{self, Fault};
 
 /// The shares a run is cut into per thread.
 const SHARES: usize = 4;
+
+/// The most runs the caller does alone after a run on the pool lost.
+const ALONE_MAX: u32 = 64;
 
 /// The threads of one stream: the caller plus the process's pool, at
 /// most `threads - 1` of whose threads work for it at once.
@@ -29,6 +32,10 @@ pub(crate) struct Workers {
     /// Make posted jobs panic as they start, outside the unit's work
     /// (tests that no job's panic aborts the process).
     job_panic: Fault,
+    /// Runs left for the caller alone, and how many the last loss gave.
+    alone: (u32, u32),
+    /// Runs on the pool that lost against the caller alone (tests).
+    pub(crate) lost_runs: usize,
 }
 
 impl Workers {
@@ -42,6 +49,8 @@ impl Workers {
             pool_delay: probe::pool_stall(),
             inject_panic: probe::worker_panic(),
             job_panic: probe::job_panic(),
+            alone: (0, 0),
+            lost_runs: 0,
         }
     }
 
@@ -104,6 +113,13 @@ impl Workers {
     /// none is left, then waits for the shares the pool threads claimed):
     /// for work that borrows the caller's buffers. Whether no `work`
     /// panicked (a panic is caught where it happens).
+    ///
+    /// A run on the pool that took longer than the caller's own shares
+    /// say it would have taken alone (on a busy machine a pool thread may
+    /// wait milliseconds for a core, and the caller for it) is a loss:
+    /// the next runs are the caller's alone, as many as after the last
+    /// loss and twice as many (at most [`ALONE_MAX`]), then the pool is
+    /// tried again.
     pub(crate) fn run<P: Send>(&mut self, pieces: &mut [P], work: impl Fn(&mut P) + Sync) -> bool {
         let helpers = (self.threads - 1).min(pieces.len().saturating_sub(1));
         // Several shares per thread: a pool thread that starts late leaves
@@ -113,6 +129,7 @@ impl Workers {
         let (next, panicked) = (AtomicUsize::new(0), AtomicBool::new(false));
         let (delay, inject) = (self.pool_delay.armed(), self.inject_panic.armed().is_some());
         let claim = |on_pool: bool| {
+            let mut own = 0usize;
             while let Some(share) = shares.get(next.fetch_add(1, Ordering::AcqRel)) {
                 if let (true, Some(d)) = (on_pool, delay) {
                     std::thread::sleep(d);
@@ -125,16 +142,39 @@ impl Workers {
                 if r.is_err() {
                     panicked.store(true, Ordering::Release);
                 }
+                own += 1;
             }
+            own
         };
-        match self.pool() {
-            Some(pool) if helpers > 0 => pool.in_place_scope(|s| {
-                for _ in 0..helpers {
-                    s.spawn(|_| claim(true));
+        let alone = self.alone.0 > 0;
+        self.alone.0 = self.alone.0.saturating_sub(1);
+        match self.pool().filter(|_| helpers > 0 && !alone) {
+            Some(pool) => {
+                let start = Instant::now();
+                let (mut own, mut own_time) = (0, Duration::ZERO);
+                pool.in_place_scope(|s| {
+                    for _ in 0..helpers {
+                        s.spawn(|_| {
+                            claim(true);
+                        });
+                    }
+                    own = claim(false);
+                    own_time = start.elapsed();
+                });
+                // The caller's time for all the shares, had it done them.
+                let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).max(1);
+                let by_caller = own_time * count(shares.len()) / count(own);
+                if start.elapsed() > by_caller {
+                    self.alone.1 = (self.alone.1 * 2).clamp(1, ALONE_MAX);
+                    self.alone.0 = self.alone.1;
+                    self.lost_runs += 1;
+                } else {
+                    self.alone.1 /= 2;
                 }
+            }
+            None => {
                 claim(false);
-            }),
-            _ => claim(false),
+            }
         }
         !panicked.load(Ordering::Acquire)
     }

@@ -205,3 +205,38 @@ fn a_ring_inside_another_pools_job_posts_nothing() {
         "a unit ran on a pool thread"
     );
 }
+
+/// A run on the pool that takes longer than the caller alone would (its
+/// pool thread stalled in the middle of a share) sends the next run to
+/// the caller alone; every piece is worked once either way.
+#[test]
+fn a_run_that_loses_against_the_caller_alone_backs_off() {
+    crate::probe::STALL_POOL.with(|c| c.set(Some(Duration::from_millis(30))));
+    let mut w = Workers::new(2);
+    crate::probe::STALL_POOL.with(|c| c.set(None));
+    let me = std::thread::current().id();
+    let mut pieces = vec![0u32; 64];
+    let elsewhere = AtomicUsize::new(0);
+    let work = |p: &mut u32| {
+        std::thread::sleep(Duration::from_micros(50));
+        if std::thread::current().id() != me {
+            elsewhere.fetch_add(1, Ordering::Relaxed);
+        }
+        *p += 1;
+    };
+    assert!(w.run(&mut pieces, work));
+    if super::cpus() > 1 {
+        assert_eq!(w.lost_runs, 1, "a stalled pool thread lost the run");
+    }
+    elsewhere.store(0, Ordering::Relaxed);
+    assert!(w.run(&mut pieces, work));
+    assert_eq!(
+        elsewhere.load(Ordering::Relaxed),
+        0,
+        "the next run is the caller's alone"
+    );
+    assert!(
+        pieces.iter().all(|&p| p == 2),
+        "each piece worked once per run"
+    );
+}
