@@ -310,7 +310,10 @@ impl Opener {
                 Ready::Again => continue,
                 Ready::Unit(cap) => cap,
             };
-            if buf.len() < cap || self.position.skips() {
+            // (With threads, a read too small for a run of its own takes
+            // its segments from a run into the internal buffer.)
+            let small = !self.run_pays(buf.len()) && self.run_pays(self.ahead.available());
+            if buf.len() < cap || self.position.skips() || small {
                 // Small read: through the internal buffer. (An empty
                 // final segment leaves it empty; the loop then reports
                 // the end.)

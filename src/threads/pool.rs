@@ -130,7 +130,9 @@ impl Workers {
         let (delay, inject) = (self.pool_delay.armed(), self.inject_panic.armed().is_some());
         let claim = |on_pool: bool| {
             let mut own = 0usize;
-            while let Some(share) = shares.get(next.fetch_add(1, Ordering::AcqRel)) {
+            while let Some(share) = shares.get(next.fetch_add(1, Ordering::AcqRel))
+                && !panicked.load(Ordering::Acquire)
+            {
                 if let (true, Some(d)) = (on_pool, delay) {
                     std::thread::sleep(d);
                 }

@@ -1,4 +1,4 @@
-//! With threads, segments are opened on a [`Ring`]: the caller moves
+//! With threads and prefetch, segments are opened on a [`Ring`]: the caller moves
 //! units (a few whole segments each) of sealed bytes it read from the
 //! read-ahead into the ring, in order; whichever thread is free opens
 //! one; and once the plaintext buffer is empty the front unit's
@@ -17,15 +17,16 @@
 //!   and giving the same error as one thread; no ring starts again. A
 //!   seek and a length query unwind it the same way (a ring may start
 //!   again after them).
-//! - **Large reads open in place**: without prefetch, a read of a
-//!   segment or more, with no unit in the ring, opens the whole segments
-//!   read ahead that fit in it straight into the caller's buffer, as one
-//!   run on the workers (`open_run`): no copy on the caller's thread,
-//!   where a unit's plaintext is copied out. So does a read from the
-//!   inner reader's buffer, prefetch or not.
-//! - **Reads only where one thread reads**: the caller reads more input
-//!   only when the ring holds nothing to deliver and the read-ahead no
-//!   whole unit, or, with prefetch, while the ring has room.
+//! - **Without prefetch, runs in place**: the caller reads only when it
+//!   has nothing to deliver, so there is no reading to overlap: what one
+//!   read brought opens as one run on the workers (`open_run`), straight
+//!   into the caller's buffer (a read of a unit or more) or into the
+//!   plaintext buffer, with no copy into a ring. So does a read from the
+//!   inner reader's buffer.
+//! - **Reads beside**: the caller reads a unit at a time while the
+//!   front unit is not done and the ring has room for the unit the read
+//!   completes (prefetch lets a read call the inner reader with plaintext
+//!   about to be ready).
 
 use std::collections::VecDeque;
 
@@ -36,6 +37,11 @@ use crate::core::suite::Suite;
 use crate::core::unit;
 use crate::core::window::Window;
 use crate::threads::{Ring, Work, Workers};
+
+/// Sealed bytes a run takes at least, when a read brings them: a run
+/// pays once for waking the pool and for the end of its scope (tens of
+/// microseconds each), a small part of opening this much.
+const RUN: usize = 512 * 1024;
 
 /// A stream's ring and the units in it.
 pub(super) struct Ringed {
@@ -74,9 +80,11 @@ impl Ringed {
     /// The sealed bytes the read-ahead may grow to take in one read: a
     /// unit for each thread and one more, so that a read gives every
     /// thread a unit (the last, cut by the read's end, waits for the
-    /// next).
+    /// next), and at least [`RUN`].
     pub(super) fn read_ahead(&self, layout: &crate::core::layout::Layout) -> usize {
-        self.unit_sealed(layout).saturating_mul(self.threads + 1)
+        self.unit_sealed(layout)
+            .saturating_mul(self.threads + 1)
+            .max(RUN)
     }
 }
 
@@ -221,6 +229,7 @@ impl Opener {
     /// inner reader's move that one left: reads beside come after it).
     fn ring_fits(&self) -> bool {
         self.ring.is_some()
+            && self.prefetch
             && !self.ring_off
             && matches!(self.stage, Stage::Body)
             && self.ahead.proven()
@@ -423,11 +432,13 @@ impl Opener {
         };
         let ends = !self.ahead.looks_ended();
         let run = open_run(r, s, self.next, self.ahead.data(), out, ends);
+        self.counts
+            .runs
+            .add(usize::from(run.as_ref().map_or(true, |r| r.tried > 0)));
         let run = run.map_err(|e| self.fail(e))?;
         self.ahead.consume(run.used);
         self.next += run.opened as u64;
         self.counts.opens.add(run.tried);
-        self.counts.runs.add(usize::from(run.tried > 0));
         if run.opened > 0 {
             self.authenticated();
         }

@@ -144,6 +144,10 @@ impl Opener {
         };
         let index = self.next;
         let mut plain = std::mem::replace(&mut self.plain, Plain::new());
+        if let Some(r) = self.fill_run(&mut plain, avail) {
+            self.plain = plain;
+            return r;
+        }
         let r = match plain.open_into(holds) {
             Ok(out) => self.open_next(out),
             Err(e) => Err(e),
@@ -157,6 +161,31 @@ impl Opener {
         }
         self.plain = plain;
         r.map(|_| ())
+    }
+
+    /// [`fill_plain`](Self::fill_plain) with threads and no prefetch: the
+    /// whole segments the read-ahead (`avail` bytes) holds, as one run on
+    /// the workers into `plain`. `None`: no run opened (the one-thread
+    /// path goes on).
+    fn fill_run(&mut self, plain: &mut Plain, avail: usize) -> Option<Result<(), Error>> {
+        if self.prefetch || !self.run_pays(avail) {
+            return None;
+        }
+        let (index, (len, _)) = (self.next, self.next_unit()?);
+        // Plaintext is shorter than its ciphertext: room for what arrived.
+        let r = match plain.open_into(avail) {
+            Ok(out) => self.run_ahead(out),
+            Err(e) => Err(self.fail(e)),
+        };
+        if let Ok(n @ 1..) = r {
+            let first = Held {
+                index,
+                len,
+                last: false,
+            };
+            plain.opened(first, n, self.position.take_skip());
+        }
+        r.as_ref().map_or(true, |&n| n > 0).then(|| r.map(|_| ()))
     }
 
     /// The next unit's plaintext capacity and sealed length: a fixed
