@@ -12,11 +12,19 @@ use std::time::{Duration, Instant};
 
 use crate::probe::{self, Fault};
 
+/// How long a pool thread stays awake after a run, for the next: waking
+/// one takes tens of microseconds here, as much as a share of a fast
+/// cipher's run, and the next run (the caller's next read) is often that
+/// close.
+const LINGER: Duration = Duration::from_micros(100);
+
 /// The shares a run is cut into per thread.
 const SHARES: usize = 4;
 
-/// The most runs the caller does alone after a run on the pool lost.
-const ALONE_MAX: u32 = 64;
+/// The runs the caller does alone after a run on the pool lost, at
+/// first and at most (a loss costs up to a scheduler's time slice, and
+/// a machine whose cores are taken stays so for a while).
+const ALONE: (u32, u32) = (16, 256);
 
 /// The threads of one stream: the caller plus the process's pool, at
 /// most `threads - 1` of whose threads work for it at once.
@@ -36,6 +44,9 @@ pub(crate) struct Workers {
     alone: (u32, u32),
     /// Runs on the pool that lost against the caller alone (tests).
     pub(crate) lost_runs: usize,
+    /// Bumped when a run starts: the pool threads kept awake after the
+    /// last one stop waiting and take its shares at once.
+    runs: Arc<AtomicUsize>,
 }
 
 impl Workers {
@@ -51,6 +62,7 @@ impl Workers {
             job_panic: probe::job_panic(),
             alone: (0, 0),
             lost_runs: 0,
+            runs: Arc::default(),
         }
     }
 
@@ -91,6 +103,21 @@ impl Workers {
         self.pool.as_deref()
     }
 
+    /// Keeps `helpers` pool threads awake for [`LINGER`] after a run, or
+    /// until the next run starts (a short spin, yielding, then they go
+    /// back to the pool).
+    fn linger(&mut self, helpers: usize) {
+        for _ in 0..helpers {
+            let (runs, seen) = (Arc::clone(&self.runs), self.runs.load(Ordering::Acquire));
+            self.post(move || {
+                let start = Instant::now();
+                while runs.load(Ordering::Acquire) == seen && start.elapsed() < LINGER {
+                    std::thread::yield_now();
+                }
+            });
+        }
+    }
+
     /// Posts `job` to the process's pool, to run on a pool thread on its
     /// own time (not scoped to the caller's call); nothing runs without a
     /// pool (see [`pool`](Self::pool)). A panic in `job` is caught where
@@ -118,8 +145,8 @@ impl Workers {
     /// say it would have taken alone (on a busy machine a pool thread may
     /// wait milliseconds for a core, and the caller for it) is a loss:
     /// the next runs are the caller's alone, as many as after the last
-    /// loss and twice as many (at most [`ALONE_MAX`]), then the pool is
-    /// tried again.
+    /// loss and twice as many (see [`ALONE`]), then the pool is tried
+    /// again.
     pub(crate) fn run<P: Send>(&mut self, pieces: &mut [P], work: impl Fn(&mut P) + Sync) -> bool {
         let helpers = (self.threads - 1).min(pieces.len().saturating_sub(1));
         // Several shares per thread: a pool thread that starts late leaves
@@ -150,6 +177,9 @@ impl Workers {
         };
         let alone = self.alone.0 > 0;
         self.alone.0 = self.alone.0.saturating_sub(1);
+        // Pool threads kept awake after the last run take this one's
+        // shares now.
+        self.runs.fetch_add(1, Ordering::AcqRel);
         match self.pool().filter(|_| helpers > 0 && !alone) {
             Some(pool) => {
                 let start = Instant::now();
@@ -167,12 +197,13 @@ impl Workers {
                 let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).max(1);
                 let by_caller = own_time * count(shares.len()) / count(own);
                 if start.elapsed() > by_caller {
-                    self.alone.1 = (self.alone.1 * 2).clamp(1, ALONE_MAX);
+                    self.alone.1 = (self.alone.1 * 2).clamp(ALONE.0, ALONE.1);
                     self.alone.0 = self.alone.1;
                     self.lost_runs += 1;
                 } else {
                     self.alone.1 /= 2;
                 }
+                self.linger(helpers);
             }
             None => {
                 claim(false);

@@ -41,7 +41,7 @@ use crate::threads::{Ring, Work, Workers};
 /// Sealed bytes a run takes at least, when a read brings them: a run
 /// pays once for waking the pool and for the end of its scope (tens of
 /// microseconds each), a small part of opening this much.
-const RUN: usize = 512 * 1024;
+const RUN: usize = 1024 * 1024;
 
 /// A stream's ring and the units in it.
 pub(super) struct Ringed {
