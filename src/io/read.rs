@@ -168,20 +168,20 @@ impl ReaderBuilder {
         self
     }
 
-    /// Open on `n` threads (default 1): segments that more input follows
-    /// are cut into units of whole segments (at least 64 KiB) and put, in
-    /// order, in a ring of about `2 n` units; whichever thread is free
-    /// opens a unit, each segment from its own index, and each unit's
-    /// plaintext is handed to the reader's buffer whole, in order, where
-    /// every kind of call takes it. A read of a unit or more without
-    /// [`prefetch`](Self::prefetch), and a read from the inner reader's
-    /// buffer ([`build_from_buf_read`](Self::build_from_buf_read)), opens
-    /// its whole segments in place instead: straight into the caller's
-    /// buffer, in shares claimed by whichever thread is free (the caller
-    /// waits for the shares a pool thread claimed). Plaintext is still released in order
-    /// and only once its segment authenticated; a damaged stream fails
-    /// with the error one thread gives, after the same authenticated
-    /// prefix (a unit that fails goes back to the one-thread path).
+    /// Open on `n` threads (default 1): each read's whole segments are
+    /// opened at once, each on a thread from its own index, straight into
+    /// the caller's buffer (or the internal one for reads smaller than a
+    /// unit of 64 KiB): one run per read, in shares claimed by whichever
+    /// thread is free, the caller's included. With
+    /// [`prefetch`](Self::prefetch), segments that more input follows go
+    /// through a ring instead: units of whole segments (at least 64 KiB)
+    /// put in order in a ring of about `2 n`, opened by whichever thread
+    /// is free while the caller reads the next ones, each unit's plaintext
+    /// handed whole to the reader's buffer. Plaintext is still released in
+    /// order and only once its segment authenticated; a damaged stream
+    /// fails with the error one thread gives, after the same
+    /// authenticated prefix (what failed goes back to the one-thread
+    /// path).
     ///
     /// The calling thread is one of the `n`; the others are the process's
     /// pool, shared by every stream (one thread per CPU besides the
@@ -190,8 +190,11 @@ impl ReaderBuilder {
     /// While it waits for the unit it needs, the caller opens units no
     /// thread has claimed, and takes over a unit a pool thread holds
     /// longer than twice a unit's usual time (on a busy machine, a thread
-    /// that lost its core), whose copy is then dropped. A panic in a
-    /// unit's work fails the stream with
+    /// that lost its core), whose copy is then dropped. A run that took
+    /// longer than the caller's own shares say it would have alone (a
+    /// pool thread that waited for a core) sends the next 16 runs to the
+    /// caller alone, twice as many after each further loss (at most
+    /// 256). A panic in a unit's or a run's work fails the stream with
     /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked). From a
     /// file or memory, [`prefetch`](Self::prefetch) reads the next units
     /// while the threads open earlier ones. (A
@@ -202,8 +205,8 @@ impl ReaderBuilder {
     /// share opens inside `poll_read`, as with one thread.
     ///
     /// Memory: the read-ahead grows to the capacity plus `n + 1` units of
-    /// sealed segments, and the ring holds up to `2 n` units sealed and
-    /// as many opened. `threads(0)` makes every call fail with
+    /// sealed segments, and at least 1 MiB; with prefetch, the ring holds
+    /// up to `2 n` units sealed and as many opened. `threads(0)` makes every call fail with
     /// [`Error::ZeroThreads`](crate::Error::ZeroThreads).
     ///
     /// `n` is clamped here to the machine's CPUs

@@ -14,6 +14,14 @@
 //! (release in order, the final segment last, the first failure wins)
 //! stay where they were.
 //!
+//! A reader's read that has nothing to overlap (no prefetch, or from the
+//! inner reader's buffer) opens its segments in place instead: one run
+//! (`Workers::run`) cut into shares claimed by whichever thread is free,
+//! borrowing the caller's buffers within the call (no copy), with one
+//! verdict per stream (a run that lost against the caller alone sends
+//! the next ones to the caller alone) and pool threads kept awake a
+//! moment after a run for the next.
+//!
 //! The threads are one [`rayon_core`] pool per process, shared by every
 //! stream (one thread per CPU beside the caller's, whatever the streams
 //! alive; a stream owns no thread), started by the first unit any stream
@@ -24,7 +32,7 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | `pool` | [`Workers`]: the process's pool, started once; posting a job to it |
+//! | `pool` | [`Workers`]: the process's pool, started once; posting a job to it; a run in place, and whether runs pay |
 //! | `ring` | [`Ring`]: units in slots it owns, claimed once by whichever thread is free, delivered in order, taken over from a late thread |
 //!
 //! The engine (`crate::core`) gives the ring its work: nothing here knows

@@ -26,8 +26,9 @@ const SHARES: usize = 4;
 /// a machine whose cores are taken stays so for a while).
 const ALONE: (u32, u32) = (16, 256);
 
-/// The threads of one stream: the caller plus the process's pool, at
-/// most `threads - 1` of whose threads work for it at once.
+/// The threads of one stream: the caller plus the process's pool, which
+/// gets a ring's units (about `2 * threads` at once) or `threads - 1`
+/// helpers of a run.
 pub(crate) struct Workers {
     threads: usize,
     /// The process's pool, once the stream used it.
