@@ -800,10 +800,11 @@ fn threaded_writers_hold_their_ring_and_readers_their_read_ahead_and_run(
         // The read-ahead: the capacity and n + 1 units (a segment each
         // here), 1 MiB at least; without prefetch a run's plaintext beside
         // it (as much), with prefetch the ring (2n units sealed and
-        // opened), the unit being moved in and the one handed out.
+        // opened, and one more a late pool thread may still hold), the
+        // unit being moved in and the one handed out.
         let ahead = 8 * KIB + HEADER_LEN + ((threads + 1) * sealed).max(MIB);
         let held = if prefetch {
-            (4 * threads + 2) * sealed
+            (4 * threads + 4) * sealed
         } else {
             ahead
         };
