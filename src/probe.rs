@@ -11,10 +11,6 @@
 #[cfg(test)]
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
-#[cfg(test)]
-use std::sync::Arc;
-#[cfg(test)]
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::Provider;
 
@@ -86,45 +82,6 @@ impl<T: Copy> Fault<T> {
     }
 }
 
-impl Fault<usize> {
-    /// Whether the fault is armed with a count above zero, which it then
-    /// counts down (never, outside the tests): a fault for the next so
-    /// many times.
-    #[inline(always)]
-    pub(crate) fn count_down(&mut self) -> bool {
-        #[cfg(test)]
-        if let Some(n) = self.armed.filter(|&n| n > 0) {
-            self.armed = Some(n - 1);
-            return true;
-        }
-        false
-    }
-}
-
-/// A count added to from several threads (waits of a stream's threads):
-/// zero-sized outside the tests.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Tally {
-    #[cfg(test)]
-    n: Arc<AtomicUsize>,
-}
-
-impl Tally {
-    /// Adds `n` to the count.
-    #[inline(always)]
-    pub(crate) fn add(&self, n: usize) {
-        #[cfg(test)]
-        self.n.fetch_add(n, Ordering::Relaxed);
-        let _ = n;
-    }
-
-    /// The count so far.
-    #[cfg(test)]
-    pub(crate) fn get(&self) -> usize {
-        self.n.load(Ordering::Relaxed)
-    }
-}
-
 /// The fault that makes jobs on the workers panic, armed for workers
 /// made on this thread while a test sets [`INJECT_PANIC`].
 #[inline(always)]
@@ -138,93 +95,34 @@ pub(crate) fn worker_panic() -> Fault {
     fault
 }
 
-/// The kinds of job a pool thread runs, named by the fault that makes one
-/// of them panic as it starts, outside what the job catches itself
-/// ([`job_panic`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) enum Job {
-    /// A pool thread's part of a batch run.
-    Share,
-    /// A pool thread kept awake between runs.
-    Linger,
-    /// A job posted to run on its own time (a reader's ring's).
-    Posted,
-}
-
-/// The fault that makes one kind of pool job panic as it starts, armed
-/// for workers made on this thread while a test sets [`PANIC_JOB`].
+/// The fault that makes posted pool jobs panic as they start, outside
+/// the unit's work, armed for workers made on this thread while a test
+/// sets [`PANIC_JOB`].
 #[inline(always)]
-pub(crate) fn job_panic() -> Fault<Job> {
+pub(crate) fn job_panic() -> Fault {
     #[allow(unused_mut)]
     let mut fault = Fault::default();
     #[cfg(test)]
-    if let Some(job) = PANIC_JOB.with(Cell::get) {
-        fault.arm(job);
+    if PANIC_JOB.with(Cell::get) {
+        fault.arm(());
     }
     fault
 }
 
-/// Whether workers made now judge their threaded runs against the caller
-/// alone (always, outside the tests; in the tests only where a test asks
-/// for it with `CHECK_GAIN`, since the verdict depends on timing and
-/// most tests count what the pool threads do).
-#[inline(always)]
-pub(crate) fn gain_checked() -> bool {
-    #[cfg(test)]
-    {
-        CHECK_GAIN.with(Cell::get)
-    }
-    #[cfg(not(test))]
-    {
-        true
-    }
-}
-
-/// Whether workers made now judge their pool by the whole way of the
-/// units through the stream against the way alone (always, outside the
-/// tests; in the tests where a test asks for it with `CHECK_GAIN`, or
-/// with `CHECK_WAY` for this verdict alone).
-#[inline(always)]
-pub(crate) fn way_checked() -> bool {
-    #[cfg(test)]
-    {
-        CHECK_GAIN.with(Cell::get) || CHECK_WAY.with(Cell::get)
-    }
-    #[cfg(not(test))]
-    {
-        true
-    }
-}
-
 #[cfg(test)]
 thread_local! {
-    /// Workers made on this thread judge whether their pool pays, as
-    /// outside the tests.
-    pub(crate) static CHECK_GAIN: Cell<bool> = const { Cell::new(false) };
-
-    /// Workers made on this thread judge their pool by the whole way of
-    /// the units against the way alone, as outside the tests (and nothing
-    /// else: the other verdicts, which depend on timing too, stay off).
-    pub(crate) static CHECK_WAY: Cell<bool> = const { Cell::new(false) };
-
     /// Workers made on this thread panic in their pool threads' jobs
     /// (tests of the panic path through the fronts).
     pub(crate) static INJECT_PANIC: Cell<bool> = const { Cell::new(false) };
 
-    /// Workers made on this thread have pool threads whose jobs of this
-    /// kind panic as they start (tests that no pool job's panic aborts).
-    pub(crate) static PANIC_JOB: Cell<Option<Job>> = const { Cell::new(None) };
+    /// Workers made on this thread have posted jobs that panic as they
+    /// start (tests that no pool job's panic aborts the process).
+    pub(crate) static PANIC_JOB: Cell<bool> = const { Cell::new(false) };
 
     /// Workers made on this thread have pool threads that sleep this
     /// long once they have claimed a unit (tests of a pool thread
     /// descheduled in the middle of its unit, through the fronts).
     pub(crate) static STALL_POOL: Cell<Option<std::time::Duration>> = const { Cell::new(None) };
-
-    /// Workers made on this thread make a ring's caller sleep this long
-    /// whenever it takes a unit a pool thread opened (tests of cores that
-    /// pass each other's data slowly, through the fronts).
-    pub(crate) static SLOW_HANDOUT: Cell<Option<std::time::Duration>> = const { Cell::new(None) };
 
     /// Bytes that replace the next streams' random salt and nonce prefix
     /// on this thread (tests that reproduce known ciphertexts).
@@ -244,20 +142,6 @@ pub(crate) fn pool_stall() -> Fault<std::time::Duration> {
     let mut fault = Fault::default();
     #[cfg(test)]
     if let Some(d) = STALL_POOL.with(Cell::get) {
-        fault.arm(d);
-    }
-    fault
-}
-
-/// The fault that makes a ring's caller sleep when it takes a unit a pool
-/// thread opened, armed for workers made on this thread while a test sets
-/// [`SLOW_HANDOUT`].
-#[inline(always)]
-pub(crate) fn slow_handout() -> Fault<std::time::Duration> {
-    #[allow(unused_mut)]
-    let mut fault = Fault::default();
-    #[cfg(test)]
-    if let Some(d) = SLOW_HANDOUT.with(Cell::get) {
         fault.arm(d);
     }
     fault

@@ -61,7 +61,7 @@ fn main() {
         forged_runs_grow_nothing_beside_them(p);
         asking_for_threads_allocates_nothing_after_the_first_stream(p);
         for threads in [2, 3, 1024, usize::MAX] {
-            threaded_writers_hold_their_ring_and_readers_two_runs(p, threads);
+            threaded_writers_hold_their_ring_and_readers_their_read_ahead_and_run(p, threads);
             one_long_threaded_write_holds_its_ring(p, threads);
         }
     }
@@ -719,9 +719,9 @@ fn buf_read_allocates_no_more_than_build(p: Provider, alg: Algorithm) {
 /// chunking: 2n units (here a segment each) of plaintext and their
 /// sealed bytes, the unit being filled (grown from 8 KiB) and the one
 /// going out: 4n + 2 segments. A reader holds its read-ahead
-/// (capacity + a run of sealed segments: n, and at least 512 KiB of them,
-/// so that a run's fixed costs stay small beside it) and, for small reads,
-/// a run of plaintext. Measured as the bytes the stream
+/// (capacity + n + 1 units of sealed segments, and at least 1 MiB of
+/// them, so that a run's fixed costs stay small beside it) and, for
+/// small reads, a run of plaintext, or with prefetch its ring. Measured as the bytes the stream
 /// holds after every call (the counter sees every thread, so the pool's
 /// own allocations are in it: its registry and per-thread queues, about
 /// 13 KB measured, given a margin of 24 KiB). Threaded streams allocate
@@ -729,7 +729,10 @@ fn buf_read_allocates_no_more_than_build(p: Provider, alg: Algorithm) {
 /// freed by the end of the call (counted, bounded per batch). `n` is the
 /// count asked for clamped to the CPUs: `threads(1024)` holds what
 /// `threads(cpus)` holds (it held the whole 8 MiB stream on both sides).
-fn threaded_writers_hold_their_ring_and_readers_two_runs(p: Provider, asked: usize) {
+fn threaded_writers_hold_their_ring_and_readers_their_read_ahead_and_run(
+    p: Provider,
+    asked: usize,
+) {
     let threads = clamped(asked);
     let key = Key::generate(Algorithm::Aes128Gcm);
     let seg = 64 * KIB;
@@ -794,17 +797,24 @@ fn threaded_writers_hold_their_ring_and_readers_two_runs(p: Provider, asked: usi
                 break;
             }
         }
-        // A run: n shares of 64 KiB and of 512 KiB ÷ n at least.
-        let run = threads * (64 * KIB).max((512 * KIB).div_ceil(threads)).div_ceil(seg);
-        // Prefetch: a second read-ahead of one run.
-        let runs = 2 + usize::from(prefetch);
-        let bound = 8 * KIB + HEADER_LEN + runs * run * sealed + pool;
+        // The read-ahead: the capacity and n + 1 units (a segment each
+        // here), 1 MiB at least; without prefetch a run's plaintext beside
+        // it (as much), with prefetch the ring (2n units sealed and
+        // opened, and one more a late pool thread may still hold), the
+        // unit being moved in and the one handed out.
+        let ahead = 8 * KIB + HEADER_LEN + ((threads + 1) * sealed).max(MIB);
+        let held = if prefetch {
+            (4 * threads + 4) * sealed
+        } else {
+            ahead
+        };
+        let bound = ahead + held + pool;
         println!(
             "alloc: {p:?} reader on {threads} threads (asked {asked}), prefetch {prefetch}, {read}-byte reads, held at most {most} bytes ({bound} allowed)"
         );
         assert!(
             most <= bound,
-            "{p:?} threads {threads} prefetch {prefetch} reads of {read}: the reader held {most} bytes, more than its read-ahead and {runs} runs ({bound})"
+            "{p:?} threads {threads} prefetch {prefetch} reads of {read}: the reader held {most} bytes, more than its read-ahead and its run or ring ({bound})"
         );
     }
 }

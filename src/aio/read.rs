@@ -47,7 +47,7 @@ impl ReaderBuilder {
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn build_async<R: AsyncRead + Unpin>(self, inner: R) -> AsyncCipherReader<R> {
         AsyncCipherReader {
-            // A read beside a run would be a poll whose wake-up the
+            // A read beside the ring would be a poll whose wake-up the
             // caller never asked for: the async front does not prefetch.
             engine: self.engine(false).with_prefetch(false),
             seeker: None,

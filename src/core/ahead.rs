@@ -15,12 +15,6 @@
 //! - **The end is the inner reader's word**: only a read of 0 bytes ends
 //!   the input; a short read is a hint (which final flag to try first),
 //!   never trusted.
-//! - **Reads beside a run land behind it**: a read made while a run opens
-//!   from the read-ahead goes into a second buffer, after a copy of what
-//!   the run leaves; once the run is over the two buffers trade places
-//!   (or, after a run that stopped at a failure, the new bytes are
-//!   appended), so the bytes stay in stream order and the run's input is
-//!   never moved under it.
 
 use crate::Error;
 use crate::core::window::Window;
@@ -70,64 +64,16 @@ pub(crate) struct ReadAhead {
     flow: Flow,
     /// Room offered by the last [`make_room`](Self::make_room).
     offered: usize,
-    /// Where a read beside a run lands.
-    behind: Behind,
 }
 
-/// An inner read made on the caller's thread while the workers open a
-/// run from the read-ahead: the front's answer to it.
+/// An inner read made on the caller's thread with units in the ring
+/// (with prefetch): the front's answer to it.
 pub(crate) trait Beside {
     /// Reads into `room`, as the inner reader's `read` would: the bytes
     /// it brought (0: the input is at its end), or `None` when it brought
     /// nothing to add (an error the front keeps for the call that next
     /// needs input, or an interruption).
     fn read_beside(&mut self, room: &mut [u8]) -> Option<usize>;
-}
-
-/// The second buffer of the read-ahead: what a run leaves of it, then the
-/// bytes read beside the run.
-pub(crate) struct Behind {
-    buf: Window,
-    /// Bytes at its start copied from the end of the read-ahead.
-    kept: usize,
-    /// Room offered to the read beside the run.
-    offered: usize,
-    /// What the read beside the run brought; `None`: no read was made.
-    read: Option<usize>,
-}
-
-impl Behind {
-    /// Copies `left` (what the run leaves of the read-ahead) to the start
-    /// of the second buffer and reads after it through `side`, up to
-    /// `total` bytes in all. No read when that leaves less than `capacity`
-    /// bytes of room (the read-ahead holds the next run already) or the
-    /// buffer cannot grow to `total` (the next call reads as usual).
-    pub(crate) fn fill(
-        &mut self,
-        left: &[u8],
-        total: usize,
-        capacity: usize,
-        side: &mut dyn Beside,
-    ) {
-        self.read = None;
-        let Some(room) = total.checked_sub(left.len()).filter(|&r| r >= capacity) else {
-            return;
-        };
-        self.buf.clear();
-        if self.buf.grow(total).is_err() {
-            return;
-        }
-        self.buf.extend(left);
-        self.kept = left.len();
-        self.offered = room;
-        if let Some(n) = side.read_beside(self.buf.spare_to(total)) {
-            // A reader that claims more than it was offered is not
-            // believed past the room.
-            let n = n.min(room);
-            self.buf.commit(n);
-            self.read = Some(n);
-        }
-    }
 }
 
 impl std::ops::Deref for ReadAhead {
@@ -148,55 +94,7 @@ impl ReadAhead {
             need: 0,
             flow: Flow::Open,
             offered: 0,
-            behind: Behind {
-                buf: Window::public(),
-                kept: 0,
-                offered: 0,
-                read: None,
-            },
         }
-    }
-
-    /// For a run with a read beside it: what is held (the run's input),
-    /// the second buffer the read lands in, and how large that may grow:
-    /// no larger than the read-ahead has grown by its own rules as bytes
-    /// arrived, and not at all before a unit authenticated (a forged
-    /// header, or records that merely say they are not final, make the
-    /// second buffer no larger than the first).
-    pub(crate) fn for_run(&mut self) -> (&[u8], &mut Behind, usize) {
-        let limit = if self.proven { self.buf.len() } else { 0 };
-        (self.buf.data(), &mut self.behind, limit)
-    }
-
-    /// After a run that used `used` bytes of what is held: the bytes read
-    /// beside it (if a read was made) follow what is left. Returns the
-    /// bytes that read brought (for the position; `None`: no read was
-    /// made) and the bytes copied to make room for it.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Allocation`] when the read-ahead cannot grow to take the
-    /// new bytes after a run that stopped at a failure.
-    pub(crate) fn after_run(&mut self, used: usize) -> Result<(Option<usize>, usize), Error> {
-        self.buf.consume(used);
-        let Some(n) = self.behind.read.take() else {
-            return Ok((None, 0));
-        };
-        let kept = self.behind.kept;
-        let mut moved = kept;
-        if self.buf.available() == kept {
-            // The run used all it was given: the second buffer holds what
-            // it left, then the new bytes.
-            std::mem::swap(&mut self.buf, &mut self.behind.buf);
-        } else {
-            // It stopped at a failure: what it did not open comes first.
-            moved += self.buf.compact() + n;
-            self.buf.grow(self.buf.available() + n)?;
-            self.buf.extend(&self.behind.buf.data()[kept..]);
-        }
-        self.behind.buf.clear();
-        self.note_read(n, self.behind.offered);
-        Ok((Some(n), moved))
     }
 
     /// Whether a unit has authenticated (the read-ahead may hold a
@@ -205,70 +103,21 @@ impl ReadAhead {
         self.proven
     }
 
-    /// Frees both buffers while nothing is held (a ring holds the bytes
-    /// read ahead for a while); they grow again as bytes come back.
-    pub(crate) fn release(&mut self) {
-        debug_assert!(self.buf.is_empty());
-        self.buf = Window::public();
-        self.behind.buf = Window::public();
-    }
-
-    /// Makes room after what is held for `n` more bytes, which
-    /// [`put_back`](Self::put_back) then takes without growing again.
+    /// Takes back, in front of what is held, `bytes` read earlier and held
+    /// elsewhere meanwhile (a ring's units not delivered, in stream
+    /// order).
     ///
     /// # Errors
     ///
     /// [`Error::Allocation`] when the read-ahead cannot grow to hold them.
-    pub(crate) fn reserve_back(&mut self, n: usize) -> Result<(), Error> {
-        self.buf.compact();
-        self.buf.grow(self.buf.available() + n)
-    }
-
-    /// Takes back, after what is held, bytes read earlier and held
-    /// elsewhere meanwhile (a ring's unread units, in stream order); with
-    /// `ended`, the inner reader is at its end after them.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Allocation`] when the read-ahead cannot grow to hold them.
-    pub(crate) fn put_back(&mut self, bytes: &[u8], ended: bool) -> Result<(), Error> {
-        if !bytes.is_empty() {
-            self.reserve_back(bytes.len())?;
-            self.buf.extend(bytes);
-            self.target = self.target.max(self.buf.len());
-        }
-        if ended {
-            self.flow = Flow::Ended;
-        }
-        Ok(())
-    }
-
-    /// For a fed run of `total` sealed bytes: what is held, moved to the
-    /// front, and room after it up to `total` bytes in all (the
-    /// read-ahead grows to that, within a batch once a unit proved the
-    /// header). Returns the region and how many bytes of it are held; what
-    /// the run reads into it is then taken by [`fed`](Self::fed).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Allocation`] when the read-ahead cannot grow to `total`.
-    pub(crate) fn region(&mut self, total: usize) -> Result<(&mut [u8], usize), Error> {
-        debug_assert!(self.proven, "a fed run follows a proven header");
-        self.buf.compact();
-        self.buf.grow(total)?;
+    pub(crate) fn put_front(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        let mut buf = Window::public();
+        buf.grow(bytes.len() + self.buf.available() + self.capacity)?;
+        buf.extend(bytes);
+        buf.extend(self.buf.data());
+        self.buf = buf;
         self.target = self.target.max(self.buf.len());
-        let held = self.buf.available();
-        Ok((&mut self.buf.whole_mut()[..total.max(held)], held))
-    }
-
-    /// A fed run read `n` bytes after what was held; `last`: its last
-    /// read's bytes and the room offered (`None`: no read was made, or
-    /// the last failed).
-    pub(crate) fn fed(&mut self, n: usize, last: Option<(usize, usize)>) {
-        self.buf.commit(n);
-        if let Some((got, offered)) = last {
-            self.note_read(got, offered);
-        }
+        Ok(())
     }
 
     /// The configured read-ahead.
@@ -400,7 +249,7 @@ impl ReadAhead {
             Some(l) if l > end => l,
             _ => len,
         };
-        if shape.exact && pos < end {
+        if shape.exact && pos < end && pos + self.need > end {
             limit = limit.min(pos + self.need);
         }
         self.offered = limit - end;
@@ -431,6 +280,12 @@ impl ReadAhead {
             };
         }
         self.buf.grow(grown.min(self.target))
+    }
+
+    /// Offers the next read at most `n` bytes of the room made (at least
+    /// `capacity`, as every read).
+    pub(crate) fn offer_at_most(&mut self, n: usize) {
+        self.offered = self.offered.min(n.max(self.capacity));
     }
 
     /// The room made by [`make_room`](Self::make_room).

@@ -16,51 +16,40 @@
 //! - **Only the first segment may wait**: a step asks for input only while
 //!   the segment it works on is incomplete; every complete segment already
 //!   read ahead is opened without asking again. The one exception is the
-//!   front's to ask for: with prefetch, the caller's thread reads the next
-//!   run's input beside each run the workers open, and a read of several
-//!   segments reads them while the workers open them (a fed run,
-//!   `fed`).
+//!   front's to ask for: with prefetch, the caller's thread reads more
+//!   input while the ring has room (`ring`).
 //! - **The final flag**: a short segment is final; a full-length one is
 //!   tried with the likelier flag first, then the other; a final segment
 //!   must end the input (trailing data is an error), and an input that ends
 //!   without one is truncated.
 //! - **Sticky errors**: once a step fails, every later step fails the same.
-//! - **Threads open runs**: with `threads(n)`, n > 1, the read-ahead holds
-//!   a batch of segments, and every run of two or more complete segments
-//!   that more input follows (so each can only be non-final) is opened on
-//!   [`Workers`], each from its own index. The run is released up to its
-//!   first failure; that segment then goes through the one-thread path,
-//!   which gives the error (or the final segment) one thread would.
-//! - **Small prefetching reads go through a ring**: with threads and
-//!   prefetch, reads smaller than a segment and `BufRead` take segments
-//!   opened ahead on the pool in a ring (`ahead_ring`), each handed over
-//!   to the plaintext buffer whole; whatever the ring cannot hand over
-//!   unwinds it to the state above, and the usual path settles it.
+//! - **Threads open units on a ring**: with `threads(n)`, n > 1, once a
+//!   stream is far enough in, units of whole segments that more input
+//!   follows (so each can only be non-final) go through a ring (`ring`),
+//!   opened on whichever thread is free, each from its own index, and
+//!   handed to the plaintext buffer whole, in order. A unit that fails
+//!   unwinds the ring; the one-thread path then gives the error (or the
+//!   final segment) one thread would.
 
 pub(crate) use crate::core::ahead::Beside;
-use std::time::{Duration, Instant};
 
 use crate::core::ahead::{ReadAhead, Shape};
 use crate::core::layout::{Fixed, Units};
 use crate::core::plain::{Held, Plain};
-use crate::core::runs::open_pieces;
 use crate::core::seek::{Landing, Position};
 use crate::core::step::Step;
 use crate::core::unit::{Keyed, Setup};
-use crate::probe::{Count, Tally};
+use crate::probe::Count;
 use crate::profile::{self, Profile, Stream};
-use crate::threads::{self as parallel, Workers};
 use crate::{Error, Provider};
 
-mod ahead_ring;
-mod fed;
 mod in_place;
 mod random;
+mod ring;
 mod units;
 
-use ahead_ring::{Restart, Ringed};
-use fed::FedRead;
 use in_place::InPlace;
+use ring::Ringed;
 
 /// Where the reader is in the stream.
 pub(super) enum Stage {
@@ -87,8 +76,8 @@ pub(super) enum Opened {
 }
 
 /// How far into a stream (plaintext bytes delivered) a reader with
-/// threads opens alone before its workers are made. Starting the pool,
-/// filling a run's or a ring's larger buffers (new pages, unless the
+/// threads opens alone before its ring is made. Starting the pool,
+/// filling a ring's larger buffers (new pages, unless the
 /// allocator keeps them) and joining the pool at the end cost a reader up
 /// to 1–2 ms here, which only the threads' share of several MiB pays
 /// back: read at two threads from its first byte, a 1 MiB stream took up
@@ -105,8 +94,8 @@ pub(crate) struct Opener {
     next: u64,
     /// Ciphertext read ahead from the inner reader.
     ahead: ReadAhead,
-    /// One opened segment (with threads, a run) for small reads and
-    /// `BufRead`, and which segment it is.
+    /// One opened segment (with threads, a unit of them) for small reads
+    /// and `BufRead`, and which segment it holds first.
     plain: Plain,
     /// The caller's and the inner reader's positions, a seek and a length
     /// query.
@@ -115,59 +104,35 @@ pub(crate) struct Opener {
     in_place: InPlace,
     max_segment: usize,
     provider: Provider,
-    /// Threads opening runs of segments (`threads(n)`, n > 1); the workers
-    /// are made once `alone` bytes were delivered.
+    /// Threads opening units (`threads(n)`, n > 1); the ring is made once
+    /// `alone` bytes were delivered.
     threads: usize,
-    /// The plaintext bytes the caller delivers before the workers are
-    /// made (opening alone): a short stream does not pay for the pool.
+    /// The plaintext bytes the caller delivers before the ring is made
+    /// (opening alone): a short stream does not pay for the pool.
     alone: u64,
-    /// With threads and prefetch, the ring small reads and `BufRead` go
-    /// through (before `workers`: dropped first, it stops its pool jobs).
+    /// With threads, the ring units are opened on.
     ring: Option<Ringed>,
-    /// The first segment a ring may start at.
-    ring_restart: Restart,
-    workers: Option<Workers>,
-    /// With threads, the caller's thread reads the next run's input while
-    /// the workers open a run, if the front offers such a read.
+    /// A unit failed in the ring: the one-thread path settles the rest.
+    ring_off: bool,
+    /// With threads, the caller's thread reads more input while the ring
+    /// has room, if the front offers such a read.
     prefetch: bool,
-    /// With threads, before the workers are made: the segments' way
-    /// through the one-thread path (see [`time_alone`](Self::time_alone)).
-    alone_way: AloneWay,
     /// What the tests count (zero-sized outside them).
     pub(crate) counts: Counts,
 }
 
-/// The time from one segment opened into the plaintext buffer to the
-/// next, on the one-thread path: when the last was opened, their sum, and
-/// how many.
-#[derive(Default)]
-struct AloneWay(Option<Instant>, Duration, usize);
-
 /// What an [`Opener`] did, for the tests (aligned reads, opens per
-/// segment, runs on the workers).
+/// segment, units through the ring).
 #[derive(Default)]
 pub(crate) struct Counts {
     /// Ciphertext bytes moved to the front of the read-ahead.
     pub(crate) moved: Count,
     /// Segment opens tried, failed trials included.
     pub(crate) opens: Count,
-    /// Runs of segments opened on the workers.
+    /// Units posted to the ring.
+    pub(crate) ring_units: Count,
+    /// Runs opened in place on the workers (large reads).
     pub(crate) runs: Count,
-    /// Inner reads made beside a run.
-    pub(crate) beside: Count,
-    /// Fed runs that read input (large reads whose run's input was read
-    /// while it opened), and those of them opened in place.
-    pub(crate) fed: Count,
-    pub(crate) fed_in_place: Count,
-    /// Rings started for small reads.
-    pub(crate) rings: Count,
-    /// Segments opened in rings (failed ones included; each once, one
-    /// taken over counting as the caller's), those of them the pool
-    /// threads opened, and those the caller took over from a pool
-    /// thread.
-    pub(crate) ring_opened: Tally,
-    pub(crate) ring_pool: Tally,
-    pub(crate) ring_taken: Tally,
 }
 
 impl Opener {
@@ -205,69 +170,46 @@ impl Opener {
             threads,
             alone: READER_ALONE,
             ring: None,
-            ring_restart: Restart::default(),
-            workers: None,
+            ring_off: false,
             prefetch: false,
-            alone_way: AloneWay::default(),
             counts: Counts::default(),
         }
     }
 
-    /// With threads, whether the next run's input is read while a run
-    /// opens (see [`Beside`]); off by default.
+    /// With threads, whether more input is read while the ring has room
+    /// (see [`Beside`]); off by default, and with an inner buffer (whose
+    /// segments open in place, with nothing copied to overlap).
     pub(crate) fn with_prefetch(mut self, on: bool) -> Opener {
-        self.prefetch = on;
+        self.prefetch = on && !self.in_place.is_on();
         self
     }
 
     /// With threads, the plaintext bytes the caller delivers (opening
-    /// alone) before the workers are made (default
+    /// alone) before the ring is made (default
     /// [`READER_ALONE`]).
     pub(crate) fn with_threads_after(mut self, bytes: u64) -> Opener {
         self.alone = bytes;
         self
     }
 
-    /// The plaintext bytes left to deliver alone before the workers are
-    /// made; `None` when there are none to make (one thread, or made).
+    /// The plaintext bytes left to deliver alone before the ring is made;
+    /// `None` when there is none to make (one thread, or made).
     pub(super) fn alone_left(&self) -> Option<u64> {
-        (self.threads > 1 && self.workers.is_none())
+        (self.threads > 1 && self.ring.is_none())
             .then(|| self.alone.saturating_sub(self.position.handed_out()))
     }
 
-    /// Makes the workers once the stream has delivered enough for them
-    /// to be likely to pay (the read-ahead and the plaintext buffer are
-    /// the one-thread path's until then, and grow to a run's only after).
+    /// Makes the ring once the stream has delivered enough for it to be
+    /// likely to pay (the read-ahead and the plaintext buffer are the
+    /// one-thread path's until then, and grow to a ring's only after).
     pub(super) fn workers_due(&mut self) {
-        if matches!(self.stage, Stage::Body) && self.alone_left() == Some(0) {
-            let mut workers = Workers::new(self.threads);
-            let AloneWay(_, took, units) = std::mem::take(&mut self.alone_way);
-            workers.way_alone(units, took);
-            if let Some(s) = &self.stream {
-                self.ahead.size_for_run(units::run_sealed(&workers, s));
-            }
-            self.workers = Some(workers);
-        }
-    }
-
-    /// A segment was opened on the one-thread path (into the plaintext
-    /// buffer or the caller's). With threads, over the second half of
-    /// what is delivered before the workers are made (the first half
-    /// fills fresh buffers), the time from one such segment to the next
-    /// is measured: a segment's whole way through one thread (its
-    /// plaintext handed out to the caller's calls, the next one read and
-    /// opened), which a ring's way and runs' way with the pool are then
-    /// judged against. (Segments opened in the inner reader's buffer are
-    /// not measured: that reader's runs are not judged this way.)
-    pub(super) fn time_alone(&mut self) {
-        if self.alone_left().is_none_or(|left| left > self.alone / 2) {
-            return;
-        }
-        let now = Instant::now();
-        let AloneWay(last, took, units) = &mut self.alone_way;
-        if let Some(last) = last.replace(now) {
-            *took += now.saturating_duration_since(last);
-            *units += 1;
+        if matches!(self.stage, Stage::Body)
+            && self.alone_left() == Some(0)
+            && let Some(s) = &mut self.stream
+        {
+            let ring = Ringed::new(self.threads, s);
+            self.ahead.size_for_run(ring.read_ahead(s.units.layout()));
+            self.ring = Some(ring);
         }
     }
 
@@ -311,41 +253,10 @@ impl Opener {
         self.position.delivered(n);
     }
 
-    /// Whether the workers are made (tests: a short stream starts none).
+    /// Whether the ring is made (tests: a short stream starts none).
     #[cfg(test)]
     pub(crate) fn threaded(&self) -> bool {
-        self.workers.is_some()
-    }
-
-    /// Pool threads sleep `delay` once they have claimed a unit of a ring
-    /// started from now on (tests: a pool thread descheduled in the
-    /// middle of its unit). Only once the workers are made (with
-    /// `threads_after(0)`, when the header is read).
-    #[cfg(test)]
-    pub(crate) fn delay_pool(&mut self, delay: Duration) {
-        let workers = self.workers.as_mut();
-        workers.expect("the header is read").pool_delay.arm(delay);
-    }
-
-    /// The units the stream's rings publish go to the caller alone the
-    /// next `publishes` times, as while the pool does not pay. Only once
-    /// the workers are made.
-    #[cfg(test)]
-    pub(crate) fn solo_ring(&mut self, publishes: usize) {
-        let workers = self.workers.as_mut();
-        workers
-            .expect("the header is read")
-            .ring_solo
-            .arm(publishes);
-    }
-
-    /// Whether the workers know a segment's way through the one-thread
-    /// path, which a ring's way with the pool is judged against. Only once
-    /// the workers are made.
-    #[cfg(test)]
-    pub(crate) fn knows_way_alone(&self) -> bool {
-        let workers = self.workers.as_ref();
-        workers.expect("the workers are made").ring_way_known()
+        self.ring.is_some()
     }
 
     /// Records a fatal error and returns it.
@@ -362,7 +273,7 @@ impl Opener {
 
     /// One step of a `read` into `buf`. `fresh`: the first step of a
     /// caller's call (the inner buffer is shown at most once per call,
-    /// before any inner read). `side`: the front's read beside a run.
+    /// before any inner read). `side`: the front's read beside the ring.
     ///
     /// # Errors
     ///
@@ -390,41 +301,26 @@ impl Opener {
                     _ => Ok(Step::Done(0)),
                 };
             }
-            if self.ring_takes(buf.len()) {
-                // The front segment's plaintext is buffered now, or the
-                // ring is unwound.
-                self.ring_step(side.as_deref_mut())?;
+            if !self.opens_in_place(buf.len()) && self.ring_step(side.as_deref_mut())? {
+                // The front unit's plaintext is buffered now.
                 continue;
             }
-            self.leave_ring()?;
             let cap = match self.ready(fresh)? {
-                // A large read with threads reads the run's input while
-                // the workers open it.
-                Ready::Step(Step::Read) if side.is_some() => {
-                    let (Some(plan), Some(side)) = (self.fed_plan(buf.len()), side.as_deref_mut())
-                    else {
-                        return Ok(Step::Read);
-                    };
-                    match self.read_fed(buf, plan, side)? {
-                        FedRead::Delivered(n) => return Ok(Step::Done(n)),
-                        FedRead::Moved => continue,
-                        FedRead::Nothing => return Ok(Step::Read),
-                    }
-                }
                 Ready::Step(step) => return Ok(step),
                 Ready::Again => continue,
                 Ready::Unit(cap) => cap,
             };
-            if buf.len() < cap || self.position.skips() {
-                // Small read: through a ring, or the internal buffer. (An
-                // empty final segment leaves it empty; the loop then
-                // reports the end.)
-                if !self.start_ring(side.is_some()) {
-                    self.fill_plain(cap, side.as_deref_mut())?;
-                }
+            // (With threads, a read too small for a run of its own takes
+            // its segments from a run into the internal buffer.)
+            let small = !self.run_pays(buf.len()) && self.run_pays(self.ahead.available());
+            if buf.len() < cap || self.position.skips() || small {
+                // Small read: through the internal buffer. (An empty
+                // final segment leaves it empty; the loop then reports
+                // the end.)
+                self.fill_plain(cap)?;
                 continue;
             }
-            if let Some(n) = self.read_direct(buf, side.as_deref_mut())? {
+            if let Some(n) = self.read_direct(buf)? {
                 return Ok(Step::Done(n));
             }
             // Only an empty final segment; report the end properly.
@@ -432,41 +328,32 @@ impl Opener {
     }
 
     /// Zero-copy: decrypts straight into `buf` every complete segment that
-    /// is already read ahead and fits (with threads, first every run of
-    /// segments they can open). `None`: nothing was delivered (an empty
-    /// final segment opened).
-    fn read_direct(
-        &mut self,
-        buf: &mut [u8],
-        mut side: Option<&mut (dyn Beside + '_)>,
-    ) -> Result<Option<usize>, Error> {
-        let mut n = 0;
+    /// is already read ahead and fits (with threads, as runs on the
+    /// workers). `None`: nothing was delivered (an empty final segment
+    /// opened).
+    fn read_direct(&mut self, buf: &mut [u8]) -> Result<Option<usize>, Error> {
+        let (mut n, runs) = (0, self.run_pays(buf.len()));
         loop {
-            let run = match self.open_run(&mut buf[n..], side.as_deref_mut()) {
+            let ran = if runs {
+                self.run_ahead(&mut buf[n..])
+            } else {
+                Ok(0)
+            };
+            let run = match ran {
                 Ok(k) => k,
                 Err(e) if n == 0 => return Err(e),
                 Err(_) => break,
             };
             n += run;
-            if n > 0 && !self.next_fits(buf.len() - n) {
-                break;
-            }
             if run > 0 {
-                // What follows may be another run (read beside this one);
-                // a prefetching reader starts one only with room for all
-                // of it, so that the run leaves nothing to copy behind the
-                // next read.
-                if self.prefetch && !self.next_run_fits(buf.len() - n) {
+                if !self.next_fits(buf.len() - n) {
                     break;
                 }
                 continue;
             }
             let r = self.open_next(&mut buf[n..]);
             match self.after_open(r) {
-                Ok(k) => {
-                    n += k;
-                    self.time_alone();
-                }
+                Ok(k) => n += k,
                 Err(e) if n == 0 => return Err(e),
                 // Earlier segments authenticated: deliver them; the sticky
                 // error comes with the next call.
@@ -501,18 +388,13 @@ impl Opener {
             if !self.plain.is_empty() {
                 return Ok(Step::Done(self.plain.available()));
             }
-            if self.ringed() {
-                self.ring_step(side.as_deref_mut())?;
+            if self.ring_step(side.as_deref_mut())? {
                 continue;
             }
             match self.ready(fresh)? {
                 Ready::Step(step) => return Ok(step),
                 Ready::Again => {}
-                Ready::Unit(cap) => {
-                    if !self.start_ring(side.is_some()) {
-                        self.fill_plain(cap, side.as_deref_mut())?;
-                    }
-                }
+                Ready::Unit(cap) => self.fill_plain(cap)?,
             }
         }
     }
@@ -580,6 +462,15 @@ impl Opener {
             Err(e) => return Err(self.fail(e)),
         };
         self.counts.moved.add(moved);
+        if self.prefetch
+            && !self.ring_off
+            && let (Some(r), Some(u)) = (&self.ring, self.units())
+        {
+            // With prefetch, a unit at a time: the pool opens each as
+            // soon as the read after it arrived, while the caller reads
+            // the next.
+            self.ahead.offer_at_most(r.unit_sealed(u.layout()));
+        }
         Ok(self.ahead.spare())
     }
 
@@ -587,15 +478,20 @@ impl Opener {
     fn shape(&self) -> Shape {
         let units = self.units();
         let body = matches!(self.stage, Stage::Body);
+        // A ring takes whole units wherever a read ends: reads fill their
+        // room, so the last segment read is followed by a byte of the next
+        // (it can only be non-final) and goes to the ring too. (Not with an
+        // inner buffer, whose window opens the segments in place.)
+        let aligned = body && (self.ring.is_none() || self.ring_off || self.in_place.is_on());
         let grid = match units {
-            Some(Units::Fixed(l)) if body => {
+            Some(Units::Fixed(l)) if aligned => {
                 Some((l.sealed(self.next), l.sealed(self.next.saturating_add(1))))
             }
             // Records have no fixed size: the one in hand is what its header
             // says (once read), the ones after it are taken to be full, as
             // in bulk transfers; a shorter one costs a compaction later,
             // nothing else.
-            Some(Units::Framed(l)) if body => {
+            Some(Units::Framed(l)) if aligned => {
                 let full = l.max_sealed();
                 Some((self.next_unit().map_or(full, |(_, sealed)| sealed), full))
             }
@@ -603,7 +499,8 @@ impl Opener {
         };
         Shape {
             grid,
-            framed: matches!(units, Some(Units::Framed(_))),
+            // (A ring's read-ahead grows to its target as a fixed one does.)
+            framed: matches!(units, Some(Units::Framed(_))) && (aligned || !body),
             // With an inner buffer, ask only for the rest of the segment
             // begun (as the reader may: with none begun it asks for its
             // capacity): the read-ahead then empties on a segment boundary,

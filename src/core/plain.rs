@@ -106,17 +106,29 @@ impl Plain {
         self.held = Some(held);
     }
 
-    /// Takes `bytes`, a buffer whose first `held.len` bytes are segment
-    /// `held.index`'s authenticated plaintext (opened elsewhere), as its
-    /// own, and gives its allocation back in `bytes` (to be opened into
-    /// again, and wiped on drop by its new owner): the segment is held
-    /// and shown whole, with nothing copied. Like
-    /// [`opened`](Self::opened), only after the open succeeded.
-    #[inline]
-    pub(crate) fn adopt(&mut self, bytes: &mut Vec<u8>, held: Held) {
-        debug_assert!(held.len <= bytes.len());
-        self.buf.trade(bytes);
-        self.opened(held, held.len, 0);
+    /// Fills the whole buffer by `fill` (a ring's delivery, trading its
+    /// allocation); once that succeeded, it holds the plaintext `fill`
+    /// left there, segment `first` (whole) from its start and the ones
+    /// after it. On error it holds none.
+    ///
+    /// # Errors
+    ///
+    /// `fill`'s.
+    pub(crate) fn fill_from(
+        &mut self,
+        first: Held,
+        fill: impl FnOnce(&mut Window) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        self.held = None;
+        let r = fill(&mut self.buf);
+        if r.is_err() {
+            self.buf.clear();
+            return r;
+        }
+        let (pos, end) = (self.buf.pos(), self.buf.end());
+        debug_assert!(pos == 0 && first.len <= end);
+        self.opened(first, end, 0);
+        Ok(())
     }
 
     /// Shows the held segment from plaintext offset `off` if it is segment
@@ -157,18 +169,37 @@ mod tests {
     }
 
     #[test]
-    fn an_adopted_segment_is_held_and_the_old_allocation_given_back() {
+    fn a_filled_unit_is_held_from_its_first_segment_and_a_failed_one_not_at_all() {
         let mut p = Plain::new();
-        p.open_into(6).unwrap()[..4].copy_from_slice(b"abcd");
+        p.open_into(4).unwrap().copy_from_slice(b"abcd");
         p.opened(SEG, 4, 0);
-        let mut other = b"wxyz--".to_vec();
+        let r = p.fill_from(Held { index: 4, ..SEG }, |w| {
+            w.grow(8)?;
+            w.extend(b"half");
+            Err(Error::Authentication)
+        });
+        assert!(r.is_err());
+        assert!(
+            p.is_empty() && p.held().is_none(),
+            "nothing held after a failure"
+        );
         let next = Held { index: 4, ..SEG };
-        p.adopt(&mut other, next);
-        assert_eq!(p.data(), b"wxyz", "shown whole, no more");
-        assert_eq!(&other[..4], b"abcd", "the old allocation, given back");
-        p.consume(3);
-        assert_eq!(p.show(3, 0), None, "segment 3 is no longer held");
-        assert_eq!(p.show(4, 1), Some(next));
+        let mut traded = Window::secret();
+        traded.grow(8).unwrap();
+        traded.extend(b"wxyzWXYZ");
+        p.fill_from(next, |w| {
+            std::mem::swap(w, &mut traded);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(p.data(), b"wxyzWXYZ", "the whole unit is shown");
+        assert_eq!(p.held(), Some(next));
+        p.consume(5);
+        assert_eq!(
+            p.show(4, 1),
+            Some(next),
+            "a seek back into its first segment"
+        );
         assert_eq!(p.data(), b"xyz");
     }
 

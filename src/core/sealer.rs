@@ -22,7 +22,7 @@
 //!   seals the final segment; a fatal error is returned by every later call.
 //! - **Threads seal units on a ring.** With `threads(n)`, n > 1, the
 //!   buffer holds a unit of segments (about 64 KiB,
-//!   [`threads::batch_segments`]) instead of one, and the hold-back
+//!   [`threads::unit_segments`]) instead of one, and the hold-back
 //!   applies to the unit: once full and one more byte has arrived (at
 //!   once where a full segment is never final), it is posted to the
 //!   writer's ring (`Ring`), which seals it on the process's pool and
@@ -37,26 +37,22 @@
 //! | `Sealer` (here) | the stage, the hold-back step, flush and finish, the sticky error |
 //! | `Held` (`sealer_held.rs`) | the plaintext not sealed yet: how its buffer grows, fills and empties |
 //! | `Open` (`sealer_seal.rs`) | the key, the segment sizes, the header until it goes out, the next index: each index sealed once, the header once |
-//! | `Ring` (`sealer_ring.rs`) | units posted and not delivered: sealed by whichever thread is free, delivered in order |
-//! | `Counts` (`sealer_probe.rs`) | what the tests count and inject; nothing outside the tests |
+//! //! | `Counts` (`sealer_probe.rs`) | what the tests count and inject; nothing outside the tests |
 
 use crate::core::layout::Ends;
 use crate::core::window::Window;
 use crate::profile::{self, Profile, Stream};
-use crate::threads::{self, Workers};
+use crate::threads::{self, Ring, Work, Workers};
 use crate::{Error, Provider};
 
 #[path = "sealer_held.rs"]
 mod held;
 #[path = "sealer_probe.rs"]
 mod probe;
-#[path = "sealer_ring.rs"]
-mod ring;
 #[path = "sealer_seal.rs"]
 mod seal;
 
 use held::Held;
-use ring::Ring;
 use seal::Open;
 
 pub(crate) use probe::Counts;
@@ -285,7 +281,11 @@ impl Sealer {
             && self.sealed >= self.config.alone
         {
             let workers = Workers::new(self.config.threads);
-            self.ring = Some(Ring::new(workers, open.share_suite(), *open.layout()));
+            let (suite, layout) = (open.share_suite(), *open.layout());
+            let work: Box<Work> = Box::new(move |first, head, plain, out| {
+                seal::seal_segments(&suite, &layout, first, false, head, plain, out).map(|_| ())
+            });
+            self.ring = Some(Ring::new(workers, work));
         }
     }
 
@@ -330,7 +330,7 @@ impl Sealer {
         if held && self.ring.is_some() {
             return self.post(count);
         }
-        if self.ring.as_ref().is_some_and(Ring::front_sealed) {
+        if self.ring.as_ref().is_some_and(Ring::front_done) {
             // Sealed bytes go out as soon as they are ready (the buffer
             // still has room for the bytes that follow them).
             return self.deliver_held().map(|_| Step::Sealed(0));
@@ -404,7 +404,7 @@ impl Sealer {
             }
         }
         let len = plain.available() as u64;
-        ring.post(plain, open.next());
+        ring.post(plain.window(), open.next());
         open.advance(count);
         self.sealed = self.sealed.saturating_add(len);
         self.counts
@@ -428,7 +428,7 @@ impl Sealer {
     /// the header if it has not gone out; `false` when the ring is empty.
     fn deliver(ring: &mut Ring, open: &mut Open, out: &mut Window) -> Result<bool, Error> {
         debug_assert!(out.is_empty(), "output drained before delivering");
-        if ring.is_empty() {
+        if ring.len() == 0 {
             return Ok(false);
         }
         let head = open.take_header();
@@ -474,7 +474,7 @@ impl Sealer {
         if self.ring.is_none() {
             return (1, layout.plain(next));
         }
-        let per = threads::batch_segments(1, layout.rest) as u64;
+        let per = threads::unit_segments(layout.rest) as u64;
         let count = per.min(u64::from(u32::MAX).saturating_sub(next)).max(1);
         (count, layout.run_len(next, count, usize::MAX))
     }

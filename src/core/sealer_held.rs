@@ -36,6 +36,11 @@ impl Held {
         self.plain.is_empty()
     }
 
+    /// The buffer, for a ring to trade with.
+    pub(super) fn window(&mut self) -> &mut Window {
+        &mut self.plain
+    }
+
     /// The bytes held.
     pub(super) fn data(&self) -> &[u8] {
         self.plain.data()

@@ -105,23 +105,6 @@ fn rc_open<A: AeadInOut<NonceSize = U12, TagSize = U16>>(
         .is_ok()
 }
 
-/// [`rc_open`] where the ciphertext lies: `buf` becomes the plaintext.
-/// The RustCrypto AEADs check the tag before they decrypt, so a failure
-/// leaves `buf` as it was.
-fn rc_open_in_place<A: AeadInOut<NonceSize = U12, TagSize = U16>>(
-    a: &A,
-    nonce: &[u8; NONCE_LEN],
-    aad: &[u8],
-    buf: &mut [u8],
-    tag: &[u8],
-) -> bool {
-    let Ok(tag) = <&[u8; TAG_LEN]>::try_from(tag) else {
-        return false;
-    };
-    a.decrypt_inout_detached(nonce.into(), aad, InOutBuf::from(buf), tag.into())
-        .is_ok()
-}
-
 impl SegmentAead {
     /// The provider whose code this is.
     #[inline]
@@ -298,46 +281,6 @@ impl Suite {
             }
         }
         Ok(())
-    }
-
-    /// Whether [`open_in_place`](Self::open_in_place) opens this suite's
-    /// segments: the RustCrypto AEADs, which check the tag before they
-    /// decrypt.
-    pub(crate) fn opens_in_place(&self) -> bool {
-        matches!(
-            self.aead,
-            SegmentAead::Aes128(_) | SegmentAead::Aes256(_) | SegmentAead::ChaCha(_)
-        )
-    }
-
-    /// Opens segment `index` where its ciphertext lies: `buf` becomes its
-    /// plaintext; `tag` is its tag. A suite that cannot (see
-    /// [`opens_in_place`](Self::opens_in_place)) fails with
-    /// [`Error::Authentication`]. On failure `buf` is as it was (the tag
-    /// is checked before a byte is decrypted).
-    pub(crate) fn open_in_place(
-        &self,
-        index: u64,
-        last: bool,
-        aad: &[u8],
-        buf: &mut [u8],
-        tag: &[u8],
-    ) -> Result<(), Error> {
-        let nonce = self.nonce(index, last).ok_or(Error::TooManySegments)?;
-        let ok = match &self.aead {
-            SegmentAead::Aes128(a) => rc_open_in_place(&**a, &nonce, aad, buf, tag),
-            SegmentAead::Aes256(a) => rc_open_in_place(&**a, &nonce, aad, buf, tag),
-            SegmentAead::ChaCha(a) => rc_open_in_place(&**a, &nonce, aad, buf, tag),
-            #[cfg(feature = "aws-lc")]
-            SegmentAead::AwsLc(_) => false,
-            SegmentAead::CtrHmac(_) => false,
-        };
-        if ok {
-            probe::used(self.aead.provider());
-            Ok(())
-        } else {
-            Err(Error::Authentication)
-        }
     }
 
     /// Opens segment `index`: `sealed` is its ciphertext and tag, `out`

@@ -132,16 +132,6 @@ impl Window {
         &mut self.buf
     }
 
-    /// Trades allocations with `other`, which gets this window's (with
-    /// whatever bytes it holds: the one who takes it wipes or overwrites
-    /// them); no bytes are live until [`set`](Self::set) says which.
-    #[inline]
-    pub(crate) fn trade(&mut self, other: &mut Vec<u8>) {
-        std::mem::swap(&mut self.buf, other);
-        self.pos = 0;
-        self.end = 0;
-    }
-
     /// Makes `buf[pos..end]` the live bytes.
     #[inline]
     pub(crate) fn set(&mut self, pos: usize, end: usize) {

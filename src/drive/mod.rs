@@ -2,8 +2,7 @@
 //! with inner I/O, one loop per direction.
 //!
 //! [`write`] moves a [`Sealer`](crate::core::sealer::Sealer)'s output to
-//! any [`std::io::Write`], and with threads runs the pipelined writes the
-//! sealer plans, moving each sealed share out as it is ready; [`read`] answers an
+//! any [`std::io::Write`]; [`read`] answers an
 //! [`Opener`](crate::core::opener::Opener)'s steps from any
 //! [`read::Source`]. The std fronts pass their inner reader or writer
 //! straight in. The tokio fronts pass an adapter over the inner object and

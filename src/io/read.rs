@@ -86,7 +86,7 @@ pub struct CipherReader<R> {
     /// Set by the first seek or length query (where `R: Seek` is known):
     /// `inner`'s `seek`, and the offset where the stream starts in it.
     inner_seek: Option<InnerSeek<R>>,
-    /// The error of a read made beside a run (with
+    /// The error of a read made while the ring has units (with
     /// [`ReaderBuilder::prefetch`]), returned by the next call that needs
     /// input.
     deferred: Option<io::Error>,
@@ -168,64 +168,50 @@ impl ReaderBuilder {
         self
     }
 
-    /// Open on `n` threads (default 1): the read-ahead then holds a batch
-    /// of segments, about one per thread (several per thread when
-    /// segments are under 64 KiB), and every run of complete segments in
-    /// it is opened at once, each on a thread from its own index, straight
-    /// into the caller's buffer (or the internal one for small reads).
-    /// Plaintext is still released in order and only once its segment
-    /// authenticated; a damaged stream fails with the error one thread
-    /// gives, after the same authenticated prefix; a read still waits
-    /// only for the segment it works on.
+    /// Open on `n` threads (default 1): each read's whole segments are
+    /// opened at once, each on a thread from its own index, straight into
+    /// the caller's buffer (or the internal one for reads smaller than a
+    /// unit of 64 KiB): one run per read, in shares claimed by whichever
+    /// thread is free, the caller's included. With
+    /// [`prefetch`](Self::prefetch), segments that more input follows go
+    /// through a ring instead: units of whole segments (at least 64 KiB)
+    /// put in order in a ring of about `2 n`, opened by whichever thread
+    /// is free while the caller reads the next ones, each unit's plaintext
+    /// handed whole to the reader's buffer. Plaintext is still released in
+    /// order and only once its segment authenticated; a damaged stream
+    /// fails with the error one thread gives, after the same
+    /// authenticated prefix (what failed goes back to the one-thread
+    /// path).
     ///
-    /// The calling thread is one of the `n`; the other `n − 1` (at most
-    /// one per CPU besides the caller's) start once the reader has
-    /// delivered its first 2 MiB (opened on the calling thread alone, as
-    /// with one thread), wait between runs (awake for up to 100 µs after
-    /// each, as the writer's; handed shares only while seen running, as
-    /// the writer's) and are joined when the reader is dropped. Starting
-    /// them, filling the larger buffers of runs (new pages for each
-    /// stream, unless the allocator keeps them) and joining them cost a
-    /// stream up to 1–2 ms here, which only several MiB read on them pay
-    /// back: a stream of 2 MiB or less starts no thread and reads at one
-    /// thread's speed (read on two threads from its first byte, a 256 KiB
-    /// stream from memory took 1.6 to 8 times as long), one of 4 MiB read
-    /// at `threads(2)` was measured at 0.72–1.2× of one thread's speed,
-    /// one of 8 MiB at 1.04–1.45×, one of 32 MiB at 1.3–1.75×. A panic on one of them fails the stream with
-    /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked). Built with
-    /// [`build_from_buf_read`](Self::build_from_buf_read), the runs open
-    /// where the segments lie in the inner reader's buffer; from a file or
-    /// memory, [`prefetch`](Self::prefetch) reads the next run while the
-    /// threads open one. (A
+    /// The calling thread is one of the `n`; the others are the process's
+    /// pool, shared by every stream (one thread per CPU besides the
+    /// callers'), from the reader's first 2 MiB on (opened on the calling
+    /// thread alone, as with one thread: a short stream starts nothing).
+    /// While it waits for the unit it needs, the caller opens units no
+    /// thread has claimed, and takes over a unit a pool thread holds
+    /// longer than twice a unit's usual time (on a busy machine, a thread
+    /// that lost its core), whose copy is then dropped. A run that took
+    /// longer than the caller's own shares say it would have alone (a
+    /// pool thread that waited for a core) sends the next 16 runs to the
+    /// caller alone, twice as many after each further loss (at most
+    /// 256). A panic in a unit's or a run's work fails the stream with
+    /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked). From a
+    /// file or memory, [`prefetch`](Self::prefetch) reads the next units
+    /// while the threads open earlier ones. (A
     /// [`CipherReaderAt`](crate::CipherReaderAt) is read from the callers'
     /// own threads: the option does not apply to it.)
     ///
-    /// On a busy machine a thread may be descheduled in the middle of its
-    /// share and hold the run up: the runs on the threads are timed, eight
-    /// at a time, against the calling thread alone, and while they do not
-    /// pay, the calling thread does the runs alone (for a while that
-    /// doubles as they keep not paying, at most 0.5 s), then tries the
-    /// threads again. A run that a thread stopped in the middle of its
-    /// share held up by a millisecond or more sends every stream of the
-    /// process to its calling thread alone at once, for the same while
-    /// (a stream made later does not pay for the same lesson).
+    /// On the async front (`build_async`, feature `tokio`) the caller's
+    /// share opens inside `poll_read`, as with one thread.
     ///
-    /// On the async front (`build_async`, feature `tokio`) the runs
-    /// open inside `poll_read`, as with one thread: the polling thread is
-    /// the calling thread, held for as long as its run takes (a read's
-    /// length ÷ `n` of opening, at most).
-    ///
-    /// Memory: the read-ahead grows to the capacity plus a run of sealed
-    /// segments, and small reads add a run of plaintext. A run is `n`
-    /// segments and at least 512 KiB of them (it pays once for waking the
-    /// threads and waiting for the last of them): about 1 MiB plus the
-    /// capacity with 64 KiB segments and up to 8 threads, `2 n` segments
-    /// when they are larger. `threads(0)` makes every
-    /// call fail with [`Error::ZeroThreads`](crate::Error::ZeroThreads).
+    /// Memory: the read-ahead grows to the capacity plus `n + 1` units of
+    /// sealed segments, and at least 1 MiB; with prefetch, the ring holds
+    /// up to `2 n` units sealed and as many opened. `threads(0)` makes every call fail with
+    /// [`Error::ZeroThreads`](crate::Error::ZeroThreads).
     ///
     /// `n` is clamped here to the machine's CPUs
     /// ([`std::thread::available_parallelism`], 1 when unknown), and the
-    /// runs and buffers above are sized by the clamped count: whatever
+    /// ring and buffers above are sized by the clamped count: whatever
     /// `n` (`usize::MAX`, or a count from a command line), the reader
     /// holds what `threads(cpus)` holds, and only as the ciphertext
     /// arrives. The same holds on the async front.
@@ -244,70 +230,31 @@ impl ReaderBuilder {
         self
     }
 
-    /// With [`threads`](Self::threads), read a run's ciphertext while the
-    /// threads open it (default off): the read from `inner` then overlaps
-    /// the opening instead of coming before it, and a threaded reader
-    /// comes as close to `n` one-thread readers as the opening allows.
-    /// Without it, every run waits for its own read first, on the calling
-    /// thread alone.
-    ///
-    /// A read of two segments or more is then a *fed run* of as many
-    /// segments as the buffer holds (at most 1 MiB of them): the calling
-    /// thread reads one segment after the other, and the threads open
-    /// each as soon as it is whole and more input follows it (the run's
-    /// last once whole), while the calling thread reads the next; it joins
-    /// them once its reads are done. With the RustCrypto AEADs each
-    /// segment's ciphertext is read straight into the caller's buffer,
-    /// where it is opened in place (its tag beside it), so no other
-    /// buffer holds a run; AWS-LC and Tink's AES-CTR-HMAC read the run
-    /// into the read-ahead and open it from there into the caller's
-    /// buffer. On two cores, decrypting from `&[u8]` in 1 MiB reads, the
-    /// read before each run kept two threads at 0.70–0.80 of two
-    /// one-thread readers; reading into the read-ahead as the run opens
-    /// brought that to 0.83–0.95 when the machine was quiet, and reading in
-    /// place to 0.89–0.96 whatever else ran (measured outside the crate,
-    /// with the same ciphers).
-    ///
-    /// Reads smaller than a segment (`io::copy`'s 8 KiB) and `BufRead`
-    /// then go through a ring of segments (of 8 KiB to 256 KiB) instead of
-    /// runs: the calling thread reads each segment's ciphertext, a pool
-    /// thread opens the segments in order while the caller takes those
-    /// before, in its calls and between them, and the caller opens one
-    /// itself whenever it would otherwise wait. Each segment is handed
-    /// over to the reader's plaintext buffer whole, without a copy. Calls
-    /// of another kind (a read of a segment or more, a seek, the length)
-    /// leave the ring and go on the usual way.
+    /// With [`threads`](Self::threads), read more input while the ring
+    /// has room (default off): the calling thread reads a unit at a time
+    /// while the threads open earlier ones, instead of reading only when
+    /// the ring has nothing left to deliver, so the reads overlap the
+    /// opening and a threaded reader comes closer to `n` one-thread
+    /// readers.
     ///
     /// **Only for an `inner` that never waits for this side**: a file,
     /// memory, a pipe whose writer does not wait for an answer. A
-    /// prefetching reader may call `inner` while a run's plaintext is
-    /// ready, and a `read` on a socket whose peer sent its message and
-    /// waits for the reply would wait for ever, with that plaintext
-    /// undelivered. A fed run reads until its segments are all in (or
-    /// `inner` ends or fails): from a slow source, the segments already
-    /// whole wait for the rest of the run (at most 1 MiB) before the call
-    /// returns them. (Without prefetch a `read` calls `inner` only while
-    /// the first segment it works on is incomplete.)
+    /// prefetching reader may call `inner` while plaintext is ready, and
+    /// a `read` on a socket whose peer sent its message and waits for the
+    /// reply would wait for ever, with that plaintext undelivered.
+    /// (Without prefetch a `read` calls `inner` only while it has nothing
+    /// to deliver.)
     ///
-    /// An error of `inner` in a read beside a run does not fail the call
-    /// that delivers the run's plaintext: it is returned, once, by the next
-    /// call that needs input (a read, a seek's first read,
+    /// An error of `inner` in such a read does not fail the call that
+    /// delivers plaintext: it is returned, once, by the next call that
+    /// needs input (a read, a seek's first read,
     /// [`plaintext_len`](CipherReader::plaintext_len)), which may then
-    /// report a `WouldBlock` or `TimedOut` that `inner` gave earlier
-    /// (an `Interrupted` is dropped). [`into_inner`](CipherReader::into_inner)
-    /// loses up to one more run read ahead (or a ring's segments), and
-    /// such an error. No effect
-    /// with one thread, with
-    /// [`build_from_buf_read`](Self::build_from_buf_read) (nothing is
-    /// copied to overlap) or on the async front.
-    ///
-    /// Memory: a second read-ahead of the same size, which the read
-    /// beside a run into the plaintext buffer fills (a fed run opened in
-    /// place needs none, only its tags). A ring holds, instead of the read-ahead (freed
-    /// while it runs) and beside a plaintext buffer of one segment, a
-    /// sealed and a plaintext segment per slot: as many slots as 512 KiB
-    /// of segments and at least the read-ahead's segments and two more
-    /// (with 64 KiB segments and two threads, about 1.4 MiB).
+    /// report a `WouldBlock` or `TimedOut` that `inner` gave earlier (an
+    /// `Interrupted` is dropped). [`into_inner`](CipherReader::into_inner)
+    /// loses what the ring holds, and such an error. No effect with one
+    /// thread, with [`build_from_buf_read`](Self::build_from_buf_read)
+    /// (its segments open in place, with nothing copied to overlap) or
+    /// on the async front.
     ///
     /// ```
     /// # use cipherio::{Algorithm, CipherReader, CipherWriter, Key};
@@ -355,7 +302,7 @@ impl ReaderBuilder {
     /// `io::Cursor<Vec<u8>>`, a memory map — or comes through a
     /// `BufReader` whose capacity holds several segments. (Over a plain
     /// `BufReader<File>` the copy merely moves into the `BufReader`.)
-    /// With [`threads`](Self::threads), reads of a segment or more open
+    /// With [`threads`](Self::threads), reads of a unit or more open
     /// their segments there as runs on the threads; smaller reads and
     /// `BufRead` open one segment at a time on the calling thread.
     ///

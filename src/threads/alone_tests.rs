@@ -102,29 +102,30 @@ fn a_reader_opens_alone_until_it_has_delivered_its_first_bytes() {
             read_upto(r, calls, alone - 1, &mut got);
             assert_eq!(got.len(), alone - 1, "{ctx}");
             assert!(!r.engine.threaded(), "{ctx}: workers made early");
+            assert_eq!(r.engine.counts.ring_units.get(), 0, "{ctx}");
             assert_eq!(r.engine.counts.runs.get(), 0, "{ctx}");
-            assert_eq!(r.engine.counts.rings.get(), 0, "{ctx}");
             // The rest goes to the workers.
             read_upto(r, calls, usize::MAX, &mut got);
             assert!(got == pt, "{ctx}: plaintext differs");
             assert!(r.engine.threaded(), "{ctx}: no workers made");
-            // (Reads smaller than a segment and `BufRead` in an inner
-            // buffer's window open one segment at a time, whatever the
-            // threads.)
-            let threaded = r.engine.counts.runs.get() + r.engine.counts.rings.get();
+            // Reads of a segment or more open in place as runs, smaller
+            // ones and `BufRead` through the ring (in an inner buffer's
+            // window, one segment at a time, whatever the threads).
+            let c = &r.engine.counts;
+            let (units, runs) = (c.ring_units.get(), c.runs.get());
             let one_by_one = inner && !matches!(calls, Calls::Large);
             assert!(
-                one_by_one || threaded > 0,
+                one_by_one || units + runs > 0,
                 "{ctx}: nothing opened on the workers"
             );
-            if let Calls::Large = calls {
-                // Whole batches: the read-ahead grew to a run's when the
-                // workers came.
+            // (A prefetching reader's large reads go through the ring.)
+            if let (Calls::Large, true) = (calls, inner) {
+                assert!(runs > 0, "{ctx}: no run");
+                // Whole runs: the read-ahead grew to a ring's when it came.
                 let rest = (pt.len() - alone).div_ceil(SEG);
-                let batch = super::open_batch_segments(2, SEG);
-                let runs = r.engine.counts.runs.get();
+                let per = 2 * super::unit_segments(SEG);
                 assert!(
-                    runs <= rest / batch + 2,
+                    runs <= rest / per + 2,
                     "{ctx}: {runs} runs of {rest} segments"
                 );
             }

@@ -3,68 +3,49 @@
 //! Segment *i* is sealed and opened from the stream key and *i* alone
 //! ([`Suite::seal_at`](crate::core::suite::Suite::seal_at) /
 //! [`open_at`](crate::core::suite::Suite::open_at) take the index), so
-//! consecutive segments are independent work. The sealer and the opener
-//! cut a run of them into [`Piece`]s, each with its own index, plaintext
-//! and output slice (never a nonce carried from one piece to the next),
-//! and a run (`Workers::run_beside`) hands the pieces out in whole batches: contiguous
-//! shares of about 64 KiB (at least one per thread), each claimed from a
-//! shared counter by whichever thread is free, the calling thread
-//! included. A pool thread gets a job only while it is seen awake (a
-//! job handed to a thread the system has not scheduled would hold the run
-//! until it starts): the caller never waits for a thread that is not
-//! running.
-//! The engine then reads the results in order, so the stream's rules
+//! consecutive segments are independent work. Each direction cuts its
+//! stream into units of a few whole segments and puts them, in order, in
+//! a [`Ring`] of about two units per thread: a writer its plaintext, a
+//! reader the sealed bytes it read. Each unit posted is a job on the
+//! process's pool, and whichever thread is free works it; the caller
+//! delivers the units in order (trading buffers, no copy), works those no
+//! thread claimed, and takes over one a pool thread is late with. The
+//! engine then releases the units in order, so the stream's rules
 //! (release in order, the final segment last, the first failure wins)
 //! stay where they were.
 //!
-//! A prefetching reader's small reads and `BufRead` go through a [`Ring`]
-//! instead: its slots are owned by the ring (shared with a pool job posted
-//! with `'static` data, not scoped to one call), so a pool thread opens the
-//! next segments while the caller hands out earlier ones between its
-//! calls; the caller reads, opens what no pool thread claimed, takes a
-//! unit over from a pool thread that does not finish it in time, and takes
-//! each opened unit's buffer whole, in trade for one of its own.
-//!
-//! A writer's units go through a ring of its own
-//! (`crate::core::sealer`'s `Ring`), posted to the pool the same way
-//! ([`Workers::post`]).
+//! A reader's read that has nothing to overlap (no prefetch, or from the
+//! inner reader's buffer) opens its segments in place instead: one run
+//! (`Workers::run`) cut into shares claimed by whichever thread is free,
+//! borrowing the caller's buffers within the call (no copy), with one
+//! verdict per stream (a run that lost against the caller alone sends
+//! the next ones to the caller alone) and pool threads kept awake a
+//! moment after a run for the next.
 //!
 //! The threads are one [`rayon_core`] pool per process, shared by every
 //! stream (one thread per CPU beside the caller's, whatever the streams
-//! alive; a stream owns no thread): its scoped jobs seal straight from
-//! the caller's slice and open straight into the caller's buffer, with no
-//! copy and no `unsafe` here, and its threads wait for work without being
-//! spawned per batch (awake for a while after each run,
-//! [`Workers::linger`], then asleep). The engine makes its [`Workers`]
-//! only once a stream is far enough in for them to pay (a short stream
-//! starts no thread); the pool is built by the first batch of any stream
-//! and lives as long as the process. A panic in a job is caught where it
-//! happens and becomes [`Error::WorkerPanicked`].
+//! alive; a stream owns no thread), started by the first unit any stream
+//! posts. A caller never runs another pool's jobs: on a thread of
+//! another `rayon` pool a stream posts nothing and works its units
+//! alone. A panic in a unit's work, on any thread, is
+//! [`Error::WorkerPanicked`](crate::Error::WorkerPanicked).
 //!
 //! | module | owns |
 //! |---|---|
-//! | `pool` | [`Workers`]: the process's pool, started once; a stream's pool threads kept awake after a run or woken for one, seen awake ([`Awake`](pool::Awake)) |
-//! | `run` | batch runs of [`Piece`]s, shares claimed by whichever thread runs (`Workers::run_beside`), and their size ([`batch_segments`], a reader's [`open_batch_segments`]) |
-//! | `ring` | a reader's ring ([`Ring`]): units read into slots it owns and opened in order by a pool thread posted to work between the caller's calls (`Workers::post`), or by the caller; taken over from a pool thread that does not finish in time; halted and drained |
-//! | `gain` | whether runs on the pool pay against the caller alone (their own time, and their units' whole way through the stream against the way on one thread), and backing off to the caller alone while they do not ([`Gain`](gain::Gain)) |
-//! | `wait` | spinning, yielding, parking: how a thread waits for another; when the last pool thread left a run ([`Left`](wait::Left)), which ends the run for its verdicts |
+//! | `pool` | [`Workers`]: the process's pool, started once; posting a job to it; a run in place, and whether runs pay |
+//! | `ring` | [`Ring`]: units in slots it owns, claimed once by whichever thread is free, delivered in order, taken over from a late thread |
 //!
-//! The engine (`crate::core`) calls [`Workers`]' runs and posts with jobs
-//! of its own: nothing here knows what a segment, a key or a stream
-//! format is.
+//! The engine (`crate::core`) gives the ring its work: nothing here knows
+//! what a segment, a key or a stream format is.
 
 #[cfg(test)]
 mod alone_tests;
-mod feed;
-mod gain;
 mod pool;
 mod ring;
-mod run;
 #[cfg(test)]
 mod stream_tests;
 #[cfg(test)]
 mod tests;
-mod wait;
 
 /// Locks `m` whether or not a thread panicked holding it: every job's
 /// panic is caught where it happens and reported as
@@ -91,7 +72,15 @@ pub(crate) fn clamp(n: usize) -> usize {
     n.min(cpus())
 }
 
-pub(crate) use feed::{Fed, Places, Plan};
+/// Plaintext bytes in a ring's unit, about: enough that posting it and
+/// trading its buffers are a small part of its work.
+const UNIT: usize = 64 * 1024;
+
+/// The whole segments of `seg` plaintext bytes in a ring's unit: about
+/// [`UNIT`] bytes, at least one segment, at most 64.
+pub(crate) fn unit_segments(seg: usize) -> usize {
+    UNIT.div_ceil(seg.max(1)).clamp(1, 64)
+}
+
 pub(crate) use pool::Workers;
-pub(crate) use ring::{Front, Open, Ring, RingCounts};
-pub(crate) use run::{Piece, batch_segments, fed_batch_segments, open_batch_segments};
+pub(crate) use ring::{Ring, Work};

@@ -3,6 +3,7 @@
 //! non-final without a copy; whatever fails or is cut is left to the
 //! copying path, which applies the full rules (final flag, trailing data).
 
+use super::ring::open_run;
 use super::*;
 
 /// Whether the front shows its inner buffer ([`Step::Window`]), and where
@@ -67,6 +68,7 @@ impl Opener {
     #[inline]
     pub(super) fn window_wanted(&self) -> bool {
         if !self.in_place.may_try(self.next)
+            || self.ring_read_ahead() > 0
             || !self.ahead.is_empty()
             || self.ahead.at_end()
             || !self.plain.is_empty()
@@ -82,7 +84,6 @@ impl Opener {
     /// Opens whole segments where they lie in `window`, the inner reader's
     /// buffered bytes (after [`Step::Window`]): every full-length segment
     /// there that fits in `buf` is opened as non-final straight into `buf`
-    /// (with threads, as one run on the workers);
     /// if `buf` cannot hold the next one, that one segment goes into the
     /// internal plaintext buffer instead. Returns the bytes of `window`
     /// used (for the inner reader's `consume`) and the bytes put in `buf`.
@@ -94,7 +95,9 @@ impl Opener {
             return (0, 0);
         };
         let into_plain = buf.len() < layout.plain(self.next);
-        if !into_plain && let Some(done) = self.window_run(window, buf) {
+        if self.run_pays(buf.len())
+            && let Some(done) = self.window_run(window, buf)
+        {
             return done;
         }
         let (used, n) = self.window_segments(&layout, window, buf, into_plain);
@@ -111,23 +114,16 @@ impl Opener {
     /// [`window_segments`](Self::window_segments)). `None`: no run (fewer
     /// than two segments qualify).
     fn window_run(&mut self, window: &[u8], buf: &mut [u8]) -> Option<(usize, usize)> {
-        let (Some(workers), Some(stream)) = (&mut self.workers, &self.stream) else {
+        let (Some(r), Some(s)) = (&mut self.ring, &self.stream) else {
             return None;
         };
-        match open_pieces(
-            workers,
-            stream,
-            self.next,
-            window,
-            buf,
-            usize::MAX,
-            true,
-            |_| (),
-        ) {
-            Ok(run) if run.tried > 0 => {
+        match open_run(r, s, self.next, window, buf, true) {
+            Ok(run) if run.tried == 0 => None,
+            Ok(run) => {
                 self.counts.opens.add(run.tried);
                 self.counts.runs.add(1);
                 if run.opened < run.tried {
+                    // The copying path settles it, with the full rules.
                     self.in_place.fail(self.next + run.opened as u64);
                 }
                 self.next += run.opened as u64;
@@ -138,7 +134,6 @@ impl Opener {
                 self.position.delivered(run.plain);
                 Some((run.used, run.plain))
             }
-            Ok(_) => None,
             Err(e) => {
                 // The copying path reports it (sticky).
                 self.fail(e);

@@ -34,7 +34,6 @@ impl Opener {
         }
         if p != self.position.pos() {
             self.unwind_ring()?;
-            self.ring_anywhere();
         }
         self.position.seek_to(p);
         Ok(())

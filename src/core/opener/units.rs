@@ -1,10 +1,9 @@
 //! Opening the unit at the start of the read-ahead — a fixed-size segment
 //! by [`unit::open_segment`]'s rules, or a framed record — into the
-//! caller's buffer or the plaintext buffer, with threads a run of them on
-//! the workers; and the length query's open of the last segment.
+//! caller's buffer or the plaintext buffer; and the length query's open of the last segment.
 
 use super::*;
-use crate::core::layout::{Framed, Layout, RECORD_HEADER_LEN, record_at};
+use crate::core::layout::{Framed, RECORD_HEADER_LEN, record_at};
 use crate::core::unit::{self, Place};
 
 impl Opener {
@@ -78,16 +77,6 @@ impl Opener {
         })
     }
 
-    /// Whether `room` bytes hold the plaintext of a whole run (with
-    /// threads).
-    pub(super) fn next_run_fits(&self, room: usize) -> bool {
-        let (Some(w), Some(s)) = (&self.workers, &self.stream) else {
-            return false;
-        };
-        let rest = s.units.layout().rest;
-        room >= rest.saturating_mul(parallel::open_batch_segments(w.threads(), rest))
-    }
-
     /// Whether the next unit is complete in the read-ahead (at its full
     /// length) and its plaintext fits in `room` bytes, the stream going on.
     #[inline]
@@ -97,87 +86,6 @@ impl Opener {
         }
         self.next_unit()
             .is_some_and(|(plain, sealed)| self.ahead.available() >= sealed && room >= plain)
-    }
-
-    /// With threads: opens, on the workers, the run of segments at the
-    /// start of the read-ahead that are complete, fit in `out` and are
-    /// each followed by more input (or, framed, say they are not final):
-    /// at most a batch, as non-final segments, each from its own index.
-    /// Returns the plaintext bytes of the run up to its first failure,
-    /// which stays in the read-ahead for the one-thread path to settle.
-    /// 0 without threads, or when fewer than two segments qualify (the
-    /// one-thread path is as fast for one).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::WorkerPanicked`] (sticky), with nothing released.
-    ///
-    /// With prefetch and a `side` read, the caller's thread reads the next
-    /// run's input meanwhile, unless the input is at its end or the
-    /// segments open in the inner reader's buffer.
-    pub(super) fn open_run(
-        &mut self,
-        out: &mut [u8],
-        side: Option<&mut (dyn Beside + '_)>,
-    ) -> Result<usize, Error> {
-        let (Some(workers), Stage::Body, Some(stream)) =
-            (&mut self.workers, &self.stage, &self.stream)
-        else {
-            return Ok(0);
-        };
-        let side = side.filter(|_| self.prefetch && !self.ahead.at_end() && !self.in_place.is_on());
-        let batch = parallel::open_batch_segments(workers.threads(), stream.units.layout().rest);
-        // A fixed-size segment that ends the read-ahead may be final.
-        // Unless the input looks at its end (then it is likely final,
-        // and left to the one-thread path), the one-thread path would
-        // try it as non-final first too: so does the run, and if that
-        // fails it is left to the one-thread path, which tries both.
-        let ends = !self.ahead.looks_ended();
-        let capacity = self.ahead.capacity();
-        // The read beside the run fills the second buffer up to one run
-        // (fixed-size: of whole units, so that the next run, if the caller
-        // has room for it, takes all of it and leaves nothing to copy).
-        let (data, behind, limit) = self.ahead.for_run();
-        let unit = stream.units.layout().max_sealed().max(1);
-        let total = match stream.units {
-            Units::Fixed(_) => limit.min(unit.saturating_mul(batch)) / unit * unit,
-            Units::Framed(_) => limit.min(unit.saturating_mul(batch)),
-        };
-        let read_beside = |left: &[u8]| {
-            if let Some(side) = side {
-                behind.fill(left, total, capacity, side);
-            }
-        };
-        let r = open_pieces(
-            workers,
-            stream,
-            self.next,
-            data,
-            out,
-            batch,
-            ends,
-            read_beside,
-        );
-        if let Ok(run) = &r {
-            self.counts.opens.add(run.tried);
-            self.counts.runs.add(usize::from(run.tried > 0));
-        }
-        let run = r.map_err(|e| self.fail(e))?;
-        self.next += run.opened as u64;
-        match self.ahead.after_run(run.used) {
-            Ok((read, moved)) => {
-                self.counts.moved.add(moved);
-                if let Some(n) = read {
-                    self.counts.beside.add(1);
-                    self.position.inner_read(n);
-                }
-            }
-            Err(e) => return Err(self.fail(e)),
-        }
-        if run.opened > 0 {
-            self.authenticated();
-        }
-        Ok(run.plain)
     }
 
     /// Moves the stage on after a unit opened, or records the error.
@@ -216,20 +124,15 @@ impl Opener {
     /// so with threads the read-ahead may now grow to a batch of segments.
     pub(super) fn authenticated(&mut self) {
         self.position.opened();
-        let (workers, stream) = (&self.workers, &self.stream);
+        let (ring, stream) = (&self.ring, &self.stream);
         self.ahead
-            .prove(|| Some(run_sealed(workers.as_ref()?, stream.as_ref()?)));
+            .prove(|| Some(ring.as_ref()?.read_ahead(stream.as_ref()?.units.layout())));
     }
 
     /// Opens the next unit, which [`fill_segment`](Self::fill_segment)
     /// found complete and to hold up to `cap` plaintext bytes, into the
-    /// internal plaintext buffer (with threads, the run of segments that
-    /// starts with it, if the read-ahead holds one).
-    pub(super) fn fill_plain(
-        &mut self,
-        cap: usize,
-        side: Option<&mut (dyn Beside + '_)>,
-    ) -> Result<(), Error> {
+    /// internal plaintext buffer.
+    pub(super) fn fill_plain(&mut self, cap: usize) -> Result<(), Error> {
         let Some(units) = self.units() else {
             unreachable!("called while in the body")
         };
@@ -241,7 +144,7 @@ impl Opener {
         };
         let index = self.next;
         let mut plain = std::mem::replace(&mut self.plain, Plain::new());
-        if let Some(r) = self.fill_run(&mut plain, units.layout(), avail, side) {
+        if let Some(r) = self.fill_run(&mut plain, avail) {
             self.plain = plain;
             return r;
         }
@@ -252,7 +155,6 @@ impl Opener {
         let last = matches!(r, Ok(Opened::Last(_)));
         let r = self.after_open(r);
         if let Ok(len) = r {
-            self.time_alone();
             // A seek into this segment: its first bytes are not the caller's.
             let held = Held { index, len, last };
             plain.opened(held, len, self.position.take_skip());
@@ -261,30 +163,24 @@ impl Opener {
         r.map(|_| ())
     }
 
-    /// [`fill_plain`](Self::fill_plain) with threads: the run of segments
-    /// the read-ahead (`avail` bytes) holds, into `plain`. `None`: no run
-    /// opened (the one-thread path goes on).
-    fn fill_run(
-        &mut self,
-        plain: &mut Plain,
-        layout: &Layout,
-        avail: usize,
-        side: Option<&mut (dyn Beside + '_)>,
-    ) -> Option<Result<(), Error>> {
-        let w = self.workers.as_ref()?;
-        let index = self.next;
-        // A run's plaintext is shorter than its ciphertext: room for what
-        // the read-ahead holds, never for more than arrived.
-        let batch = parallel::open_batch_segments(w.threads(), layout.rest) as u64;
-        let room = layout.run_len(index, batch, avail);
-        let r = match plain.open_into(room) {
-            Ok(out) => self.open_run(out, side),
+    /// [`fill_plain`](Self::fill_plain) with threads and no prefetch: the
+    /// whole segments the read-ahead (`avail` bytes) holds, as one run on
+    /// the workers into `plain`. `None`: no run opened (the one-thread
+    /// path goes on).
+    fn fill_run(&mut self, plain: &mut Plain, avail: usize) -> Option<Result<(), Error>> {
+        if self.prefetch || !self.run_pays(avail) {
+            return None;
+        }
+        let (index, (len, _)) = (self.next, self.next_unit()?);
+        // Plaintext is shorter than its ciphertext: room for what arrived.
+        let r = match plain.open_into(avail) {
+            Ok(out) => self.run_ahead(out),
             Err(e) => Err(self.fail(e)),
         };
         if let Ok(n @ 1..) = r {
             let first = Held {
                 index,
-                len: layout.plain(index),
+                len,
                 last: false,
             };
             plain.opened(first, n, self.position.take_skip());
@@ -392,11 +288,4 @@ impl Opener {
             .proven(layout.plain_offset(index) + opened.len as u64);
         Ok(())
     }
-}
-
-/// The sealed bytes of a run of full units on `workers`.
-pub(super) fn run_sealed(workers: &Workers, stream: &Setup) -> usize {
-    let layout = stream.units.layout();
-    let batch = parallel::open_batch_segments(workers.threads(), layout.rest);
-    layout.max_sealed().saturating_mul(batch)
 }
