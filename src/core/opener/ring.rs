@@ -249,21 +249,8 @@ impl Opener {
         let (mut count, mut at, mut first) = (0, 0, 0);
         while count < per_unit {
             let index = self.next + count as u64;
-            let (len, sealed) = match units {
-                Units::Fixed(l) if data.len() - at > l.sealed(index) => {
-                    (l.plain(index), l.sealed(index))
-                }
-                Units::Framed(l) => match record_at(&data[at..]) {
-                    Some((_, len, false)) if len <= l.rest => {
-                        let sealed = RECORD_HEADER_LEN + len + l.tag;
-                        if data.len() - at < sealed {
-                            break;
-                        }
-                        (len, sealed)
-                    }
-                    _ => break,
-                },
-                Units::Fixed(_) => break,
+            let Some((len, sealed)) = non_final(&units, index, &data[at..], false) else {
+                break;
             };
             if count == 0 {
                 first = len;
