@@ -199,6 +199,11 @@ impl Ring {
         !self.queue.is_empty() && self.queue.len() + self.late.len() >= self.slots
     }
 
+    /// The stream's threads, the caller's included.
+    pub(crate) fn threads(&self) -> usize {
+        self.workers.threads()
+    }
+
     /// Units posted and not delivered.
     pub(crate) fn len(&self) -> usize {
         self.queue.len()

@@ -53,8 +53,6 @@ pub(super) struct Ringed {
     spare: Window,
     /// The most whole segments in a unit.
     per_unit: usize,
-    /// The stream's threads, the caller's included.
-    threads: usize,
 }
 
 impl Ringed {
@@ -68,7 +66,6 @@ impl Ringed {
             units: VecDeque::new(),
             spare: Window::public(),
             per_unit: crate::threads::unit_segments(units.layout().rest),
-            threads,
         }
     }
 
@@ -83,7 +80,7 @@ impl Ringed {
     /// next), and at least [`RUN`].
     pub(super) fn read_ahead(&self, layout: &crate::core::layout::Layout) -> usize {
         self.unit_sealed(layout)
-            .saturating_mul(self.threads + 1)
+            .saturating_mul(self.ring.threads() + 1)
             .max(RUN)
     }
 }
@@ -306,11 +303,12 @@ impl Opener {
             };
             // With prefetch, the caller reads while the front is not done
             // and the ring has room for the unit the read completes.
-            let (reads, per_unit) = (!r.ring.front_done() && !r.ring.is_full(), r.per_unit);
+            // (With room in the ring, no whole unit waits in the read-ahead:
+            // `post_units` stops short of a full ring only for want of one.)
+            let reads = !r.ring.front_done() && !r.ring.is_full();
             if reads
                 && self.prefetch
                 && !self.ahead.at_end()
-                && self.next_ring_unit(per_unit).0 == 0
                 && let Some(s) = side.as_deref_mut()
             {
                 match s.read_beside(self.room()?) {
