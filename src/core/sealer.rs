@@ -37,7 +37,7 @@
 //! | `Sealer` (here) | the stage, the hold-back step, flush and finish, the sticky error |
 //! | `Held` (`sealer_held.rs`) | the plaintext not sealed yet: how its buffer grows, fills and empties |
 //! | `Open` (`sealer_seal.rs`) | the key, the segment sizes, the header until it goes out, the next index: each index sealed once, the header once |
-//! //! | `Counts` (`sealer_probe.rs`) | what the tests count and inject; nothing outside the tests |
+//! | `Counts` (`sealer_probe.rs`) | what the tests count and inject; nothing outside the tests |
 
 use crate::core::layout::Ends;
 use crate::core::window::Window;
@@ -92,7 +92,7 @@ pub(crate) struct Sealer {
     /// The ring its units are sealed on (`threads(n)`, n > 1); made once
     /// the stream is `alone` bytes in.
     ring: Option<Ring>,
-    /// Plaintext bytes sealed so far (the workers are made once they
+    /// Plaintext bytes sealed so far (the ring is made once they
     /// reach the configured threshold).
     sealed: u64,
     /// What the tests count, and the failures they inject (zero-sized
