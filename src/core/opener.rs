@@ -23,13 +23,13 @@
 //!   must end the input (trailing data is an error), and an input that ends
 //!   without one is truncated.
 //! - **Sticky errors**: once a step fails, every later step fails the same.
-//! - **Threads open units on a ring**: with `threads(n)`, n > 1, once a
-//!   stream is far enough in, units of whole segments that more input
-//!   follows (so each can only be non-final) go through a ring (`ring`),
-//!   opened on whichever thread is free, each from its own index, and
-//!   handed to the plaintext buffer whole, in order. A unit that fails
-//!   unwinds the ring; the one-thread path then gives the error (or the
-//!   final segment) one thread would.
+//! - **Threads open non-final segments only**: with `threads(n)`, n > 1,
+//!   once a stream is far enough in, whole segments that more input
+//!   follows (so each can only be non-final) open on several threads,
+//!   each from its own index (`ring`): with prefetch as units of a ring,
+//!   handed to the plaintext buffer whole, in order; without, as one run
+//!   per read, in place. What fails there goes back to the one-thread
+//!   path, which gives the error (or the final segment) one thread would.
 
 pub(crate) use crate::core::ahead::Beside;
 
@@ -478,10 +478,10 @@ impl Opener {
     fn shape(&self) -> Shape {
         let units = self.units();
         let body = matches!(self.stage, Stage::Body);
-        // A ring takes whole units wherever a read ends: reads fill their
-        // room, so the last segment read is followed by a byte of the next
-        // (it can only be non-final) and goes to the ring too. (Not with an
-        // inner buffer, whose window opens the segments in place.)
+        // With threads, reads fill their room wherever it ends: the last
+        // segment read is then followed by a byte of the next (it can only
+        // be non-final) and goes to the threads too. (Not with an inner
+        // buffer, whose window opens the segments in place.)
         let aligned = body && (self.ring.is_none() || self.ring_off || self.in_place.is_on());
         let grid = match units {
             Some(Units::Fixed(l)) if aligned => {
