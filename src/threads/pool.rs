@@ -155,6 +155,10 @@ impl Workers {
         let per = pieces.len().div_ceil(SHARES * (helpers + 1)).max(1);
         let shares: Vec<Mutex<&mut [P]>> = pieces.chunks_mut(per).map(Mutex::new).collect();
         let (next, panicked) = (AtomicUsize::new(0), AtomicBool::new(false));
+        // Helpers spawned and not yet returned: the caller waits for them
+        // before the scope ends, spinning first (the scope's own wait
+        // sleeps, and waking from it costs as much as a share).
+        let out = AtomicUsize::new(helpers);
         let (delay, inject) = (self.pool_delay.armed(), self.inject_panic.armed().is_some());
         let claim = |on_pool: bool| {
             let mut own = 0usize;
@@ -189,10 +193,17 @@ impl Workers {
                     for _ in 0..helpers {
                         s.spawn(|_| {
                             claim(true);
+                            out.fetch_sub(1, Ordering::AcqRel);
                         });
                     }
                     own = claim(false);
                     own_time = start.elapsed();
+                    for _ in 0..super::SPIN {
+                        if out.load(Ordering::Acquire) == 0 {
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
                 });
                 // The caller's time for all the shares, had it done them.
                 let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).max(1);
