@@ -142,13 +142,22 @@ impl Workers {
     /// for work that borrows the caller's buffers. Whether no `work`
     /// panicked (a panic is caught where it happens).
     ///
+    /// `beside` is the caller's first: what it does while the pool
+    /// threads take the first shares (a read of the next run's input),
+    /// before it claims shares too.
+    ///
     /// A run on the pool that took longer than the caller's own shares
     /// say it would have taken alone (on a busy machine a pool thread may
     /// wait milliseconds for a core, and the caller for it) is a loss:
     /// the next runs are the caller's alone, as many as after the last
     /// loss and twice as many (see [`ALONE`]), then the pool is tried
     /// again.
-    pub(crate) fn run<P: Send>(&mut self, pieces: &mut [P], work: impl Fn(&mut P) + Sync) -> bool {
+    pub(crate) fn run<P: Send>(
+        &mut self,
+        pieces: &mut [P],
+        work: impl Fn(&mut P) + Sync,
+        beside: impl FnOnce(),
+    ) -> bool {
         let helpers = (self.threads - 1).min(pieces.len().saturating_sub(1));
         // Several shares per thread: a pool thread that starts late leaves
         // the caller shares to take, not one half to wait for.
@@ -188,7 +197,7 @@ impl Workers {
         match self.pool().filter(|_| helpers > 0 && !alone) {
             Some(pool) => {
                 let start = Instant::now();
-                let (mut own, mut own_time) = (0, Duration::ZERO);
+                let (mut own, mut own_time, mut beside_time) = (0, Duration::ZERO, Duration::ZERO);
                 pool.in_place_scope(|s| {
                     for _ in 0..helpers {
                         s.spawn(|_| {
@@ -196,8 +205,10 @@ impl Workers {
                             out.fetch_sub(1, Ordering::AcqRel);
                         });
                     }
+                    beside();
+                    beside_time = start.elapsed();
                     own = claim(false);
-                    own_time = start.elapsed();
+                    own_time = start.elapsed() - beside_time;
                     for _ in 0..super::SPIN {
                         if out.load(Ordering::Acquire) == 0 {
                             break;
@@ -205,10 +216,12 @@ impl Workers {
                         std::thread::yield_now();
                     }
                 });
-                // The caller's time for all the shares, had it done them.
+                // The caller's time for `beside` and all the shares, had
+                // it done them alone (none: the pool did every share while
+                // the caller was busy beside, a gain).
                 let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).max(1);
-                let by_caller = own_time * count(shares.len()) / count(own);
-                if start.elapsed() > by_caller {
+                let by_caller = beside_time + own_time * count(shares.len()) / count(own);
+                if own > 0 && start.elapsed() > by_caller {
                     self.alone.1 = (self.alone.1 * 2).clamp(ALONE.0, ALONE.1);
                     self.alone.0 = self.alone.1;
                     self.lost_runs += 1;
@@ -218,6 +231,7 @@ impl Workers {
                 self.linger(helpers);
             }
             None => {
+                beside();
                 claim(false);
             }
         }
