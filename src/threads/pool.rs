@@ -18,9 +18,6 @@ use crate::probe::{self, Fault};
 /// close.
 const LINGER: Duration = Duration::from_micros(100);
 
-/// The shares a run is cut into per thread.
-const SHARES: usize = 4;
-
 /// The runs the caller does alone after a run on the pool lost, at
 /// first and at most (a loss costs up to a scheduler's time slice, and
 /// a machine whose cores are taken stays so for a while).
@@ -136,11 +133,13 @@ impl Workers {
         }
     }
 
-    /// Runs `work` on every piece, in shares of about equal size claimed
+    /// Runs `work` on every piece, in shares of `per_share` pieces claimed
     /// by whichever thread is free, the caller's included (it claims until
     /// none is left, then waits for the shares the pool threads claimed):
     /// for work that borrows the caller's buffers. Whether no `work`
-    /// panicked (a panic is caught where it happens).
+    /// panicked (a panic is caught where it happens). Shares of a ring's
+    /// unit: a thread that starts late or ends last holds the others up
+    /// by one unit's work at most.
     ///
     /// `beside` is the caller's first: what it does while the pool
     /// threads take the first shares (a read of the next run's input),
@@ -155,13 +154,12 @@ impl Workers {
     pub(crate) fn run<P: Send>(
         &mut self,
         pieces: &mut [P],
+        per_share: usize,
         work: impl Fn(&mut P) + Sync,
         beside: impl FnOnce(),
     ) -> bool {
-        let helpers = (self.threads - 1).min(pieces.len().saturating_sub(1));
-        // Several shares per thread: a pool thread that starts late leaves
-        // the caller shares to take, not one half to wait for.
-        let per = pieces.len().div_ceil(SHARES * (helpers + 1)).max(1);
+        let per = per_share.max(1);
+        let helpers = (self.threads - 1).min(pieces.len().div_ceil(per).saturating_sub(1));
         let shares: Vec<Mutex<&mut [P]>> = pieces.chunks_mut(per).map(Mutex::new).collect();
         let (next, panicked) = (AtomicUsize::new(0), AtomicBool::new(false));
         // Helpers spawned and not yet returned: the caller waits for them

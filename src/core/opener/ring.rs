@@ -78,9 +78,10 @@ impl Ringed {
         }
     }
 
-    /// The threads runs go to.
-    pub(super) fn workers(&mut self) -> &mut Workers {
-        self.ring.workers()
+    /// The threads runs go to, and the segments of a run's share (a
+    /// unit's).
+    pub(super) fn workers(&mut self) -> (&mut Workers, usize) {
+        (self.ring.workers(), self.per_unit)
     }
 
     /// The sealed bytes of a whole unit.
@@ -182,7 +183,7 @@ fn non_final(units: &Units, index: u64, rest: &[u8], ends: bool) -> Option<(usiz
 ///
 /// [`Error::WorkerPanicked`], with `out` wiped.
 pub(super) fn open_run(
-    workers: &mut Workers,
+    (workers, per_share): (&mut Workers, usize),
     setup: &Setup,
     next: u64,
     data: &[u8],
@@ -218,7 +219,7 @@ pub(super) fn open_run(
             }
         };
     };
-    let ok = workers.run(&mut pieces, work, || beside(&data[at..]));
+    let ok = workers.run(&mut pieces, per_share, work, || beside(&data[at..]));
     let good = pieces.iter().take_while(|p| p.result.is_ok());
     let tried = pieces.len();
     let run = good.fold(Run::default(), |r, p| Run {
@@ -451,7 +452,7 @@ impl Opener {
         let ends = !self.ahead.looks_ended();
         let (behind, mut read) = (&mut r.behind, None);
         let run = open_run(
-            r.ring.workers(),
+            (r.ring.workers(), r.per_unit),
             s,
             self.next,
             self.ahead.data(),
