@@ -799,14 +799,15 @@ fn threaded_writers_hold_their_ring_and_readers_their_read_ahead_and_run(
         }
         // The read-ahead: the capacity and n + 1 units (a segment each
         // here), 1 MiB at least; without prefetch a run's plaintext beside
-        // it (as much), with prefetch the ring (2n units sealed and
-        // opened, and one more a late pool thread may still hold), the
-        // unit being moved in and the one handed out.
+        // it (as much); with prefetch, for small reads the ring (2n units
+        // sealed and opened, and one more a late pool thread may still
+        // hold, the unit being moved in and the one handed out), for large
+        // ones the next run's input read beside a run (a read-ahead
+        // more). (A stream that mixes both holds both.)
         let ahead = 8 * KIB + HEADER_LEN + ((threads + 1) * sealed).max(MIB);
-        let held = if prefetch {
-            (4 * threads + 4) * sealed
-        } else {
-            ahead
+        let held = match (prefetch, read >= MIB) {
+            (true, false) => (4 * threads + 4) * sealed,
+            _ => ahead,
         };
         let bound = ahead + held + pool;
         println!(

@@ -39,7 +39,7 @@ use cipherio::{
 };
 use common::seals::Seals;
 use common::{
-    Front, FrontReader, KIB, Layout, ReadMode, ScriptReader, ScriptWriter, TAMPER_CONFIGS,
+    Front, FrontReader, KIB, Layout, MIB, ReadMode, ScriptReader, ScriptWriter, TAMPER_CONFIGS,
     WriteMode, crate_error_of, data, decrypt_ok, encrypt, read_in, read_injecting_at_every_call,
     tamper_patterns, write_retrying,
 };
@@ -719,11 +719,11 @@ fn a_panicking_inner_writer_does_not_hang_a_threaded_writer() {
     }
 }
 
-/// An inner reader that panics in the middle of a run (with prefetch, a
-/// fed run, whose pool threads wait for the segments it reads): the panic
-/// reaches the caller instead of hanging the reader, and whatever the
-/// reader gives afterwards is the plaintext where it stands, or an error.
-/// The std front: the async front runs no fed run.
+/// An inner reader that panics while the pool threads work (with
+/// prefetch, a read beside a run or beside the ring): the panic reaches
+/// the caller instead of hanging the reader, and whatever the reader
+/// gives afterwards is the plaintext where it stands, or an error. The
+/// std front: the async front reads nothing beside.
 #[test]
 fn a_panicking_inner_reader_does_not_hang_a_threaded_reader() {
     use std::io::Read;
@@ -733,11 +733,18 @@ fn a_panicking_inner_reader_does_not_hang_a_threaded_reader() {
     let builder = CipherWriter::builder(&key).capacity(seg);
     let ct = encrypt(Front::Std, builder, &pt, &WriteMode::AllAtOnce);
     for &t in THREADS {
-        for prefetch in [false, true] {
-            // Without prefetch a call reads a run at once: a few calls.
-            let calls: &[usize] = if prefetch { &[2, 5, 9, 20] } else { &[2, 3, 4] };
+        for (prefetch, read) in [(false, MIB), (true, MIB), (true, 8 * KIB)] {
+            // Large reads take a run's input at once (with prefetch, beside
+            // the run before): a few calls; the ring's reads beside take a
+            // unit each.
+            let calls: &[usize] = if read < MIB {
+                &[2, 5, 9, 20]
+            } else {
+                &[2, 3, 4]
+            };
             for &at in calls {
-                let ctx = format!("threads {t} prefetch {prefetch} panic at call {at}");
+                let ctx =
+                    format!("threads {t} prefetch {prefetch} reads {read} panic at call {at}");
                 let mut inner = ScriptReader::new(&ct);
                 inner.panic_at = Some(at);
                 let mut r = CipherReader::builder(&key)
@@ -747,7 +754,7 @@ fn a_panicking_inner_reader_does_not_hang_a_threaded_reader() {
                     .prefetch(prefetch)
                     .build(inner);
                 let mut got = Vec::new();
-                let mut buf = vec![0u8; 1024 * KIB];
+                let mut buf = vec![0u8; read];
                 let r1 = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     loop {
                         match r.read(&mut buf) {

@@ -66,8 +66,8 @@ pub(crate) struct ReadAhead {
     offered: usize,
 }
 
-/// An inner read made on the caller's thread with units in the ring
-/// (with prefetch): the front's answer to it.
+/// An inner read made on the caller's thread while the pool threads
+/// open what was read (with prefetch): the front's answer to it.
 pub(crate) trait Beside {
     /// Reads into `room`, as the inner reader's `read` would: the bytes
     /// it brought (0: the input is at its end), or `None` when it brought
@@ -111,13 +111,47 @@ impl ReadAhead {
     ///
     /// [`Error::Allocation`] when the read-ahead cannot grow to hold them.
     pub(crate) fn put_front(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.rebuild(bytes, &[])
+    }
+
+    /// What is held, between `front` and `back`, in a buffer of its own.
+    fn rebuild(&mut self, front: &[u8], back: &[u8]) -> Result<(), Error> {
         let mut buf = Window::public();
-        buf.grow(bytes.len() + self.buf.available() + self.capacity)?;
-        buf.extend(bytes);
+        buf.grow(front.len() + self.buf.available() + back.len() + self.capacity)?;
+        buf.extend(front);
         buf.extend(self.buf.data());
+        buf.extend(back);
         self.buf = buf;
         self.target = self.target.max(self.buf.len());
         Ok(())
+    }
+
+    /// A run used the first `used` bytes held, while an inner read beside
+    /// it filled `behind`: the `kept` bytes held after the run's, then
+    /// `n` bytes read into `offered` bytes of room. `behind` becomes the
+    /// read-ahead (trading buffers: nothing copied), unless the run
+    /// stopped short (a segment failed): then what the read brought is
+    /// added behind what is held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Allocation`] when the read-ahead cannot grow to add it.
+    pub(crate) fn take_behind(
+        &mut self,
+        used: usize,
+        behind: &mut Window,
+        kept: usize,
+        n: usize,
+        offered: usize,
+    ) -> Result<(), Error> {
+        self.note_read(n, offered);
+        if used + kept == self.buf.available() {
+            std::mem::swap(&mut self.buf, behind);
+            self.target = self.target.max(self.buf.len());
+            return Ok(());
+        }
+        self.consume(used);
+        self.rebuild(&[], &behind.data()[kept..])
     }
 
     /// The configured read-ahead.
@@ -343,6 +377,49 @@ mod tests {
         room[..n].copy_from_slice(&bytes[..n]);
         r.filled(n);
         n
+    }
+
+    #[test]
+    fn a_read_beside_a_run_follows_what_the_run_left() {
+        // Held: 30 bytes; a run used the first 20 and left 10, which
+        // `behind` holds before the 5 bytes read beside, into 40 of room.
+        let held: Vec<u8> = (0..30).collect();
+        let behind_of = || {
+            let mut b = Window::public();
+            b.grow(50).unwrap();
+            b.extend(&held[20..]);
+            b.extend(&[99; 5]);
+            b
+        };
+        let fill = || {
+            let mut r = ReadAhead::new(8);
+            r.size_for_header(40).unwrap();
+            let mut at = 0;
+            while at < held.len() {
+                at += read(
+                    &mut r,
+                    &Shape {
+                        grid: None,
+                        ..FIXED
+                    },
+                    &held[at..],
+                );
+            }
+            r
+        };
+        let mut r = fill();
+        r.take_behind(20, &mut behind_of(), 10, 5, 40).unwrap();
+        assert_eq!(r.data(), [&held[20..], &[99; 5]].concat(), "the whole run");
+        assert!(r.looks_ended(), "a short read is a hint");
+        // The run stopped after 12 bytes (a segment failed): what it did
+        // not use stays, and what the read brought comes after it.
+        let mut r = fill();
+        r.take_behind(12, &mut behind_of(), 10, 5, 5).unwrap();
+        assert_eq!(r.data(), [&held[12..], &[99; 5]].concat(), "stopped short");
+        assert!(!r.looks_ended());
+        let mut r = fill();
+        r.take_behind(20, &mut behind_of(), 10, 0, 40).unwrap();
+        assert!(r.at_end(), "an empty read ends the input");
     }
 
     #[test]

@@ -117,6 +117,9 @@ pub(crate) struct Opener {
     /// With threads, the caller's thread reads more input while the ring
     /// has room, if the front offers such a read.
     prefetch: bool,
+    /// The call under way opens in place (runs into the caller's
+    /// buffer): its inner reads are not cut to a ring's unit.
+    in_place_call: bool,
     /// What the tests count (zero-sized outside them).
     pub(crate) counts: Counts,
 }
@@ -133,6 +136,8 @@ pub(crate) struct Counts {
     pub(crate) ring_units: Count,
     /// Runs opened in place on the workers (large reads).
     pub(crate) runs: Count,
+    /// Runs the caller read the next input beside (with prefetch).
+    pub(crate) runs_read_beside: Count,
 }
 
 impl Opener {
@@ -172,6 +177,7 @@ impl Opener {
             ring: None,
             ring_off: false,
             prefetch: false,
+            in_place_call: false,
             counts: Counts::default(),
         }
     }
@@ -273,7 +279,7 @@ impl Opener {
 
     /// One step of a `read` into `buf`. `fresh`: the first step of a
     /// caller's call (the inner buffer is shown at most once per call,
-    /// before any inner read). `side`: the front's read beside the ring.
+    /// before any inner read). `side`: the front's read beside the threads.
     ///
     /// # Errors
     ///
@@ -301,7 +307,8 @@ impl Opener {
                     _ => Ok(Step::Done(0)),
                 };
             }
-            if !self.opens_in_place(buf.len()) && self.ring_step(side.as_deref_mut())? {
+            self.in_place_call = self.opens_in_place(buf.len());
+            if !self.in_place_call && self.ring_step(side.as_deref_mut())? {
                 // The front unit's plaintext is buffered now.
                 continue;
             }
@@ -320,7 +327,7 @@ impl Opener {
                 self.fill_plain(cap)?;
                 continue;
             }
-            if let Some(n) = self.read_direct(buf)? {
+            if let Some(n) = self.read_direct(buf, side.as_deref_mut())? {
                 return Ok(Step::Done(n));
             }
             // Only an empty final segment; report the end properly.
@@ -331,11 +338,15 @@ impl Opener {
     /// is already read ahead and fits (with threads, as runs on the
     /// workers). `None`: nothing was delivered (an empty final segment
     /// opened).
-    fn read_direct(&mut self, buf: &mut [u8]) -> Result<Option<usize>, Error> {
+    fn read_direct(
+        &mut self,
+        buf: &mut [u8],
+        mut side: Option<&mut (dyn Beside + '_)>,
+    ) -> Result<Option<usize>, Error> {
         let (mut n, runs) = (0, self.run_pays(buf.len()));
         loop {
             let ran = if runs {
-                self.run_ahead(&mut buf[n..])
+                self.run_ahead(&mut buf[n..], side.as_deref_mut())
             } else {
                 Ok(0)
             };
@@ -388,6 +399,7 @@ impl Opener {
             if !self.plain.is_empty() {
                 return Ok(Step::Done(self.plain.available()));
             }
+            self.in_place_call = false;
             if self.ring_step(side.as_deref_mut())? {
                 continue;
             }
@@ -464,6 +476,7 @@ impl Opener {
         self.counts.moved.add(moved);
         if self.prefetch
             && !self.ring_off
+            && !self.in_place_call
             && let (Some(r), Some(u)) = (&self.ring, self.units())
         {
             // With prefetch, a unit at a time: the pool opens each as

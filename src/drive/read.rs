@@ -25,19 +25,19 @@ pub(crate) trait Source {
     /// a seek or a length query.
     fn seek(&mut self, engine: &mut Opener, step: &Step) -> io::Result<()>;
 
-    /// Where an error of a read beside the ring waits for the next call that
-    /// needs input (kept across calls by the front); `None`: the front
-    /// makes no read beside the ring.
+    /// Where an error of a read beside the threads' work waits for the
+    /// next call that needs input (kept across calls by the front);
+    /// `None`: the front makes no read beside.
     fn deferred(&mut self) -> Option<&mut Option<io::Error>> {
         None
     }
 }
 
-/// A [`Source`]'s read beside the ring, as the engine asks for it: the inner
+/// A [`Source`]'s read beside the threads' work, as the engine asks for it: the inner
 /// reader's `read`, whose error does not fail the call that has
 /// plaintext to give. The error waits in the source's
 /// [`deferred`](Source::deferred) slot (an interruption is dropped), and
-/// while one waits no read beside the ring is made: it comes first, with the
+/// while one waits no read beside is made: it comes first, with the
 /// next call that needs input.
 struct Side<'a, S>(&'a mut S);
 

@@ -173,11 +173,12 @@ impl ReaderBuilder {
     /// the caller's buffer (or the internal one for reads smaller than a
     /// unit of 64 KiB): one run per read, in shares claimed by whichever
     /// thread is free, the caller's included. With
-    /// [`prefetch`](Self::prefetch), segments that more input follows go
-    /// through a ring instead: units of whole segments (at least 64 KiB)
-    /// put in order in a ring of about `2 n`, opened by whichever thread
-    /// is free while the caller reads the next ones, each unit's plaintext
-    /// handed whole to the reader's buffer. Plaintext is still released in
+    /// [`prefetch`](Self::prefetch), the caller reads the next run's input
+    /// while the other threads take the first shares, and reads smaller
+    /// than a unit go through a ring instead: units of whole segments (at
+    /// least 64 KiB) put in order in a ring of about `2 n`, opened by
+    /// whichever thread is free while the caller reads the next ones, each
+    /// unit's plaintext handed whole to the reader's buffer. Plaintext is still released in
     /// order and only once its segment authenticated; a damaged stream
     /// fails with the error one thread gives, after the same
     /// authenticated prefix (what failed goes back to the one-thread
@@ -205,8 +206,9 @@ impl ReaderBuilder {
     /// share opens inside `poll_read`, as with one thread.
     ///
     /// Memory: the read-ahead grows to the capacity plus `n + 1` units of
-    /// sealed segments, and at least 1 MiB; with prefetch, the ring holds
-    /// up to `2 n` units sealed and as many opened. `threads(0)` makes every call fail with
+    /// sealed segments, and at least 1 MiB; with prefetch, a second one
+    /// takes the next run's input, and the ring holds up to `2 n` units
+    /// sealed and as many opened. `threads(0)` makes every call fail with
     /// [`Error::ZeroThreads`](crate::Error::ZeroThreads).
     ///
     /// `n` is clamped here to the machine's CPUs
@@ -230,12 +232,12 @@ impl ReaderBuilder {
         self
     }
 
-    /// With [`threads`](Self::threads), read more input while the ring
-    /// has room (default off): the calling thread reads a unit at a time
-    /// while the threads open earlier ones, instead of reading only when
-    /// the ring has nothing left to deliver, so the reads overlap the
-    /// opening and a threaded reader comes closer to `n` one-thread
-    /// readers.
+    /// With [`threads`](Self::threads), read more input while the threads
+    /// open what was read (default off): the calling thread reads the
+    /// next run's input beside a run, or a unit at a time while the ring
+    /// has room, instead of reading only when it has nothing left to
+    /// deliver, so the reads overlap the opening and a threaded reader
+    /// comes closer to `n` one-thread readers.
     ///
     /// **Only for an `inner` that never waits for this side**: a file,
     /// memory, a pipe whose writer does not wait for an answer. A

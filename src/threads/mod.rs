@@ -72,6 +72,11 @@ pub(crate) fn clamp(n: usize) -> usize {
     n.min(cpus())
 }
 
+/// How many times a caller waiting for a pool thread yields its CPU
+/// before it sleeps: waking from a sleep costs tens of microseconds, as
+/// much as a unit of a fast cipher, and the wait is usually shorter.
+const SPIN: u32 = 200;
+
 /// Plaintext bytes in a ring's unit, about: enough that posting it and
 /// trading its buffers are a small part of its work.
 const UNIT: usize = 64 * 1024;

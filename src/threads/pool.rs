@@ -18,9 +18,6 @@ use crate::probe::{self, Fault};
 /// close.
 const LINGER: Duration = Duration::from_micros(100);
 
-/// The shares a run is cut into per thread.
-const SHARES: usize = 4;
-
 /// The runs the caller does alone after a run on the pool lost, at
 /// first and at most (a loss costs up to a scheduler's time slice, and
 /// a machine whose cores are taken stays so for a while).
@@ -136,11 +133,17 @@ impl Workers {
         }
     }
 
-    /// Runs `work` on every piece, in shares of about equal size claimed
+    /// Runs `work` on every piece, in shares of `per_share` pieces claimed
     /// by whichever thread is free, the caller's included (it claims until
     /// none is left, then waits for the shares the pool threads claimed):
     /// for work that borrows the caller's buffers. Whether no `work`
-    /// panicked (a panic is caught where it happens).
+    /// panicked (a panic is caught where it happens). Shares of a ring's
+    /// unit: a thread that starts late or ends last holds the others up
+    /// by one unit's work at most.
+    ///
+    /// `beside` is the caller's first: what it does while the pool
+    /// threads take the first shares (a read of the next run's input),
+    /// before it claims shares too.
     ///
     /// A run on the pool that took longer than the caller's own shares
     /// say it would have taken alone (on a busy machine a pool thread may
@@ -148,13 +151,21 @@ impl Workers {
     /// the next runs are the caller's alone, as many as after the last
     /// loss and twice as many (see [`ALONE`]), then the pool is tried
     /// again.
-    pub(crate) fn run<P: Send>(&mut self, pieces: &mut [P], work: impl Fn(&mut P) + Sync) -> bool {
-        let helpers = (self.threads - 1).min(pieces.len().saturating_sub(1));
-        // Several shares per thread: a pool thread that starts late leaves
-        // the caller shares to take, not one half to wait for.
-        let per = pieces.len().div_ceil(SHARES * (helpers + 1)).max(1);
+    pub(crate) fn run<P: Send>(
+        &mut self,
+        pieces: &mut [P],
+        per_share: usize,
+        work: impl Fn(&mut P) + Sync,
+        beside: impl FnOnce(),
+    ) -> bool {
+        let per = per_share.max(1);
+        let helpers = (self.threads - 1).min(pieces.len().div_ceil(per).saturating_sub(1));
         let shares: Vec<Mutex<&mut [P]>> = pieces.chunks_mut(per).map(Mutex::new).collect();
         let (next, panicked) = (AtomicUsize::new(0), AtomicBool::new(false));
+        // Helpers spawned and not yet returned: the caller waits for them
+        // before the scope ends, spinning first (the scope's own wait
+        // sleeps, and waking from it costs as much as a share).
+        let out = AtomicUsize::new(helpers);
         let (delay, inject) = (self.pool_delay.armed(), self.inject_panic.armed().is_some());
         let claim = |on_pool: bool| {
             let mut own = 0usize;
@@ -184,20 +195,31 @@ impl Workers {
         match self.pool().filter(|_| helpers > 0 && !alone) {
             Some(pool) => {
                 let start = Instant::now();
-                let (mut own, mut own_time) = (0, Duration::ZERO);
+                let (mut own, mut own_time, mut beside_time) = (0, Duration::ZERO, Duration::ZERO);
                 pool.in_place_scope(|s| {
                     for _ in 0..helpers {
                         s.spawn(|_| {
                             claim(true);
+                            out.fetch_sub(1, Ordering::AcqRel);
                         });
                     }
+                    beside();
+                    beside_time = start.elapsed();
                     own = claim(false);
-                    own_time = start.elapsed();
+                    own_time = start.elapsed() - beside_time;
+                    for _ in 0..super::SPIN {
+                        if out.load(Ordering::Acquire) == 0 {
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
                 });
-                // The caller's time for all the shares, had it done them.
+                // The caller's time for `beside` and all the shares, had
+                // it done them alone (none: the pool did every share while
+                // the caller was busy beside, a gain).
                 let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).max(1);
-                let by_caller = own_time * count(shares.len()) / count(own);
-                if start.elapsed() > by_caller {
+                let by_caller = beside_time + own_time * count(shares.len()) / count(own);
+                if own > 0 && start.elapsed() > by_caller {
                     self.alone.1 = (self.alone.1 * 2).clamp(ALONE.0, ALONE.1);
                     self.alone.0 = self.alone.1;
                     self.lost_runs += 1;
@@ -207,6 +229,7 @@ impl Workers {
                 self.linger(helpers);
             }
             None => {
+                beside();
                 claim(false);
             }
         }

@@ -43,9 +43,6 @@ const FAILED: u8 = 3;
 /// from a late pool thread, whose copy is dropped).
 const TAKEN: u8 = 4;
 
-/// How many times a waiting caller checks a unit before it parks.
-const SPIN: u32 = 200;
-
 /// A unit's place in the ring.
 struct Slot {
     state: AtomicU8,
@@ -333,9 +330,9 @@ impl Ring {
                     }
                 }
                 _ if self.help() => {}
-                _ if spins < SPIN => {
+                _ if spins < super::SPIN => {
                     spins += 1;
-                    std::hint::spin_loop();
+                    std::thread::yield_now();
                 }
                 _ => {
                     *lock(&slot.waiter) = Some(std::thread::current());

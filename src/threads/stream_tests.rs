@@ -389,9 +389,11 @@ fn a_worker_panic_is_a_sticky_error() {
     INJECT_PANIC.with(|f| f.set(false));
 }
 
-/// A prefetching reader's reads of every kind go through its ring, and
-/// the pool opens some of the units, fixed-size and framed; without
-/// prefetch, each read's segments open in place, as runs on the workers.
+/// A prefetching reader's small reads go through its ring, and the pool
+/// opens some of the units, fixed-size and framed; large reads open in
+/// place, as runs on the workers, and with prefetch the caller reads the
+/// next run's input beside each; small reads without prefetch open
+/// as runs into the plaintext buffer.
 #[test]
 fn a_threaded_readers_pool_opens_units_of_every_kind_of_read() {
     let key = Key::generate(Algorithm::ChaCha20Poly1305);
@@ -433,9 +435,15 @@ fn a_threaded_readers_pool_opens_units_of_every_kind_of_read() {
                     assert!(back == pt, "{ctx}");
                     let c = &r.engine.counts;
                     let (units, runs) = (c.ring_units.get(), c.runs.get());
-                    if !prefetch {
+                    let beside = c.runs_read_beside.get();
+                    if !prefetch || kind == "large" {
                         // Opened in place, as runs.
                         assert!(runs >= 3 && units == 0, "{ctx}: {runs} runs, {units} units");
+                        if prefetch {
+                            assert!(beside >= 3, "{ctx}: {beside} runs read beside");
+                        } else {
+                            assert_eq!(beside, 0, "{ctx}: no read beside without prefetch");
+                        }
                         return true;
                     }
                     assert!(units >= 10, "{ctx}: {units} units through the ring");

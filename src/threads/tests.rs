@@ -224,12 +224,12 @@ fn a_run_that_loses_against_the_caller_alone_backs_off() {
         }
         *p += 1;
     };
-    assert!(w.run(&mut pieces, work));
+    assert!(w.run(&mut pieces, 4, work, || ()));
     if super::cpus() > 1 {
         assert_eq!(w.lost_runs, 1, "a stalled pool thread lost the run");
     }
     elsewhere.store(0, Ordering::Relaxed);
-    assert!(w.run(&mut pieces, work));
+    assert!(w.run(&mut pieces, 4, work, || ()));
     assert_eq!(
         elsewhere.load(Ordering::Relaxed),
         0,

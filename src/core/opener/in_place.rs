@@ -117,7 +117,7 @@ impl Opener {
         let (Some(r), Some(s)) = (&mut self.ring, &self.stream) else {
             return None;
         };
-        match open_run(r, s, self.next, window, buf, true) {
+        match open_run(r.workers(), s, self.next, window, buf, true, |_| ()) {
             Ok(run) if run.tried == 0 => None,
             Ok(run) => {
                 self.counts.opens.add(run.tried);

@@ -1,32 +1,38 @@
-//! With threads and prefetch, segments are opened on a [`Ring`]: the caller moves
-//! units (a few whole segments each) of sealed bytes it read from the
-//! read-ahead into the ring, in order; whichever thread is free opens
-//! one; and once the plaintext buffer is empty the front unit's
-//! plaintext is traded into it whole, where the calls take it as any
-//! segments opened there.
+//! With threads, segments open on the workers in one of two ways. A
+//! read large enough opens in place, as a run: the whole segments the
+//! read-ahead holds go straight into the caller's buffer, in shares the
+//! threads claim (`open_run`). Small reads with prefetch go through a
+//! [`Ring`]: the caller moves units (a few whole segments each) of sealed
+//! bytes from the read-ahead into the ring, in order; whichever thread is
+//! free opens one; and once the plaintext buffer is empty the front
+//! unit's plaintext is traded into it whole, where the calls take it as
+//! any segments opened there.
 //!
 //! The rules it owns:
-//! - **Only segments that more input follows**: a unit holds only whole
-//!   segments with at least one byte read after them (records whose
-//!   header says they are not final), so each can only be non-final, and
-//!   opens as such; everything else (the final segment, a cut) is left to
-//!   the one-thread path, once the units before it are delivered.
+//! - **Only segments that more input follows**: a run or a unit holds
+//!   only whole segments with at least one byte read after them (records
+//!   whose header says they are not final), so each can only be
+//!   non-final, and opens as such; everything else (the final segment, a
+//!   cut) is left to the one-thread path, once those before it are
+//!   delivered.
 //! - **A unit that fails unwinds the ring**: the sealed bytes of every
 //!   unit not delivered go back in front of the read-ahead, in order, and
 //!   the one-thread path opens them again, releasing the same segments
 //!   and giving the same error as one thread; no ring starts again. A
 //!   seek and a length query unwind it the same way (a ring may start
-//!   again after them).
-//! - **Without prefetch, runs in place**: the caller reads only when it
-//!   has nothing to deliver, so there is no reading to overlap: what one
-//!   read brought opens as one run on the workers (`open_run`), straight
-//!   into the caller's buffer (a read of a unit or more) or into the
-//!   plaintext buffer, with no copy into a ring. So does a read from the
-//!   inner reader's buffer.
-//! - **Reads beside**: the caller reads a unit at a time while the
-//!   front unit is not done and the ring has room for the unit the read
-//!   completes (prefetch lets a read call the inner reader with plaintext
-//!   about to be ready).
+//!   again after them). A run releases the segments before its first
+//!   failure; the one-thread path settles that one.
+//! - **Runs in place**: what the read-ahead holds opens as one run, into
+//!   the caller's buffer (a read of a unit or more) or, without prefetch,
+//!   into the plaintext buffer (smaller reads), with no copy into a ring.
+//!   So does a read from the inner reader's buffer.
+//! - **Reads beside**: with prefetch, the caller reads the inner reader
+//!   while the pool threads work: beside a run, the next run's input,
+//!   into a second read-ahead that takes the first one's place after the
+//!   run; beside the ring, a unit at a time while the front unit is not
+//!   done and the ring has room for the unit the read completes
+//!   (prefetch lets a read call the inner reader with plaintext about to
+//!   be ready).
 
 use std::collections::VecDeque;
 
@@ -53,6 +59,8 @@ pub(super) struct Ringed {
     spare: Window,
     /// The most whole segments in a unit.
     per_unit: usize,
+    /// The next run's input, read beside a run (with prefetch).
+    behind: Window,
 }
 
 impl Ringed {
@@ -66,7 +74,14 @@ impl Ringed {
             units: VecDeque::new(),
             spare: Window::public(),
             per_unit: crate::threads::unit_segments(units.layout().rest),
+            behind: Window::public(),
         }
+    }
+
+    /// The threads runs go to, and the segments of a run's share (a
+    /// unit's).
+    pub(super) fn workers(&mut self) -> (&mut Workers, usize) {
+        (self.ring.workers(), self.per_unit)
     }
 
     /// The sealed bytes of a whole unit.
@@ -168,12 +183,13 @@ fn non_final(units: &Units, index: u64, rest: &[u8], ends: bool) -> Option<(usiz
 ///
 /// [`Error::WorkerPanicked`], with `out` wiped.
 pub(super) fn open_run(
-    ring: &mut Ringed,
+    (workers, per_share): (&mut Workers, usize),
     setup: &Setup,
     next: u64,
     data: &[u8],
     out: &mut [u8],
     ends: bool,
+    beside: impl FnOnce(&[u8]),
 ) -> Result<Run, Error> {
     let (units, suite) = (&setup.units, &setup.suite);
     let (mut pieces, mut at, mut room) = (Vec::new(), 0, &mut *out);
@@ -195,14 +211,15 @@ pub(super) fn open_run(
         return Ok(Run::default());
     }
     let written: usize = pieces.iter().map(|p| p.output.len()).sum();
-    let ok = ring.ring.workers().run(&mut pieces, |p| {
+    let work = |p: &mut Piece<'_>| {
         p.result = match units {
             Units::Fixed(_) => suite.open_at(p.index, false, &[], p.input, p.output),
             Units::Framed(l) => {
                 unit::open_record(suite, l.tag, p.index, p.input, p.output).map(|_| ())
             }
         };
-    });
+    };
+    let ok = workers.run(&mut pieces, per_share, work, || beside(&data[at..]));
     let good = pieces.iter().take_while(|p| p.result.is_ok());
     let tried = pieces.len();
     let run = good.fold(Run::default(), |r, p| Run {
@@ -222,14 +239,21 @@ pub(super) fn open_run(
 
 impl Opener {
     /// Whether the ring may take units now: in the body, after a segment
-    /// authenticated, with no seek or length query under way (nor the
-    /// inner reader's move that one left: reads beside come after it).
+    /// authenticated, when the caller may read beside.
     fn ring_fits(&self) -> bool {
         self.ring.is_some()
-            && self.prefetch
             && !self.ring_off
             && matches!(self.stage, Stage::Body)
             && self.ahead.proven()
+            && self.reads_beside()
+    }
+
+    /// Whether the caller may read the inner reader beside the threads'
+    /// work: with prefetch, and no seek or length query under way (nor
+    /// the inner reader's move that one left: reads beside come after
+    /// it).
+    fn reads_beside(&self) -> bool {
+        self.prefetch
             && self.position.pending().is_none()
             && self.position.landing() == Landing::Steady
             && !self.position.skips()
@@ -387,11 +411,10 @@ impl Opener {
     }
 
     /// Whether a read of `len` bytes opens in place (see the module
-    /// docs): threads without prefetch (which reads through the ring, its
-    /// reads beside the opening), no unit in the ring, and room for a
-    /// unit and two segments at least (a run pays for its start once).
+    /// docs): no unit in the ring, and room for a unit and two segments
+    /// at least (a run pays for its start once).
     pub(super) fn opens_in_place(&self, len: usize) -> bool {
-        !self.prefetch && self.ring_read_ahead() == 0 && self.run_pays(len)
+        self.ring_read_ahead() == 0 && self.run_pays(len)
     }
 
     /// Whether a run into `len` bytes may pay: threads, and room for a
@@ -411,17 +434,61 @@ impl Opener {
     /// # Errors
     ///
     /// [`Error::WorkerPanicked`] (sticky).
-    pub(super) fn run_ahead(&mut self, out: &mut [u8]) -> Result<usize, Error> {
+    pub(super) fn run_ahead(
+        &mut self,
+        out: &mut [u8],
+        side: Option<&mut (dyn Beside + '_)>,
+    ) -> Result<usize, Error> {
+        // With prefetch, the caller reads the next run's input while the
+        // pool threads open this one: into `behind`, after the bytes this
+        // run leaves, as far as the read-ahead reaches (if that leaves
+        // room for a read of the capacity).
+        let beside = self.reads_beside() && !self.ahead.at_end();
+        let (reach, least) = (self.ahead.len(), self.ahead.capacity());
+        let mut side = side.filter(|_| beside);
         let (Some(r), Some(s), Stage::Body) = (&mut self.ring, &self.stream, &self.stage) else {
             return Ok(0);
         };
         let ends = !self.ahead.looks_ended();
-        let run = open_run(r, s, self.next, self.ahead.data(), out, ends);
+        let (behind, mut read) = (&mut r.behind, None);
+        let run = open_run(
+            (r.ring.workers(), r.per_unit),
+            s,
+            self.next,
+            self.ahead.data(),
+            out,
+            ends,
+            |rest| {
+                if let Some(side) = side.take().filter(|_| rest.len() + least <= reach)
+                    && behind.grow(reach).is_ok()
+                {
+                    behind.clear();
+                    behind.extend(rest);
+                    let room = behind.spare_to(reach);
+                    let offered = room.len();
+                    read = side.read_beside(room).map(|n| (rest.len(), n, offered));
+                    if let Some((_, n @ 1.., _)) = read {
+                        behind.commit(n);
+                    }
+                }
+            },
+        );
         self.counts
             .runs
             .add(usize::from(run.as_ref().map_or(true, |r| r.tried > 0)));
         let run = run.map_err(|e| self.fail(e))?;
-        self.ahead.consume(run.used);
+        match read {
+            Some((kept, n, offered)) => {
+                self.counts.runs_read_beside.add(1);
+                let r = self.ring.as_mut().expect("a run is on the ring's workers");
+                self.position.inner_read(n);
+                let took = self
+                    .ahead
+                    .take_behind(run.used, &mut r.behind, kept, n, offered);
+                took.map_err(|e| self.fail(e))?;
+            }
+            None => self.ahead.consume(run.used),
+        }
         self.next += run.opened as u64;
         self.counts.opens.add(run.tried);
         if run.opened > 0 {

@@ -174,7 +174,7 @@ impl Opener {
         let (index, (len, _)) = (self.next, self.next_unit()?);
         // Plaintext is shorter than its ciphertext: room for what arrived.
         let r = match plain.open_into(avail) {
-            Ok(out) => self.run_ahead(out),
+            Ok(out) => self.run_ahead(out, None),
             Err(e) => Err(self.fail(e)),
         };
         if let Ok(n @ 1..) = r {
