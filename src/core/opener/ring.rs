@@ -441,10 +441,12 @@ impl Opener {
     ) -> Result<usize, Error> {
         // With prefetch, the caller reads the next run's input while the
         // pool threads open this one: into `behind`, after the bytes this
-        // run leaves, as far as the read-ahead reaches (if that leaves
-        // room for a read of the capacity).
+        // run leaves, up to twice what the run takes (memory follows the
+        // ciphertext that arrived, as the read-ahead's own growth does),
+        // at least the capacity, no further than the read-ahead reaches.
         let beside = self.reads_beside() && !self.ahead.at_end();
         let (reach, least) = (self.ahead.len(), self.ahead.capacity());
+        let held = self.ahead.available();
         let mut side = side.filter(|_| beside);
         let (Some(r), Some(s), Stage::Body) = (&mut self.ring, &self.stream, &self.stage) else {
             return Ok(0);
@@ -459,12 +461,13 @@ impl Opener {
             out,
             ends,
             |rest| {
-                if let Some(side) = side.take().filter(|_| rest.len() + least <= reach)
-                    && behind.grow(reach).is_ok()
+                let end = (rest.len() + (2 * (held - rest.len())).max(least)).min(reach);
+                if let Some(side) = side.take().filter(|_| rest.len() + least <= end)
+                    && behind.grow(end).is_ok()
                 {
                     behind.clear();
                     behind.extend(rest);
-                    let room = behind.spare_to(reach);
+                    let room = behind.spare_to(end);
                     let offered = room.len();
                     read = side.read_beside(room).map(|n| (rest.len(), n, offered));
                     if let Some((_, n @ 1.., _)) = read {
