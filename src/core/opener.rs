@@ -114,8 +114,8 @@ pub(crate) struct Opener {
     ring: Option<Ringed>,
     /// A unit failed in the ring: the one-thread path settles the rest.
     ring_off: bool,
-    /// With threads, the caller's thread reads more input while the ring
-    /// has room, if the front offers such a read.
+    /// With threads, the caller's thread reads more input while the
+    /// threads open what it read, if the front offers such a read.
     prefetch: bool,
     /// The call under way opens in place (runs into the caller's
     /// buffer): its inner reads are not cut to a ring's unit.

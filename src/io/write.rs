@@ -165,7 +165,7 @@ impl WriterBuilder {
     /// must write out next over from a pool thread that holds it more than
     /// twice a unit's usual time (on a busy machine, one descheduled in the
     /// middle of it): that thread's copy, the same bytes, is dropped. It
-    /// waits for a pool thread with a short spin, then parked. A panic
+    /// waits for a pool thread yielding its CPU a while, then parked. A panic
     /// while sealing fails the stream with
     /// [`Error::WorkerPanicked`](crate::Error::WorkerPanicked), sticky.
     /// A writer seals its first MiB alone
