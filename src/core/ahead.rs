@@ -126,9 +126,20 @@ impl ReadAhead {
         Ok(())
     }
 
+    /// How far a read beside a run may fill a second buffer that starts
+    /// with the `rest` bytes held after the run's: up to twice what the
+    /// run takes (memory follows the ciphertext that arrived), at least
+    /// the capacity, never past the read-ahead's size. `None`: no room
+    /// for a read of the capacity.
+    pub(crate) fn behind_end(&self, rest: usize) -> Option<usize> {
+        let took = self.buf.available().saturating_sub(rest);
+        let end = (rest + (2 * took).max(self.capacity)).min(self.buf.len());
+        (rest + self.capacity <= end).then_some(end)
+    }
+
     /// A run used the first `used` bytes held, while an inner read beside
-    /// it filled `behind`: the `kept` bytes held after the run's, then
-    /// `n` bytes read into `offered` bytes of room. `behind` becomes the
+    /// it filled `behind`: the bytes held after the run's, then the last
+    /// `n`, read into `offered` bytes of room. `behind` becomes the
     /// read-ahead (trading buffers: nothing copied), unless the run
     /// stopped short (a segment failed): then what the read brought is
     /// added behind what is held.
@@ -140,11 +151,11 @@ impl ReadAhead {
         &mut self,
         used: usize,
         behind: &mut Window,
-        kept: usize,
         n: usize,
         offered: usize,
     ) -> Result<(), Error> {
         self.note_read(n, offered);
+        let kept = behind.available() - n;
         if used + kept == self.buf.available() {
             std::mem::swap(&mut self.buf, behind);
             self.target = self.target.max(self.buf.len());
@@ -407,18 +418,25 @@ mod tests {
             }
             r
         };
+        let r = fill();
+        assert_eq!(r.buf.len(), 48, "the header's 40 and the capacity");
+        assert_eq!(r.behind_end(10), Some(48), "twice the run, within the size");
+        assert_eq!(r.behind_end(28), Some(36), "the capacity at least");
+        assert_eq!(r.behind_end(41), None, "no room for a read of the capacity");
         let mut r = fill();
-        r.take_behind(20, &mut behind_of(), 10, 5, 40).unwrap();
+        r.take_behind(20, &mut behind_of(), 5, 40).unwrap();
         assert_eq!(r.data(), [&held[20..], &[99; 5]].concat(), "the whole run");
         assert!(r.looks_ended(), "a short read is a hint");
         // The run stopped after 12 bytes (a segment failed): what it did
         // not use stays, and what the read brought comes after it.
         let mut r = fill();
-        r.take_behind(12, &mut behind_of(), 10, 5, 5).unwrap();
+        r.take_behind(12, &mut behind_of(), 5, 5).unwrap();
         assert_eq!(r.data(), [&held[12..], &[99; 5]].concat(), "stopped short");
         assert!(!r.looks_ended());
         let mut r = fill();
-        r.take_behind(20, &mut behind_of(), 10, 0, 40).unwrap();
+        let mut nothing = behind_of();
+        nothing.set(nothing.pos(), nothing.end() - 5);
+        r.take_behind(20, &mut nothing, 0, 40).unwrap();
         assert!(r.at_end(), "an empty read ends the input");
     }
 

@@ -26,10 +26,11 @@
 //! - **Threads open non-final segments only**: with `threads(n)`, n > 1,
 //!   once a stream is far enough in, whole segments that more input
 //!   follows (so each can only be non-final) open on several threads,
-//!   each from its own index (`ring`): with prefetch as units of a ring,
-//!   handed to the plaintext buffer whole, in order; without, as one run
-//!   per read, in place. What fails there goes back to the one-thread
-//!   path, which gives the error (or the final segment) one thread would.
+//!   each from its own index (`ring`): a large read's as one run, in
+//!   place; small prefetching reads' as units of a ring, handed to the
+//!   plaintext buffer whole, in order. What fails there goes back to the
+//!   one-thread path, which gives the error (or the final segment) one
+//!   thread would.
 
 pub(crate) use crate::core::ahead::Beside;
 

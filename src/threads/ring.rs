@@ -272,8 +272,9 @@ impl Ring {
     /// front of it, taken): traded whole when a thread did it, else done
     /// here. Waits for a pool thread that works it (working a unit no
     /// thread claimed behind it meanwhile, then yielding its CPU a
-    /// while, then parked) until it is late. `None` when the ring is empty. A unit
-    /// whose work failed stays at the front, for [`drain`](Self::drain).
+    /// while, then parked) until it is late. `None` when the ring is
+    /// empty. A unit whose work failed stays at the front, for
+    /// [`drain`](Self::drain).
     pub(crate) fn deliver(
         &mut self,
         out: &mut Window,

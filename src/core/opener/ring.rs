@@ -441,18 +441,14 @@ impl Opener {
     ) -> Result<usize, Error> {
         // With prefetch, the caller reads the next run's input while the
         // pool threads open this one: into `behind`, after the bytes this
-        // run leaves, up to twice what the run takes (memory follows the
-        // ciphertext that arrived, as the read-ahead's own growth does),
-        // at least the capacity, no further than the read-ahead reaches.
+        // run leaves, as far as the read-ahead's rule allows.
         let beside = self.reads_beside() && !self.ahead.at_end();
-        let (reach, least) = (self.ahead.len(), self.ahead.capacity());
-        let held = self.ahead.available();
         let mut side = side.filter(|_| beside);
         let (Some(r), Some(s), Stage::Body) = (&mut self.ring, &self.stream, &self.stage) else {
             return Ok(0);
         };
         let ends = !self.ahead.looks_ended();
-        let (behind, mut read) = (&mut r.behind, None);
+        let (ahead, behind, mut read) = (&self.ahead, &mut r.behind, None);
         let run = open_run(
             (r.ring.workers(), r.per_unit),
             s,
@@ -461,16 +457,16 @@ impl Opener {
             out,
             ends,
             |rest| {
-                let end = (rest.len() + (2 * (held - rest.len())).max(least)).min(reach);
-                if let Some(side) = side.take().filter(|_| rest.len() + least <= end)
+                if let Some(side) = side.take()
+                    && let Some(end) = ahead.behind_end(rest.len())
                     && behind.grow(end).is_ok()
                 {
                     behind.clear();
                     behind.extend(rest);
                     let room = behind.spare_to(end);
                     let offered = room.len();
-                    read = side.read_beside(room).map(|n| (rest.len(), n, offered));
-                    if let Some((_, n @ 1.., _)) = read {
+                    read = side.read_beside(room).map(|n| (n, offered));
+                    if let Some((n @ 1.., _)) = read {
                         behind.commit(n);
                     }
                 }
@@ -481,13 +477,11 @@ impl Opener {
             .add(usize::from(run.as_ref().map_or(true, |r| r.tried > 0)));
         let run = run.map_err(|e| self.fail(e))?;
         match read {
-            Some((kept, n, offered)) => {
+            Some((n, offered)) => {
                 self.counts.runs_read_beside.add(1);
                 let r = self.ring.as_mut().expect("a run is on the ring's workers");
                 self.position.inner_read(n);
-                let took = self
-                    .ahead
-                    .take_behind(run.used, &mut r.behind, kept, n, offered);
+                let took = self.ahead.take_behind(run.used, &mut r.behind, n, offered);
                 took.map_err(|e| self.fail(e))?;
             }
             None => self.ahead.consume(run.used),
