@@ -27,7 +27,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::alloc::System;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 
 use cipherio::format::{HEADER_LEN, Header};
 use cipherio::tink::{AesGcmHkdfKey, AesGcmHkdfParams, HkdfHash};
@@ -64,6 +64,7 @@ fn main() {
             threaded_writers_hold_their_ring_and_readers_their_read_ahead_and_run(p, threads);
             one_long_threaded_write_holds_its_ring(p, threads);
         }
+        seeks_back_over_a_ring_do_not_grow_the_read_ahead(p);
     }
     #[cfg(feature = "hazmat")]
     keystream_reader_allocates_its_buffer_only_for_small_reads();
@@ -818,6 +819,52 @@ fn threaded_writers_hold_their_ring_and_readers_their_read_ahead_and_run(
             "{p:?} threads {threads} prefetch {prefetch} reads of {read}: the reader held {most} bytes, more than its read-ahead and its run or ring ({bound})"
         );
     }
+}
+
+/// A prefetching threaded reader whose calls go round large reads (runs
+/// with the next run's input read beside), a small read (units posted to
+/// the ring) and a seek back to the start (the ring's units put back in
+/// front of the read-ahead) holds what one round holds, not more each
+/// round: the bytes put back once raised the read-ahead's size for good,
+/// by about its capacity a round (55 MiB after 100 rounds of a reader of
+/// 1 MiB capacity). Bound: the read-ahead (the capacity and the units
+/// put back past its size, plus a read-ahead held beside a run) and the
+/// ring, as in the test above.
+fn seeks_back_over_a_ring_do_not_grow_the_read_ahead(p: Provider) {
+    let threads = clamped(2);
+    let key = Key::generate(Algorithm::Aes128Gcm);
+    let (seg, cap) = (64 * KIB, MIB);
+    let sealed = seg + 16;
+    let (data, stream) = sealed_stream(&key, p, seg, 0x24, 40 * MIB);
+    let whole = Region::new(GLOBAL);
+    let mut r = CipherReader::builder(&key)
+        .provider(p)
+        .capacity(cap)
+        .threads(threads)
+        .threads_after(0)
+        .prefetch(true)
+        .build(io::Cursor::new(&stream[..]));
+    let (mut big, mut small) = (vec![0u8; 4 * MIB], [0u8; 100]);
+    let before = live(&whole.change());
+    let mut most = 0;
+    for _ in 0..12 {
+        for _ in 0..4 {
+            assert!(r.read(&mut big).unwrap() > 0, "the stream is longer");
+        }
+        let n = r.read(&mut small).unwrap();
+        assert!(n > 0 && small[..n].iter().all(|&b| b == data[0]));
+        r.seek(io::SeekFrom::Start(0)).unwrap();
+        most = most.max(live(&whole.change()).saturating_sub(before));
+    }
+    let ahead = cap + HEADER_LEN + ((threads + 1) * sealed).max(MIB);
+    let bound = 3 * ahead + cap + (6 * threads + 4) * sealed + 24 * KIB;
+    println!(
+        "alloc: {p:?} reader on {threads} threads, prefetch, seeking back over its ring, held at most {most} bytes ({bound} allowed)"
+    );
+    assert!(
+        most <= bound,
+        "{p:?}: the reader held {most} bytes after rounds of seeking back over its ring, more than its read-ahead and ring ({bound})"
+    );
 }
 
 /// The threads a stream asked for `asked` runs on: at most the CPUs.

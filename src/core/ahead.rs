@@ -7,7 +7,10 @@
 //!   sealed segment plus `capacity`, and a batch of segments plus
 //!   `capacity` (with threads) only once a segment has authenticated and
 //!   with it the header that named the segment size. It grows toward that
-//!   size as bytes arrive, never because a header asks.
+//!   size as bytes arrive, never because a header asks. Bytes put back in
+//!   front of it (a ring's units, after a seek) may pass that size for a
+//!   while; reads then add no more than a read of `capacity` until what
+//!   is held is back under it, so seeks do not ratchet it up.
 //! - **Aligned reads**: each inner read is offered at least `capacity`
 //!   bytes of room, ending on a unit boundary where one is far enough, so
 //!   a full read leaves no partial unit to move later; only the rest of a
@@ -54,8 +57,8 @@ pub(crate) struct ReadAhead {
     buf: Window,
     /// The configured read-ahead (more than 0).
     capacity: usize,
-    /// The read-ahead's full size (see the module docs); never below what
-    /// is held.
+    /// The read-ahead's full size (see the module docs); what is held
+    /// passes it only after bytes were put back in front.
     target: usize,
     /// A segment has authenticated: the target may include a batch.
     proven: bool,
@@ -122,18 +125,19 @@ impl ReadAhead {
         buf.extend(self.buf.data());
         buf.extend(back);
         self.buf = buf;
-        self.target = self.target.max(self.buf.len());
         Ok(())
     }
 
     /// How far a read beside a run may fill a second buffer that starts
     /// with the `rest` bytes held after the run's: up to twice what the
     /// run takes (memory follows the ciphertext that arrived), at least
-    /// the capacity, never past the read-ahead's size. `None`: no room
-    /// for a read of the capacity.
+    /// the capacity, never past the read-ahead's size (nor its full size,
+    /// when bytes put back made it larger). `None`: no room for a read of
+    /// the capacity.
     pub(crate) fn behind_end(&self, rest: usize) -> Option<usize> {
         let took = self.buf.available().saturating_sub(rest);
-        let end = (rest + (2 * took).max(self.capacity)).min(self.buf.len());
+        let most = self.buf.len().min(self.target);
+        let end = (rest + (2 * took).max(self.capacity)).min(most);
         (rest + self.capacity <= end).then_some(end)
     }
 
@@ -158,7 +162,6 @@ impl ReadAhead {
         let kept = behind.available() - n;
         if used + kept == self.buf.available() {
             std::mem::swap(&mut self.buf, behind);
-            self.target = self.target.max(self.buf.len());
             return Ok(());
         }
         self.consume(used);
@@ -297,7 +300,10 @@ impl ReadAhead {
         if shape.exact && pos < end && pos + self.need > end {
             limit = limit.min(pos + self.need);
         }
-        self.offered = limit - end;
+        // Past the full size (bytes put back in front): a read of the
+        // capacity at most, until what is held is back under it.
+        let under = self.target.saturating_sub(end - pos).max(self.capacity);
+        self.offered = (limit - end).min(under);
         Ok(moved)
     }
 
