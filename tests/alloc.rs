@@ -739,7 +739,6 @@ fn threaded_writers_hold_their_ring_and_readers_their_read_ahead_and_run(
     let seg = 64 * KIB;
     let sealed = seg + 16;
     let data = vec![0x42u8; 8 * MIB + 123];
-    let pool = 24 * KIB;
 
     let whole = Region::new(GLOBAL);
     let mut w = CipherWriter::builder(&key)
@@ -764,7 +763,7 @@ fn threaded_writers_hold_their_ring_and_readers_their_read_ahead_and_run(
         batches += 1;
     }
     w.finish().unwrap();
-    let bound = (4 * threads + 2) * sealed + HEADER_LEN + pool;
+    let bound = (4 * threads + 2) * sealed + HEADER_LEN + POOL;
     println!(
         "alloc: {p:?} writer on {threads} threads (asked {asked}) held at most {most} bytes ({bound} allowed)"
     );
@@ -805,12 +804,12 @@ fn threaded_writers_hold_their_ring_and_readers_their_read_ahead_and_run(
         // hold, the unit being moved in and the one handed out), for large
         // ones the next run's input read beside a run (a read-ahead
         // more). (A stream that mixes both holds both.)
-        let ahead = 8 * KIB + HEADER_LEN + ((threads + 1) * sealed).max(MIB);
+        let ahead = read_ahead(8 * KIB, threads, sealed);
         let held = match (prefetch, read >= MIB) {
-            (true, false) => (4 * threads + 4) * sealed,
+            (true, false) => reader_ring(threads, sealed),
             _ => ahead,
         };
-        let bound = ahead + held + pool;
+        let bound = ahead + held + POOL;
         println!(
             "alloc: {p:?} reader on {threads} threads (asked {asked}), prefetch {prefetch}, {read}-byte reads, held at most {most} bytes ({bound} allowed)"
         );
@@ -856,8 +855,8 @@ fn seeks_back_over_a_ring_do_not_grow_the_read_ahead(p: Provider) {
         r.seek(io::SeekFrom::Start(0)).unwrap();
         most = most.max(live(&whole.change()).saturating_sub(before));
     }
-    let ahead = cap + HEADER_LEN + ((threads + 1) * sealed).max(MIB);
-    let bound = 3 * ahead + cap + (6 * threads + 4) * sealed + 24 * KIB;
+    let ahead = read_ahead(cap, threads, sealed);
+    let bound = 3 * ahead + cap + reader_ring(threads, sealed) + 2 * threads * sealed + POOL;
     println!(
         "alloc: {p:?} reader on {threads} threads, prefetch, seeking back over its ring, held at most {most} bytes ({bound} allowed)"
     );
@@ -865,6 +864,24 @@ fn seeks_back_over_a_ring_do_not_grow_the_read_ahead(p: Provider) {
         most <= bound,
         "{p:?}: the reader held {most} bytes after rounds of seeking back over its ring, more than its read-ahead and ring ({bound})"
     );
+}
+
+/// What the process's pool allocates for itself, counted with a threaded
+/// stream's bytes (its registry and per-thread queues: about 13 KB
+/// measured).
+const POOL: usize = 24 * KIB;
+
+/// A threaded reader's read-ahead: its `capacity` and the header, and
+/// `threads + 1` units of `sealed` bytes, 1 MiB at least.
+fn read_ahead(capacity: usize, threads: usize, sealed: usize) -> usize {
+    capacity + HEADER_LEN + ((threads + 1) * sealed).max(MIB)
+}
+
+/// A prefetching reader's ring of `sealed`-byte units: 2n units sealed
+/// and opened, one more a late pool thread may still hold, the unit
+/// being moved in and the one handed out.
+fn reader_ring(threads: usize, sealed: usize) -> usize {
+    (4 * threads + 4) * sealed
 }
 
 /// The threads a stream asked for `asked` runs on: at most the CPUs.
@@ -901,7 +918,6 @@ fn one_long_threaded_write_holds_its_ring(p: Provider, asked: usize) {
     let threads = clamped(asked);
     let key = Key::generate(Algorithm::ChaCha20Poly1305);
     let data = vec![0x42u8; 16 * MIB];
-    let pool = 24 * KIB;
     for cap in [100, 8 * KIB, 64 * KIB] {
         let region = Region::new(GLOBAL);
         let mut w = CipherWriter::builder(&key)
@@ -917,7 +933,7 @@ fn one_long_threaded_write_holds_its_ring(p: Provider, asked: usize) {
         w.write_all(&data).unwrap();
         let inner = w.finish().unwrap();
         let per_segment = cap.max(64 * KIB) + 16 + 4;
-        let bound = (4 * threads + 2) * per_segment + HEADER_LEN + pool;
+        let bound = (4 * threads + 2) * per_segment + HEADER_LEN + POOL;
         println!(
             "alloc: {p:?} writer on {threads} threads (asked {asked}), capacity {cap}, one 16 MiB write: held at most {} bytes while writing ({bound} allowed, {} inner writes)",
             inner.most, inner.calls
